@@ -1,0 +1,1 @@
+"""Accelerator backends: compute on batches of a storage format (ARCHITECTURE "Seams")."""

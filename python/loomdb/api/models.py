@@ -1,0 +1,115 @@
+"""Prediction, evaluation and the model catalog functions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from loomdb.api.train import model_from_row
+from loomdb.learn import compile_sql, metrics
+from loomdb.learn.model import LinearModel
+from loomdb.store import catalog
+from loomdb.store.db import Database
+from loomdb.store.names import check_name, quote_ident, relation
+
+EVAL_CHUNK = 65536
+
+# (database key, model name) → (uid, model).  The uid changes on every train, so a retrained
+# or dropped model is never served stale; checking it costs one indexed lookup per call.
+_cache: dict[tuple[int, str], tuple[str, LinearModel]] = {}
+
+
+def load(db: Database, name: str) -> LinearModel:
+    check_name(name, "model")
+    key = (id(getattr(db, "cache_key", db)), name)
+    rows = db.query(f"SELECT uid FROM {catalog.SCHEMA}.models WHERE name = $1", [name])
+    if not rows:
+        _cache.pop(key, None)
+        catalog.get_model(db, name)  # raises the not-found error
+    uid = rows[0][0]
+    hit = _cache.get(key)
+    if hit is not None and hit[0] == uid:
+        return hit[1]
+    model = model_from_row(catalog.get_model(db, name))
+    _cache[key] = (uid, model)
+    return model
+
+
+def _by_model(db: Database, names: Sequence[str], X: np.ndarray, how: str) -> np.ndarray:
+    out = np.empty(len(names))
+    unique = set(names)
+    for name in unique:
+        model = load(db, name)
+        rows = slice(None) if len(unique) == 1 else np.asarray([n == name for n in names])
+        out[rows] = model.predict(X[rows]) if how == "predict" else model.predict_proba(X[rows])
+    return out
+
+
+def predict(db: Database, names: Sequence[str], X: np.ndarray) -> np.ndarray:
+    """Vectorised ``loom_predict``: one model name and one feature row per output value."""
+    return _by_model(db, names, X, "predict")
+
+
+def predict_proba(db: Database, names: Sequence[str], X: np.ndarray) -> np.ndarray:
+    return _by_model(db, names, X, "proba")
+
+
+def predict_sql(db: Database, name: str) -> str:
+    return compile_sql.predict_expression(load(db, name))
+
+
+def predict_proba_sql(db: Database, name: str) -> str:
+    return compile_sql.proba_expression(load(db, name))
+
+
+def evaluate(db: Database, name: str, source: str) -> str:
+    model = load(db, name)
+    row = catalog.get_model(db, name)
+    rel = relation(source, db.dialect)
+    label = row["label"]
+    cols = [quote_ident(c) for c in [*model.features, label]]
+    where = " AND ".join(f"{c} IS NOT NULL" for c in cols)
+    chunks = list(db.read_matrix(rel, cols, where, None, EVAL_CHUNK))
+    data = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
+    X, y = data[:, :-1], data[:, -1]
+    total = db.query(f"SELECT count(*) FROM {rel}")[0][0]
+    result: dict[str, Any] = {"model": name, "rows": len(y), "skipped": int(total) - len(y)}
+    if len(y) == 0:
+        return json.dumps(result | {"error": "no rows without NULLs to evaluate on"})
+    pred = model.predict(X)
+    if model.classifier:
+        score = model.margins(X)[:, 0] if model.W.shape[1] == 1 else None
+        proba = model.predict_proba(X) if model.kind == "logistic" and score is not None else None
+        result.update(metrics.classification(y, pred, model.classes, score, proba))
+    else:
+        result.update(metrics.regression(y, pred))
+    return json.dumps(result)
+
+
+def model_info(db: Database, name: str) -> str:
+    check_name(name, "model")
+    row = catalog.get_model(db, name)
+    row["created_at"] = str(row["created_at"])
+    return json.dumps(row, default=str)
+
+
+def drop_model(db: Database, name: str) -> str:
+    check_name(name, "model")
+    with db.atomic():
+        catalog.drop_model(db, name)
+    return json.dumps({"dropped": name})
+
+
+def version(db: Database) -> str:
+    import loomdb
+
+    return loomdb.__version__
+
+
+def backends(db: Database) -> str:
+    from loomdb.accel import registry
+
+    return json.dumps(registry.describe())

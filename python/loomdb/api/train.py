@@ -1,0 +1,245 @@
+"""``loom_train``: validate options once, lay the source out (or use an index), fit, record.
+
+Everything happens inside one (sub)transaction: a failed train leaves the catalog and the
+tables exactly as they were.  A train without ``index`` lays the source out in a scratch index
+that is dropped again before the model is written.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from loomdb.accel import registry
+from loomdb.api import index as index_api
+from loomdb.api.train_options import LAYOUT, TRAIN
+from loomdb.batch import Batch
+from loomdb.errors import LoomOptionError
+from loomdb.learn.losses import LOSSES
+from loomdb.learn.model import LinearModel, Scaling
+from loomdb.learn.optimizers import DEFAULT_LR
+from loomdb.learn.schedules import DEFAULT_DECAY
+from loomdb.learn.trainer import Problem, TrainConfig, fit
+from loomdb.options import parse_json, validate
+from loomdb.store import catalog, formats
+from loomdb.store.db import Database
+from loomdb.store.names import check_name
+from loomdb.store.source import SourceProfile, classes, profile_from_index
+
+
+class IndexEpochs:
+    """Feeds the trainer from an index: the first batches train, the last ones validate."""
+
+    def __init__(self, db: Database, info: dict[str, Any], validation_fraction: float, opts):
+        self.db, self.info, self.opts = db, info, opts
+        n = int(info["batches"])
+        held = int(round(n * validation_fraction)) if validation_fraction else 0
+        if validation_fraction and (held < 1 or held >= n):
+            raise LoomOptionError(
+                f"validation_fraction {validation_fraction} leaves no batch to "
+                f"{'validate' if held < 1 else 'train'} on ({n} batches)",
+                hint="use a smaller batch_size or a different validation_fraction",
+            )
+        self.train_stop = n - held
+
+    def train_batches(self, epoch: int, history: list[dict[str, Any]]) -> Iterable[Batch]:
+        return index_api.read_batches(
+            self.db, self.info, first=0, stop=self.train_stop, epoch=epoch, history=history,
+            train_options=self.opts,
+        )
+
+    def validation_batches(self) -> Iterable[Batch]:
+        if self.train_stop >= int(self.info["batches"]):
+            return ()
+        return index_api.read_batches(
+            self.db, self.info, first=self.train_stop, train_options=self.opts
+        )
+
+
+def _class_weights(opts: dict[str, Any], prof: SourceProfile, cls: list[float]) -> np.ndarray | None:
+    cw = opts["class_weight"]
+    if cw == "none":
+        return None
+    if cw == "balanced":
+        counts = np.array([prof.label_counts[c] for c in cls], dtype=np.float64)
+        return counts.sum() / (len(cls) * counts)
+    weights = np.ones(len(cls))
+    for key, w in cw.items():
+        try:
+            weights[cls.index(float(key))] = float(w)
+        except ValueError:
+            raise LoomOptionError(
+                f"class_weight names label {key!r}, which is not a class of the source",
+                hint=f"classes: {', '.join(f'{c:g}' for c in cls)}",
+            ) from None
+    return weights
+
+
+def _warm_start(db: Database, name: str, kind: str, features: list[str], cls) -> LinearModel:
+    row = catalog.get_model(db, name)
+    model = model_from_row(row)
+    if model.kind != kind or model.features != features or model.classes != cls:
+        raise LoomOptionError(
+            f"cannot warm-start model '{name}': it is a {model.kind} model over "
+            f"{len(model.features)} features and {len(model.classes)} classes",
+            hint="warm_start needs the same model kind, features and classes",
+        )
+    return model
+
+
+def model_from_row(row: dict[str, Any]) -> LinearModel:
+    return LinearModel.from_dict(
+        {
+            "kind": row["kind"],
+            "features": row["feature_names"],
+            "coef": row["coefficients"],
+            "intercept": row["intercept"],
+            "scaling": row["standardization"],
+            "classes": row["classes"],
+        }
+    )
+
+
+def _config(opts: dict[str, Any]) -> TrainConfig:
+    return TrainConfig(
+        kind=opts["model"],
+        epochs=opts["epochs"],
+        tol=opts["tol"],
+        lr=opts["lr"] if opts["lr"] is not None else DEFAULT_LR[opts["optimizer"]],
+        lr_schedule=opts["lr_schedule"],
+        lr_decay=(
+            opts["lr_decay"] if opts["lr_decay"] is not None else DEFAULT_DECAY[opts["lr_schedule"]]
+        ),
+        optimizer=opts["optimizer"],
+        l1=opts["l1"],
+        l2=opts["l2"],
+        fit_intercept=opts["fit_intercept"],
+    )
+
+
+def _scratch_name(model: str) -> str:
+    return ("tmp_" + model)[:63]
+
+
+def train(db: Database, name: str, source: str, label: str, options: str | None) -> str:
+    check_name(name, "model")
+    given = parse_json(options)
+    fmt_name = given.get("format") or "dense"
+    opts = validate(given, [*TRAIN, *getattr(formats.get(fmt_name), "OPTIONS", [])])
+    exists = catalog.model_exists(db, name)
+    if exists and not (opts["warm_start"] or opts["replace"]):
+        catalog.require_absent(db, name, "model")
+    backend = registry.get(opts["backend"])
+    started = time.perf_counter()
+    with db.atomic():
+        if opts["index"]:
+            info = catalog.get_index(db, check_name(opts["index"], "index"))
+            _check_index_matches(info, source, label, given)
+        else:
+            layout = {k: opts[k] for k in (o.name for o in LAYOUT) if k in opts}
+            layout.update({k: opts[k] for k in opts if k not in {o.name for o in TRAIN}})
+            scratch = _scratch_name(name)
+            if catalog.index_exists(db, scratch):
+                index_api.drop(db, scratch)
+            info = index_api.build(db, scratch, source, label, {**layout, "if_not_exists": False})
+        if not backend.supports(info["format"]):
+            raise LoomOptionError(
+                f"backend '{backend.name}' cannot train on the {info['format']} format",
+                hint="choose another backend or format; see loom_backends()",
+            )
+        laid_out = time.perf_counter()
+        prof = profile_from_index(info)
+        kind = opts["model"]
+        cls = classes(prof) if LOSSES[kind].classifier else []
+        init = _warm_start(db, name, kind, prof.features, cls) if opts["warm_start"] else None
+        problem = Problem(
+            features=prof.features,
+            scaling=init.scaling if init else Scaling.from_stats(opts["standardize"], prof.stats),
+            classes=cls,
+            class_weights=_class_weights(opts, prof, cls) if cls else None,
+            init=init,
+        )
+        epochs = IndexEpochs(db, info, opts["validation_fraction"], opts)
+        progress = _progress(db, name) if opts["progress"] else None
+        model, history = fit(epochs, problem, _config(opts), backend, progress)
+        if not opts["index"]:
+            index_api.drop(db, info["name"])
+        finished = time.perf_counter()
+        timings = {
+            "layout_s": round(laid_out - started, 6),
+            "train_s": round(finished - laid_out, 6),
+            "total_s": round(finished - started, 6),
+        }
+        stored_opts = {k: v for k, v in opts.items() if v is not None and k != "features"}
+        row = {
+            "name": name,
+            "uid": uuid.uuid4().hex,
+            "kind": kind,
+            "coefficients": model.W.tolist(),
+            "intercept": model.b.tolist(),
+            "feature_names": model.features,
+            "classes": model.classes,
+            "standardization": model.scaling.to_dict(),
+            "options": stored_opts,
+            "history": history,
+            "rows_processed": prof.rows,
+            "rows_skipped": prof.skipped,
+            "timings": timings,
+            "storage_format": info["format"],
+            "backend": backend.name,
+            "source": source if source else info["source"],
+            "label": prof.label,
+            "report": None,
+        }
+        catalog.put_model(db, row)
+    return json.dumps(
+        {
+            "model": name,
+            "kind": kind,
+            "features": len(model.features),
+            "classes": model.classes,
+            "epochs": len(history),
+            "loss": history[-1]["loss"] if history else None,
+            "rows": prof.rows,
+            "skipped": prof.skipped,
+            "format": info["format"],
+            "backend": backend.name,
+            "seconds": timings["total_s"],
+        }
+    )
+
+
+def _check_index_matches(info: dict[str, Any], source: str, label: str, given: dict) -> None:
+    if source and source != info["source"]:
+        raise LoomOptionError(
+            f"index '{info['name']}' was built on {info['source']!r}, not {source!r}",
+            hint="pass the index's source (or NULL) as the source argument",
+        )
+    if label and label.lower() != str(info["label"]).lower():
+        raise LoomOptionError(
+            f"index '{info['name']}' has label '{info['label']}', not '{label}'",
+        )
+    for key in ("features", "format", "batch_size", "seed", "nulls", "dtype"):
+        if key in given:
+            raise LoomOptionError(
+                f"the '{key}' option belongs to the index, which is already built",
+                hint=f"rebuild the index to change it, or drop '{key}' from the options",
+            )
+
+
+def _progress(db: Database, name: str):
+    def report(e: dict[str, Any]) -> None:
+        rate = f", {e['rows_per_s']:,.0f} rows/s" if e.get("rows_per_s") else ""
+        val = f", validation loss {e['val_loss']:.6g}" if "val_loss" in e else ""
+        extra = f", precision {e['precision']}" if "precision" in e else ""
+        db.notice(
+            f"loom_train {name}: epoch {e['epoch']}/{e['epochs']}, "
+            f"loss {e['loss']:.6g}{val}{rate}{extra}"
+        )
+
+    return report

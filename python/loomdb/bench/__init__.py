@@ -1,0 +1,13 @@
+"""``loomdb bench SUITE``: each suite is a module here with ``run(quick: bool) -> list[BenchTable]``.
+
+Benchmarks compare loomdb against a peer or a baseline *in the same run* and print ratios;
+they are not tests and tests never assert wall-clock times.
+"""
+
+SUITES = {
+    "train": "loomdb.bench.train",
+    "predict": "loomdb.bench.predict",
+    "toc": "loomdb.bench.toc",
+    "weave": "loomdb.bench.weave",
+    "sim": "loomdb.bench.sim",
+}

@@ -1,0 +1,50 @@
+"""A benchmark result: a titled table that prints aligned and serialises to JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class BenchTable:
+    """Rows of one measurement; every suite returns a list of these."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, *values: Any) -> None:
+        if len(values) != len(self.columns):
+            raise ValueError(f"row has {len(values)} values for {len(self.columns)} columns")
+        self.rows.append(list(values))
+
+    def render(self) -> str:
+        cells = [[_fmt(v) for v in row] for row in self.rows]
+        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(self.columns)]
+        line = "| " + " | ".join(c.ljust(w) for c, w in zip(self.columns, widths)) + " |"
+        rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+        body = ["| " + " | ".join(v.rjust(w) for v, w in zip(r, widths)) + " |" for r in cells]
+        notes = [f"- {n}" for n in self.notes]
+        return "\n".join([f"### {self.title}", "", line, rule, *body, *([""] + notes if notes else [])])
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if v != v:
+            return "n/a"
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        if abs(v) >= 10:
+            return f"{v:.1f}"
+        return f"{v:.3g}" if abs(v) < 0.01 and v != 0 else f"{v:.2f}"
+    return str(v)
+
+
+def dumps(tables: list[BenchTable]) -> str:
+    return json.dumps([t.to_dict() for t in tables], indent=2, default=str)

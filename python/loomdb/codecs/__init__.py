@@ -1,0 +1,1 @@
+"""Pure codecs: bytes ↔ arrays.  Nothing here imports loomdb except :mod:`loomdb.errors`."""

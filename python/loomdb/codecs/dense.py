@@ -1,0 +1,54 @@
+"""The ``dense`` record: a minibatch as plain row-major floats behind a small header.
+
+Byte format, version 1 (little-endian)::
+
+    offset 0  b"LD"          magic
+           2  uint8  1       version
+           3  uint8  code    8 = float64, 4 = float32
+           4  uint32 rows
+           8  uint32 cols
+          12  rows·cols values, row-major
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from loomdb.errors import LoomFormatError, LoomOptionError
+
+MAGIC = b"LD"
+VERSION = 1
+HEADER = struct.Struct("<2sBBII")
+DTYPES = {8: np.dtype("<f8"), 4: np.dtype("<f4")}
+
+
+def encode(batch: np.ndarray, dtype: str = "float64") -> bytes:
+    if batch.ndim != 2:
+        raise LoomOptionError(f"a dense batch must be 2-D; got shape {batch.shape}")
+    code = {"float64": 8, "float32": 4}.get(dtype)
+    if code is None:
+        raise LoomOptionError(f"dense dtype must be float64 or float32; got {dtype!r}")
+    rows, cols = batch.shape
+    return HEADER.pack(MAGIC, VERSION, code, rows, cols) + np.ascontiguousarray(
+        batch, dtype=DTYPES[code]
+    ).tobytes()
+
+
+def decode(blob: bytes) -> np.ndarray:
+    """The batch as float64 (float32 records are widened)."""
+    if len(blob) < HEADER.size:
+        raise LoomFormatError(f"dense record of {len(blob)} bytes is shorter than its header")
+    magic, version, code, rows, cols = HEADER.unpack_from(blob)
+    if magic != MAGIC or version != VERSION or code not in DTYPES:
+        raise LoomFormatError(
+            f"not a dense record of version {VERSION} (magic {magic!r}, version {version}, "
+            f"dtype code {code})",
+            hint="rebuild the index with this version of loomdb",
+        )
+    need = HEADER.size + rows * cols * code
+    if len(blob) != need:
+        raise LoomFormatError(f"dense record holds {len(blob)} bytes; its header says {need}")
+    values = np.frombuffer(blob, dtype=DTYPES[code], offset=HEADER.size)
+    return values.reshape(rows, cols).astype(np.float64, copy=False)

@@ -1,0 +1,67 @@
+"""``loomdb.connect()``: DuckDB with loomdb's functions, catalog and SQL front-end.
+
+``Connection.execute``/``sql`` run loomdb's front-end first (``CREATE INDEX … USING
+mlweaving``… become function calls) and return what DuckDB's own would.  ``.duckdb`` is the raw
+connection; ``register(con)`` equips an existing one (e.g. from a dbt-duckdb plugin).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from loomdb.engines.duckdb.database import TYPES, DuckDatabase
+from loomdb.engines.duckdb.functions import register_functions
+from loomdb.store import catalog
+
+
+def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Create loomdb's catalog in ``con``'s database and register every loom_* function."""
+    for statement in catalog.ddl(lambda t: TYPES[t]):
+        con.execute(statement)
+    register_functions(con)
+    return con
+
+
+class Connection:
+    """A DuckDB connection whose statements pass through loomdb's SQL front-end."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.duckdb = register(con)
+
+    def _statements(self, sql: str) -> list[str]:
+        from loomdb.engines.duckdb.frontend_catalog import process
+
+        return process(self, sql)
+
+    def execute(self, sql: str, parameters: Any = None) -> duckdb.DuckDBPyConnection:
+        statements = self._statements(sql)
+        for statement in statements[:-1]:
+            self.duckdb.execute(statement)
+        return self.duckdb.execute(statements[-1], parameters) if statements else self.duckdb
+
+    def sql(self, sql: str) -> Any:
+        statements = self._statements(sql)
+        for statement in statements[:-1]:
+            self.duckdb.execute(statement)
+        return self.duckdb.sql(statements[-1]) if statements else None
+
+    def database(self) -> DuckDatabase:
+        return DuckDatabase(self.duckdb.cursor(), cache_key=self.duckdb)
+
+    def close(self) -> None:
+        self.duckdb.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.duckdb, name)
+
+
+def connect(path: str | None = None, **config: Any) -> Connection:
+    return Connection(duckdb.connect(path or ":memory:", config=config or {}))

@@ -1,0 +1,88 @@
+"""Bind the UDF catalogue to a DuckDB connection.
+
+Scalar UDFs run once per call with a :class:`DuckDatabase` on a fresh cursor of the same
+database; vectorised ones (``loom_predict``…) are arrow UDFs that receive whole vectors, so
+prediction in SELECT never calls Python per row.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from loomdb.engines.calls import feature_rows, vectorized
+from loomdb.engines.duckdb.database import TYPES, DuckDatabase
+from loomdb.errors import LoomError
+from loomdb.udfs import Udf, load
+
+
+def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A LIST<DOUBLE> vector → (X, ok) without a Python loop when it has no NULLs."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    n = len(column)
+    if n and column.null_count == 0 and column.values.null_count == 0:
+        lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+        if (lengths == lengths[0]).all():
+            flat = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float64)
+            return flat.reshape(n, int(lengths[0])), np.ones(n, dtype=bool)
+    return feature_rows(column.to_pylist())
+
+
+def _vector_fn(udf: Udf, con: Any):
+    def fn(models: pa.Array, features: pa.Array) -> pa.Array:
+        db = DuckDatabase(con.cursor(), cache_key=con)
+        X, ok = _features(features)
+        names = models.to_pylist()
+        out = vectorized(udf, db, names, X, ok)
+        return pa.array(out, mask=~ok | np.isnan(out))
+
+    return fn
+
+
+def _scalar_fn(udf: Udf, con: Any):
+    defaults = [a.default.strip("'") if a.default else None for a in udf.args]
+
+    def fn(*args: Any) -> Any:
+        args = tuple(d if v is None and d is not None else v for v, d in zip(args, defaults))
+        cur = con.cursor()
+        try:
+            return udf.callable()(DuckDatabase(cur, cache_key=con), *args)
+        finally:
+            cur.close()
+
+    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in udf.args]
+    )
+    return fn
+
+
+def _type(name: str) -> Any:
+    return duckdb.sqltype(TYPES[name])
+
+
+def register_functions(con: Any) -> None:
+    for udf in load():
+        fn = _vector_fn(udf, con) if udf.vectorized else _scalar_fn(udf, con)
+        try:
+            con.remove_function(udf.name)
+        except Exception:  # not registered yet
+            pass
+        con.create_function(
+            udf.name,
+            fn,
+            [_type(a.type) for a in udf.args],
+            _type(udf.returns),
+            type="arrow" if udf.vectorized else "native",
+            null_handling="default" if udf.strict else "special",
+            exception_handling="default",
+            side_effects=udf.volatility == "volatile",
+        )
+
+
+__all__ = ["LoomError", "register_functions"]

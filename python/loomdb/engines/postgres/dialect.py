@@ -1,0 +1,69 @@
+"""PostgreSQL's spelling of what the store needs: types, type classes, packed row reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from loomdb.errors import LoomFormatError
+from loomdb.udfs.pgsql import PG_TYPES
+
+NUMERIC_OIDS = {20, 21, 23, 700, 701, 1700}  # int8 int2 int4 float4 float8 numeric
+BOOL_OID = 16
+FLOAT8_OID = 701
+ARRAY_HEADER = 20  # ndim, flags, element type, dimension, lower bound: 5 × int4
+
+
+def type_name(abstract: str) -> str:
+    return PG_TYPES[abstract]
+
+
+def column_kind(oid: int) -> str:
+    return "numeric" if oid in NUMERIC_OIDS else "boolean" if oid == BOOL_OID else "other"
+
+
+def param_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "bigint"
+    if isinstance(value, float):
+        return "double precision"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "bytea"
+    if isinstance(value, (list, tuple)):
+        return "double precision[]"
+    return "text"
+
+
+def shuffle_key(row_number: str, seed: int) -> str:
+    return f"hashint8extended({row_number}, {int(seed)}), {row_number}"
+
+
+def packed_rows_query(
+    relation: str, columns: Sequence[str], where: str | None, seed: int | None, chunk: int
+) -> str:
+    """One bytea per ``chunk`` rows: each row's values as ``array_send(float8[])``."""
+    values = ", ".join(f"CAST({c} AS float8)" for c in columns)
+    order = shuffle_key("loom_rn", seed) if seed is not None else "loom_rn"
+    filtered = f" WHERE {where}" if where else ""
+    return (
+        "SELECT string_agg(loom_row, ''::bytea ORDER BY loom_pos) FROM ("
+        f"SELECT array_send(ARRAY[{values}]::float8[]) AS loom_row, "
+        f"row_number() OVER (ORDER BY {order}) AS loom_pos FROM ("
+        f"SELECT *, row_number() OVER () AS loom_rn FROM {relation}{filtered}) loom_a) loom_b "
+        f"GROUP BY (loom_pos - 1) / {int(chunk)} ORDER BY (loom_pos - 1) / {int(chunk)}"
+    )
+
+
+def decode_packed_rows(blob: bytes, m: int) -> np.ndarray:
+    """Rows packed by :func:`packed_rows_query` → float64 (rows, m)."""
+    row = np.dtype(
+        [("header", "V%d" % ARRAY_HEADER), ("items", [("len", ">i4"), ("v", ">f8")], (m,))]
+    )
+    if len(blob) % row.itemsize:
+        raise LoomFormatError(f"packed rows of {len(blob)} bytes do not hold whole {m}-value rows")
+    rows = np.frombuffer(blob, dtype=row)
+    return rows["items"]["v"].astype(np.float64)

@@ -1,0 +1,31 @@
+"""The entry point of every loomdb function inside PostgreSQL.
+
+The generated function bodies call ``call(plpy, name, *args)``; it finds the catalogued UDF,
+wraps ``plpy`` in a :class:`PlpyDatabase`, runs the engine-neutral callable and turns a
+:class:`LoomError` into a PostgreSQL error with its detail, hint and SQLSTATE.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loomdb.engines.calls import feature_rows, vectorized
+from loomdb.engines.postgres.plpy_database import PlpyDatabase
+from loomdb.errors import LoomError
+from loomdb.udfs import by_name
+
+_udfs = by_name()
+
+
+def call(plpy: Any, name: str, *args: Any) -> Any:
+    udf = _udfs[name]
+    db = PlpyDatabase(plpy)
+    try:
+        if udf.vectorized:
+            model, features = args
+            X, ok = feature_rows([features])
+            value = vectorized(udf, db, [model], X, ok)[0]
+            return None if value != value else float(value)
+        return udf.callable()(db, *args)
+    except LoomError as e:
+        plpy.error(e.message, detail=e.detail, hint=e.hint, sqlstate=e.sqlstate)

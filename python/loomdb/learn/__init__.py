@@ -1,0 +1,1 @@
+"""Learning: losses, optimisers, schedules and the engine-agnostic minibatch trainer."""

@@ -1,0 +1,1 @@
+"""Storage: the catalog (``loom.models``, ``loom.indexes``) and the storage formats."""
