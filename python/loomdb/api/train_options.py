@@ -23,7 +23,7 @@ def _class_weight(v: object) -> bool:
 LAYOUT = [
     Option("format", (str,), "dense", doc="storage format: dense, toc or mlweaving"),
     Option("features", (list,), None, _features, "a non-empty list of column names"),
-    Option("batch_size", (int,), 64, in_range(1, 1_000_000), "an integer from 1 to 1000000"),
+    Option("batch_size", (int,), 32, in_range(1, 1_000_000), "an integer from 1 to 1000000"),
     Option("seed", (int,), 42, expect="an integer", doc="the seed of the one-time shuffle"),
     Option("nulls", (str,), "error", one_of("skip", "error"), "'skip' or 'error'"),
     Option("dtype", (str,), "float64", one_of("float64", "float32"), "'float64' or 'float32'"),

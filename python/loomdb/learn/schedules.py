@@ -22,4 +22,4 @@ class Schedule:
 
 
 SCHEDULES = ("constant", "inverse-t", "exponential")
-DEFAULT_DECAY = {"constant": 0.0, "inverse-t": 1.0, "exponential": 0.9}
+DEFAULT_DECAY = {"constant": 0.0, "inverse-t": 0.1, "exponential": 0.9}

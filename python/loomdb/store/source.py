@@ -86,7 +86,7 @@ def profile(
     cols = [quote_ident(c) for c in [*features, label]]
     any_null = " OR ".join(f"{c} IS NULL" for c in cols)
     total, with_nulls = db.query(
-        f"SELECT count(*), count(*) FILTER (WHERE {any_null}) FROM {rel}"
+        f"SELECT count(*) AS n, count(*) FILTER (WHERE {any_null}) AS n_null FROM {rel}"
     )[0]
     if total == 0:
         raise LoomDataError(f"{source} is empty: there is nothing to learn from")
@@ -99,10 +99,11 @@ def profile(
     if total == with_nulls:
         raise LoomDataError(f"every row of {source} has a NULL feature or label")
 
+    double = db.type("double")
     aggs = ", ".join(
-        f"min(CAST({c} AS {db.type('double')})), max(CAST({c} AS {db.type('double')})), "
-        f"avg(CAST({c} AS {db.type('double')})), stddev_pop(CAST({c} AS {db.type('double')}))"
-        for c in cols
+        f"{fn}(CAST({c} AS {double})) AS s{i}_{fn}"
+        for i, c in enumerate(cols)
+        for fn in ("min", "max", "avg", "stddev_pop")
     )
     row = db.query(f"SELECT {aggs} FROM {rel}" + (f" WHERE {where}" if where else ""))[0]
     values = np.array([np.nan if v is None else float(v) for v in row]).reshape(-1, 4)
@@ -120,7 +121,7 @@ def profile(
     }
     lab = quote_ident(label)
     rows = db.query(
-        f"SELECT CAST({lab} AS {db.type('double')}), count(*) FROM {rel}"
+        f"SELECT CAST({lab} AS {double}) AS v, count(*) AS n FROM {rel}"
         + (f" WHERE {where}" if where else "")
         + f" GROUP BY 1 ORDER BY 1 LIMIT {MAX_CLASSES + 1}"
     )

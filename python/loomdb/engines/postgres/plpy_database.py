@@ -54,6 +54,8 @@ class PlpyDatabase:
             cols = result.colnames()
         except Exception:  # plpy raises for statements that return no rows
             return []
+        if len(set(cols)) != len(cols):  # rows are dicts: every column needs its own name
+            raise ValueError(f"duplicate column names in a loomdb query: {cols}")
         return [tuple(row[c] for c in cols) for row in result]
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
@@ -69,8 +71,8 @@ class PlpyDatabase:
             rows = cursor.fetch(size)
             if not rows:
                 break
-            if cols is None:
-                cols = rows.colnames()
+            if cols is None:  # fetch() results carry no column list: rows are ordered dicts
+                cols = list(rows[0].keys())
             for row in rows:
                 yield tuple(row[c] for c in cols)
 

@@ -28,4 +28,5 @@ def call(plpy: Any, name: str, *args: Any) -> Any:
             return None if value != value else float(value)
         return udf.callable()(db, *args)
     except LoomError as e:
-        plpy.error(e.message, detail=e.detail, hint=e.hint, sqlstate=e.sqlstate)
+        extra = {k: v for k, v in (("detail", e.detail), ("hint", e.hint)) if v}
+        plpy.error(e.message, sqlstate=e.sqlstate, **extra)

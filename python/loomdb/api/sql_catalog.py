@@ -1,0 +1,31 @@
+"""What loomdb's SQL front-end needs to know of a database, answered from the catalog."""
+
+from __future__ import annotations
+
+from loomdb.store import catalog
+from loomdb.store.db import Database
+from loomdb.store.names import NAME, relation
+
+
+class DbCatalog:
+    """The front-end's ``Catalog`` over any engine's ``Database``."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    def is_index(self, name: str) -> bool:
+        return bool(NAME.match(name)) and catalog.index_exists(self.db, name)
+
+    def index_for(self, table: str, format: str) -> str | None:
+        rows = self.db.query(
+            f"SELECT name FROM {catalog.SCHEMA}.indexes WHERE source = $1 AND format = $2 "
+            "ORDER BY built_at DESC LIMIT 1",
+            [table, format],
+        )
+        return rows[0][0] if rows else None
+
+    def default_label(self, table: str) -> str:
+        return self.db.columns(relation(table, self.db.dialect))[-1][0]
+
+    def model_features(self, model: str) -> list[str]:
+        return list(catalog.get_model(self.db, model)["feature_names"])

@@ -1,0 +1,88 @@
+"""``loomdb``: run SQL on either engine, install into PostgreSQL, run benchmarks.
+
+    loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL]
+    loomdb pg install --dsn DSN [--venv DIR] [--source DIR] [--reinstall]
+    loomdb bench SUITE [--quick] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from loomdb.errors import LoomError
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from loomdb.cli.run_sql import run_script
+
+    if args.command:
+        text = args.command
+    elif args.file and args.file != "-":
+        with open(args.file) as f:
+            text = f.read()
+    else:
+        text = sys.stdin.read()
+    return run_script(text, duckdb_path=args.duckdb, dsn=args.dsn, progress=not args.quiet)
+
+
+def _pg(args: argparse.Namespace) -> int:
+    from loomdb.engines.postgres import install
+
+    install.run(args)
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from loomdb.cli.bench import run_suite
+
+    return run_suite(args.suite, quick=args.quick, json_path=args.json, dsn=args.dsn)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="loomdb", description="in-database machine learning")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("sql", help="run SQL through loomdb's front-end, like psql")
+    where = s.add_mutually_exclusive_group(required=True)
+    where.add_argument("--duckdb", metavar="PATH", help="a DuckDB database file (:memory: ok)")
+    where.add_argument("--dsn", help="a PostgreSQL connection string")
+    what = s.add_mutually_exclusive_group()
+    what.add_argument("-f", "--file", help="a SQL script (default: standard input)")
+    what.add_argument("-c", "--command", help="SQL text to run")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    s.set_defaults(func=_sql)
+
+    pg = sub.add_parser("pg", help="PostgreSQL administration")
+    pgsub = pg.add_subparsers(dest="pgcmd", required=True)
+    inst = pgsub.add_parser("install", help="install the loomdb extension into a local server")
+    from loomdb.engines.postgres import install
+
+    install.add_arguments(inst)
+    inst.set_defaults(func=_pg)
+
+    b = sub.add_parser("bench", help="run a benchmark suite and print its table")
+    from loomdb.bench import SUITES
+
+    b.add_argument("suite", choices=sorted(SUITES))
+    b.add_argument("--quick", action="store_true", help="small data, for a smoke run")
+    b.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    b.add_argument("--dsn", help="PostgreSQL to include (suites that compare engines)")
+    b.set_defaults(func=_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> Any:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except LoomError as e:
+        print(f"loomdb: error: {e.message}", file=sys.stderr)
+        if e.hint:
+            print(f"hint: {e.hint}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""``Database`` over psycopg 3, from outside the server (the CLI, benchmarks, tests).
+
+Training and prediction run inside the server through the SQL functions; the client side
+only needs to read the catalog (for the SQL front-end) and run statements.  Placeholders
+``$1…`` become psycopg's ``%s``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from loomdb.engines.postgres.dialect import column_kind, type_name
+
+_PLACEHOLDER = re.compile(r"\$(\d+)")
+
+
+def to_psycopg(sql: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
+    order = [int(n) - 1 for n in _PLACEHOLDER.findall(sql)]
+    return _PLACEHOLDER.sub("%s", sql.replace("%", "%%")), [params[i] for i in order]
+
+
+class PsycopgDatabase:
+    dialect = "postgres"
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+        self.cache_key = conn
+
+    def type(self, abstract: str) -> str:
+        return type_name(abstract)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        text, values = to_psycopg(sql, params)
+        with self.conn.cursor() as cur:
+            cur.execute(text, values or None)
+            return cur.fetchall() if cur.description else []
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self.query(sql, params)
+
+    def notice(self, message: str) -> None:
+        print(message)
+
+    def columns(self, relation: str) -> list[tuple[str, str]]:
+        with self.conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM {relation} LIMIT 0")
+            return [(d.name, column_kind(d.type_code)) for d in cur.description]

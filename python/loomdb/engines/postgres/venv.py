@@ -1,0 +1,244 @@
+"""The Python environment a PostgreSQL server imports loomdb from.
+
+plpython3u runs the interpreter PostgreSQL was linked against (``/usr/bin/python3`` on Debian),
+whose site-packages are managed by the system and must not be pip-installed into.  loomdb
+therefore lives in a virtual environment made from that same interpreter; the extension's
+bootstrap prepends the environment's site-packages to ``sys.path`` (setting
+``loomdb.python_path``).  This module makes that environment, idempotently:
+
+* ``ensure_venv`` creates it (or reuses it when its Python matches the server's);
+* ``install_requirements`` installs what the server side imports (numpy, numba, sqlglot),
+  pinned to the versions the calling interpreter has so both sides behave alike;
+* ``install_loomdb`` installs loomdb itself (non-editable) from the source checkout the caller
+  runs from, or from the package index at the caller's version;
+* ``make_readable`` opens the tree to the server's OS user.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from loomdb.errors import LoomStateError
+
+#: What the server side imports besides loomdb (installed with their own dependencies).
+SERVER_PACKAGES = ("numpy", "numba", "sqlglot")
+
+Log = Callable[[str], None]
+
+#: Top-level files of a checkout that building loomdb reads (besides python/).
+_BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "NOTICE", "setup.cfg", "MANIFEST.in")
+
+_PROBE = (
+    "import json, sys, sysconfig; "
+    "paths = sysconfig.get_paths(); "
+    "print(json.dumps({'version': '%d.%d' % sys.version_info[:2], "
+    "'site': [paths['purelib'], paths['platlib']]}))"
+)
+_INSTALLED = (
+    "import importlib.metadata as m, json, sys\n"
+    "out = {}\n"
+    "for name in sys.argv[1:]:\n"
+    "    try:\n"
+    "        out[name] = m.version(name)\n"
+    "    except m.PackageNotFoundError:\n"
+    "        out[name] = None\n"
+    "print(json.dumps(out))\n"
+)
+
+
+@dataclass(frozen=True)
+class ServerVenv:
+    """A virtual environment made for the server's Python."""
+
+    path: str
+    python: str
+    version: str  # "major.minor" of its interpreter
+    site_packages: tuple[str, ...]
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment for child interpreters, without the caller's own Python settings."""
+    env = dict(os.environ)
+    for name in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
+        env.pop(name, None)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def _run(cmd: Sequence[str], what: str, hint: str) -> str:
+    """Run ``cmd``; return its stdout or raise LoomStateError with the end of its output."""
+    try:
+        done = subprocess.run(
+            list(cmd), capture_output=True, text=True, env=_clean_env(), check=False
+        )
+    except OSError as exc:
+        raise LoomStateError(f"could not {what}: {exc}", hint=hint) from exc
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        raise LoomStateError(
+            f"could not {what} (exit status {done.returncode})", hint=hint, detail=tail
+        )
+    return done.stdout
+
+
+def _probe(python: str) -> tuple[str, tuple[str, ...]]:
+    out = _run(
+        [python, "-c", _PROBE],
+        f"run {python}",
+        "pass --python with the interpreter PostgreSQL's plpython3u uses (e.g. /usr/bin/python3)",
+    )
+    info = json.loads(out)
+    return info["version"], tuple(dict.fromkeys(info["site"]))
+
+
+def ensure_venv(path: str, base_python: str, log: Log) -> ServerVenv:
+    """Create the environment at ``path`` from ``base_python``, or reuse a matching one."""
+    venv_python = os.path.join(path, "bin", "python")
+    want_version, _ = _probe(base_python)
+    if os.path.exists(venv_python):
+        have_version, site = _probe(venv_python)
+        if have_version == want_version:
+            log(f"reusing virtual environment {path} (Python {have_version})")
+            return ServerVenv(path, venv_python, have_version, site)
+        log(f"virtual environment {path} has Python {have_version}, want {want_version}: remaking")
+        clear = ["--clear"]
+    else:
+        log(f"creating virtual environment {path} from {base_python} (Python {want_version})")
+        clear = []
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o755, exist_ok=True)
+    _run(
+        [base_python, "-m", "venv", *clear, path],
+        f"create a virtual environment at {path}",
+        "install the venv module for the server's Python (Debian: apt-get install python3-venv)",
+    )
+    version, site = _probe(venv_python)
+    return ServerVenv(path, venv_python, version, site)
+
+
+def installed_versions(venv: ServerVenv, names: Sequence[str]) -> dict[str, str | None]:
+    """The versions of ``names`` installed in ``venv`` (None where missing)."""
+    out = _run([venv.python, "-c", _INSTALLED, *names], "list packages", "remake the venv")
+    return json.loads(out)
+
+
+def _caller_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _pip(venv: ServerVenv, args: Sequence[str], what: str) -> None:
+    _run(
+        [venv.python, "-m", "pip", "install", "--quiet", "--root-user-action=ignore", *args],
+        what,
+        "check that the package index is reachable from this machine, or remake the venv",
+    )
+
+
+def install_requirements(venv: ServerVenv, caller_python: str, log: Log) -> dict[str, str]:
+    """Install SERVER_PACKAGES into ``venv``; pinned when the caller's Python is the same minor.
+
+    Returns the installed versions.  Nothing is run when the wanted versions are already there.
+    """
+    same_python = venv.version == caller_python
+    wanted = {name: _caller_version(name) if same_python else None for name in SERVER_PACKAGES}
+    have = installed_versions(venv, SERVER_PACKAGES)
+    missing = [
+        name
+        for name, version in wanted.items()
+        if have[name] is None or (version is not None and have[name] != version)
+    ]
+    if not missing:
+        log("server packages already installed: " + _describe(have))
+        return {name: str(version) for name, version in have.items()}
+    pinned = [name if wanted[name] is None else f"{name}=={wanted[name]}" for name in missing]
+    log(f"installing {' '.join(pinned)} into {venv.path} (this can take a minute)")
+    try:
+        _pip(venv, pinned, f"install {' '.join(pinned)}")
+    except LoomStateError as exc:
+        if pinned == missing:
+            raise
+        log(f"pinned install failed ({exc.message}); installing the latest versions instead")
+        _pip(venv, missing, f"install {' '.join(missing)}")
+    have = installed_versions(venv, SERVER_PACKAGES)
+    log("server packages: " + _describe(have))
+    return {name: str(version) for name, version in have.items()}
+
+
+def _describe(versions: dict[str, str | None]) -> str:
+    return ", ".join(f"{name} {version}" for name, version in versions.items())
+
+
+def project_root() -> Path | None:
+    """The source checkout loomdb is imported from (``<root>/python/loomdb``), if any."""
+    import loomdb
+
+    package = Path(loomdb.__file__).resolve().parent
+    root = package.parent.parent
+    if package.parent.name == "python" and (root / "pyproject.toml").is_file():
+        return root
+    return None
+
+
+def _copy_project(root: Path, target: Path) -> Path:
+    """Copy what building loomdb needs, so the build leaves nothing in the checkout."""
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
+    target.mkdir()
+    for entry in root.iterdir():
+        if entry.name in _BUILD_INPUTS and entry.is_file():
+            shutil.copy2(entry, target / entry.name)
+    shutil.copytree(root / "python", target / "python", ignore=skip)
+    return target
+
+
+def install_loomdb(venv: ServerVenv, log: Log) -> str:
+    """Install loomdb itself into ``venv`` (non-editable, no dependencies); say from where."""
+    import loomdb
+
+    root = project_root()
+    if root is not None:
+        log(f"installing loomdb from the source checkout {root} into {venv.path}")
+        with tempfile.TemporaryDirectory(prefix="loomdb-build-") as scratch:
+            copy = _copy_project(root, Path(scratch) / "loomdb")
+            _pip(
+                venv,
+                ["--no-deps", "--force-reinstall", str(copy)],
+                f"install loomdb from {root}",
+            )
+        return str(root)
+    spec = f"loomdb=={loomdb.__version__}"
+    if installed_versions(venv, ["loomdb"])["loomdb"] == loomdb.__version__:
+        log(f"loomdb {loomdb.__version__} already installed in {venv.path}")
+        return spec
+    log(f"installing {spec} into {venv.path}")
+    _pip(venv, ["--no-deps", spec], f"install {spec}")
+    return spec
+
+
+def make_readable(path: str) -> None:
+    """Give everyone read access to ``path`` (and traverse access to its directories)."""
+    read = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
+    search = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
+    for directory, _dirs, files in os.walk(path):
+        _add_mode(directory, read | search)
+        for name in files:
+            full = os.path.join(directory, name)
+            if not os.path.islink(full):
+                mode = os.stat(full).st_mode
+                _add_mode(full, read | (search if mode & stat.S_IXUSR else 0))
+
+
+def _add_mode(path: str, bits: int) -> None:
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    if mode & bits != bits:
+        os.chmod(path, mode | bits)
