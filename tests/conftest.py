@@ -69,9 +69,9 @@ class DuckEngine(Engine):
         import pyarrow as pa
 
         columns = list(columns or [f"x{i}" for i in range(X.shape[1])])
-        data = {c: X[:, i] for i, c in enumerate(columns)}
+        data = {c: pa.array(X[:, i], from_pandas=True) for i, c in enumerate(columns)}
         if y is not None:
-            data[label] = y
+            data[label] = pa.array(y, from_pandas=True)  # NaN → NULL, as in PostgreSQL
         self.con.duckdb.register("loom_test_arrow", pa.table(data))
         self.con.duckdb.execute(f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM loom_test_arrow')
         self.con.duckdb.unregister("loom_test_arrow")

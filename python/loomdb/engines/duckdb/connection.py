@@ -7,13 +7,28 @@ connection; ``register(con)`` equips an existing one (e.g. from a dbt-duckdb plu
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import duckdb
 
 from loomdb.engines.duckdb.database import TYPES, DuckDatabase
-from loomdb.engines.duckdb.functions import register_functions
+from loomdb.engines.duckdb.functions import raised_in_udf, register_functions
 from loomdb.store import catalog
+
+
+@contextmanager
+def loom_errors() -> Iterator[None]:
+    """Re-raise a loomdb UDF's own error (LoomOptionError…) instead of DuckDB's wrapper."""
+    raised_in_udf()
+    try:
+        yield
+    except duckdb.Error as e:
+        original = raised_in_udf()
+        if original is not None:
+            raise original from e
+        raise
 
 
 def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -37,15 +52,17 @@ class Connection:
 
     def execute(self, sql: str, parameters: Any = None) -> duckdb.DuckDBPyConnection:
         statements = self._statements(sql)
-        for statement in statements[:-1]:
-            self.duckdb.execute(statement)
-        return self.duckdb.execute(statements[-1], parameters) if statements else self.duckdb
+        with loom_errors():
+            for statement in statements[:-1]:
+                self.duckdb.execute(statement)
+            return self.duckdb.execute(statements[-1], parameters) if statements else self.duckdb
 
     def sql(self, sql: str) -> Any:
         statements = self._statements(sql)
-        for statement in statements[:-1]:
-            self.duckdb.execute(statement)
-        return self.duckdb.sql(statements[-1]) if statements else None
+        with loom_errors():
+            for statement in statements[:-1]:
+                self.duckdb.execute(statement)
+            return self.duckdb.sql(statements[-1]) if statements else None
 
     def database(self) -> DuckDatabase:
         return DuckDatabase(self.duckdb.cursor(), cache_key=self.duckdb)

@@ -7,7 +7,9 @@ prediction in SELECT never calls Python per row.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import threading
 from typing import Any
 
 import duckdb
@@ -34,15 +36,38 @@ def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return feature_rows(column.to_pylist())
 
 
+_last_error = threading.local()
+
+
+def raised_in_udf() -> LoomError | None:
+    """The LoomError the last failing loomdb UDF on this thread raised (then forgotten)."""
+    error = getattr(_last_error, "value", None)
+    _last_error.value = None
+    return error
+
+
+def _remember(fn):
+    @functools.wraps(fn)
+    def wrapper(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except LoomError as e:
+            _last_error.value = e
+            raise
+
+    return wrapper
+
+
 def _vector_fn(udf: Udf, con: Any):
     def fn(models: pa.Array, features: pa.Array) -> pa.Array:
         db = DuckDatabase(con.cursor(), cache_key=con)
         X, ok = _features(features)
         names = models.to_pylist()
+        ok &= np.array([n is not None for n in names], dtype=bool)
         out = vectorized(udf, db, names, X, ok)
         return pa.array(out, mask=~ok | np.isnan(out))
 
-    return fn
+    return _remember(fn)
 
 
 def _scalar_fn(udf: Udf, con: Any):
@@ -56,10 +81,11 @@ def _scalar_fn(udf: Udf, con: Any):
         finally:
             cur.close()
 
-    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    wrapped = _remember(fn)
+    wrapped.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in udf.args]
     )
-    return fn
+    return wrapped
 
 
 def _type(name: str) -> Any:
@@ -79,10 +105,9 @@ def register_functions(con: Any) -> None:
             [_type(a.type) for a in udf.args],
             _type(udf.returns),
             type="arrow" if udf.vectorized else "native",
-            null_handling="default" if udf.strict else "special",
+            # vectorised UDFs mask NULL rows themselves (a NULL element NULLs the row too)
+            null_handling="default" if udf.strict and not udf.vectorized else "special",
             exception_handling="default",
             side_effects=udf.volatility == "volatile",
         )
 
-
-__all__ = ["LoomError", "register_functions"]
