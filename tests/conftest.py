@@ -14,14 +14,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
+import psycopg
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import pgserver  # noqa: E402
-
 import loomdb  # noqa: E402
+import pgserver  # noqa: E402
 from loomdb.datasets import shared_datasets  # noqa: E402
 
 
@@ -40,6 +41,7 @@ class Engine:
     """Run SQL on one engine; load numpy data as tables; same calls on both engines."""
 
     name: str
+    errors: tuple[type[BaseException], ...]
 
     def rows(self, sql: str) -> list[tuple]:
         raise NotImplementedError
@@ -47,8 +49,14 @@ class Engine:
     def scalar(self, sql: str) -> Any:
         return self.rows(sql)[0][0]
 
-    def load(self, table: str, X: np.ndarray, y: np.ndarray | None = None,
-             columns: Sequence[str] | None = None, label: str = "y") -> list[str]:
+    def load(
+        self,
+        table: str,
+        X: np.ndarray,
+        y: np.ndarray | None = None,
+        columns: Sequence[str] | None = None,
+        label: str = "y",
+    ) -> list[str]:
         raise NotImplementedError
 
     def array(self, columns: Sequence[str]) -> str:
@@ -57,6 +65,7 @@ class Engine:
 
 class DuckEngine(Engine):
     name = "duckdb"
+    errors = (loomdb.LoomError, duckdb.Error)
 
     def __init__(self) -> None:
         self.con = loomdb.connect()
@@ -73,7 +82,9 @@ class DuckEngine(Engine):
         if y is not None:
             data[label] = pa.array(y, from_pandas=True)  # NaN → NULL, as in PostgreSQL
         self.con.duckdb.register("loom_test_arrow", pa.table(data))
-        self.con.duckdb.execute(f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM loom_test_arrow')
+        self.con.duckdb.execute(
+            f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM loom_test_arrow'
+        )
         self.con.duckdb.unregister("loom_test_arrow")
         return columns
 
@@ -83,10 +94,9 @@ class DuckEngine(Engine):
 
 class PgEngine(Engine):
     name = "postgres"
+    errors = (psycopg.Error,)
 
     def __init__(self, dsn: str) -> None:
-        import psycopg
-
         self.conn = psycopg.connect(dsn, autocommit=True)
         self.notices: list[str] = []
         self.conn.add_notice_handler(lambda d: self.notices.append(d.message_primary or ""))

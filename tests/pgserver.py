@@ -232,7 +232,17 @@ def _local_cluster() -> Iterator[str]:
         )
         started = True
         dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
-        arguments: dict[str, Any] = {"source": str(REPO / "python"), "venv": test_venv()}
+        # The server runs as another OS user, which may not read the checkout (a clone under
+        # /root, say): it gets its own copy of the package, readable by everyone.
+        source = base / "python"
+        shutil.copytree(
+            REPO / "python" / "loomdb",
+            source / "loomdb",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        for path in [source, *source.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        arguments: dict[str, Any] = {"source": str(source), "venv": test_venv()}
         result = install(dsn, **arguments, log=_log)
         cluster_install = {"dsn": dsn, "arguments": arguments, "result": result}
         yield dsn

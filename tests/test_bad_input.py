@@ -12,7 +12,7 @@ Y = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
 
 
 def error_of(engine, sql: str) -> str:
-    with pytest.raises(Exception) as info:
+    with pytest.raises(engine.errors) as info:
         engine.rows(sql)
     return str(info.value)
 
@@ -32,9 +32,7 @@ def good(engine):
 
 def train_error(engine, source: str, options: str = "{}", label: str = "y", name: str = "m"):
     before = catalog_state(engine)
-    message = error_of(
-        engine, f"SELECT loom_train('{name}', '{source}', '{label}', '{options}')"
-    )
+    message = error_of(engine, f"SELECT loom_train('{name}', '{source}', '{label}', '{options}')")
     assert catalog_state(engine) == before, "a failed train must leave the catalog as it was"
     return message
 
@@ -91,7 +89,9 @@ def test_predict_errors(good):
     assert "model 'nosuch' does not exist" in msg
     assert "does not exist" in error_of(good, "SELECT loom_model_info('nosuch')")
     assert "does not exist" in error_of(good, "SELECT loom_drop_model('nosuch')")
-    assert "no probabilities" not in error_of(good, "SELECT loom_predict_proba('nosuch', ARRAY[1.0])")
+    assert "no probabilities" not in error_of(
+        good, "SELECT loom_predict_proba('nosuch', ARRAY[1.0])"
+    )
 
 
 def test_svm_has_no_probabilities(good):
@@ -100,15 +100,20 @@ def test_svm_has_no_probabilities(good):
 
 
 def test_null_feature_rows_predict_null(good):
-    rows = good.rows(
-        "SELECT loom_predict('keep', ARRAY[1.0, NULL]), loom_predict('keep', NULL)"
-    )
+    rows = good.rows("SELECT loom_predict('keep', ARRAY[1.0, NULL]), loom_predict('keep', NULL)")
     assert rows == [(None, None)]
 
 
 @pytest.mark.parametrize(
     "name",
-    ["x'; DROP TABLE good; --", 'a"b', "1abc", "", "a" * 64, "robert'); DELETE FROM loom.models;--"],
+    [
+        "x'; DROP TABLE good; --",
+        'a"b',
+        "1abc",
+        "",
+        "a" * 64,
+        "robert'); DELETE FROM loom.models;--",
+    ],
 )
 def test_injection_attempts_in_names(good, name):
     quoted = name.replace("'", "''")
@@ -130,7 +135,7 @@ def test_injection_attempts_in_names(good, name):
 def test_injection_attempts_in_sources(good, source):
     quoted = source.replace("'", "''")
     before = catalog_state(good)
-    with pytest.raises(Exception):
+    with pytest.raises(good.errors):
         good.rows(f"SELECT loom_train('m', '{quoted}', 'y', '{{}}')")
     assert catalog_state(good) == before
     assert good.scalar("SELECT count(*) FROM good") == 6

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loomdb.accel.cpu import CpuBackend
+from loomdb.api.train_options import TRAIN
 from loomdb.batch import Batch
 from loomdb.errors import LoomOptionError
 from loomdb.learn import compile_sql, metrics
@@ -16,7 +17,6 @@ from loomdb.learn.model import LinearModel, Scaling
 from loomdb.learn.optimizers import soft_threshold
 from loomdb.learn.schedules import Schedule
 from loomdb.learn.trainer import Problem, TrainConfig, fit
-from loomdb.api.train_options import TRAIN
 from loomdb.options import parse_json, validate
 
 
@@ -84,13 +84,25 @@ def test_intercept_unregularised_and_l1_sparsifies():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 10))
     y = X[:, 0] * 3 + 7.0
-    dense, _ = fit(ArraySource(X, y), _problem(X, []), TrainConfig(kind="linear", epochs=30,
-                   l2=0.0, lr=0.05), CpuBackend())
-    sparse, _ = fit(ArraySource(X, y), _problem(X, []), TrainConfig(kind="linear", epochs=30,
-                    l1=0.5, l2=0.0, lr=0.05), CpuBackend())
+    dense, _ = fit(
+        ArraySource(X, y),
+        _problem(X, []),
+        TrainConfig(kind="linear", epochs=30, l2=0.0, lr=0.05),
+        CpuBackend(),
+    )
+    sparse, _ = fit(
+        ArraySource(X, y),
+        _problem(X, []),
+        TrainConfig(kind="linear", epochs=30, l1=0.5, l2=0.0, lr=0.05),
+        CpuBackend(),
+    )
     assert (np.abs(sparse.W[1:]) < 1e-12).sum() > (np.abs(dense.W[1:]) < 1e-12).sum()
-    shrunk, _ = fit(ArraySource(X, y), _problem(X, []), TrainConfig(
-        kind="linear", epochs=50, l2=50.0, lr=0.015, lr_schedule="constant"), CpuBackend())
+    shrunk, _ = fit(
+        ArraySource(X, y),
+        _problem(X, []),
+        TrainConfig(kind="linear", epochs=50, l2=50.0, lr=0.015, lr_schedule="constant"),
+        CpuBackend(),
+    )
     assert np.abs(shrunk.W).max() < 0.05  # a huge L2 shrinks the weights …
     assert abs(shrunk.b[0] - y.mean()) < 0.05  # … but not the intercept
 
@@ -106,8 +118,14 @@ def test_tol_stops_early_and_adam_converges():
 
 
 def test_compiled_expression_text_is_quoted_and_exact():
-    m = LinearModel("logistic", ['we"ird', "b"], np.array([[1.5], [-0.25]]), np.array([0.1]),
-                    Scaling("zscore", np.array([1.0, 2.0]), np.array([0.5, 4.0])), [0.0, 1.0])
+    m = LinearModel(
+        "logistic",
+        ['we"ird', "b"],
+        np.array([[1.5], [-0.25]]),
+        np.array([0.1]),
+        Scaling("zscore", np.array([1.0, 2.0]), np.array([0.5, 4.0])),
+        [0.0, 1.0],
+    )
     expr = compile_sql.predict_expression(m)
     assert '"we""ird"' in expr and "CASE WHEN" in expr
     assert "1.50000000000000000e+00" in expr

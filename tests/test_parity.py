@@ -64,9 +64,16 @@ def test_linear_r2_within_001_of_least_squares(engine):
     d = load_diabetes()
     Xtr, Xte, ytr, yte = _split(d.data, d.target)
     reference = LinearRegression().fit(Xtr, ytr).score(Xte, yte)
-    m = _loomdb_metrics(engine, "lin", "linear", Xtr, ytr, Xte, yte,
-                        {"epochs": 200, "lr": 0.02, "lr_schedule": "constant", "l2": 0.0,
-                         "batch_size": 16})
+    m = _loomdb_metrics(
+        engine,
+        "lin",
+        "linear",
+        Xtr,
+        ytr,
+        Xte,
+        yte,
+        {"epochs": 200, "lr": 0.02, "lr_schedule": "constant", "l2": 0.0, "batch_size": 16},
+    )
     assert abs(m["r2"] - reference) <= 0.01, f"r2 {m['r2']:.4f} vs {reference:.4f}"
 
 
@@ -96,7 +103,7 @@ def test_balanced_class_weights_raise_minority_recall(engine):
     for i, cw in enumerate(['"none"', '"balanced"']):
         engine.scalar(
             f"SELECT loom_train('cw{i}', 'imb', 'y', "
-            f"'{{\"class_weight\": {cw}, \"epochs\": 3, \"lr\": 0.01}}')"
+            f'\'{{"class_weight": {cw}, "epochs": 3, "lr": 0.01}}\')'
         )
         recalls.append(json.loads(engine.scalar(f"SELECT loom_evaluate('cw{i}', 'imb')"))["recall"])
     assert recalls[1] > recalls[0]

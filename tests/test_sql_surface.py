@@ -20,9 +20,9 @@ def cancer(engine):
 
 def test_train_predict_evaluate(cancer):
     engine, cols, d = cancer
-    summary = json.loads(engine.scalar(
-        "SELECT loom_train('bc', 'cancer', 'y', '{\"epochs\": 15, \"seed\": 3}')"
-    ))
+    summary = json.loads(
+        engine.scalar("SELECT loom_train('bc', 'cancer', 'y', '{\"epochs\": 15, \"seed\": 3}')")
+    )
     assert summary["rows"] == 569 and summary["format"] == "dense"
     assert summary["classes"] == [0.0, 1.0]
     metrics = json.loads(engine.scalar("SELECT loom_evaluate('bc', 'cancer')"))
@@ -51,8 +51,10 @@ def test_compiled_expression_matches_udf(cancer):
     engine, cols, _ = cancer
     engine.scalar("SELECT loom_train('bc', 'cancer', 'y', '{\"epochs\": 5}')")
     arr = engine.array(cols)
-    for udf, compiled in (("loom_predict", "loom_predict_sql"),
-                          ("loom_predict_proba", "loom_predict_proba_sql")):
+    for udf, compiled in (
+        ("loom_predict", "loom_predict_sql"),
+        ("loom_predict_proba", "loom_predict_proba_sql"),
+    ):
         expr = engine.scalar(f"SELECT {compiled}('bc')")
         diff = engine.scalar(f"SELECT max(abs({expr} - {udf}('bc', {arr}))) FROM cancer")
         assert float(diff) <= 1e-9
@@ -65,12 +67,14 @@ def test_multiclass_one_vs_rest_compiles(engine):
     cols = engine.load("iris", d.data, d.target.astype(float))
     engine.scalar(
         "SELECT loom_train('ir', 'iris', 'y', '{\"epochs\": 100, \"batch_size\": 8, "
-        "\"lr\": 0.5, \"lr_schedule\": \"constant\"}')"
+        '"lr": 0.5, "lr_schedule": "constant"}\')'
     )
     arr = engine.array(cols)
-    acc = float(engine.scalar(
-        f"SELECT avg(CASE WHEN loom_predict('ir', {arr}) = y THEN 1.0 ELSE 0.0 END) FROM iris"
-    ))
+    acc = float(
+        engine.scalar(
+            f"SELECT avg(CASE WHEN loom_predict('ir', {arr}) = y THEN 1.0 ELSE 0.0 END) FROM iris"
+        )
+    )
     assert acc > 0.9
     expr = engine.scalar("SELECT loom_predict_sql('ir')")
     same = engine.scalar(f"SELECT count(*) FROM iris WHERE {expr} = loom_predict('ir', {arr})")
@@ -82,7 +86,7 @@ def test_linear_regression_and_select_source(engine):
     engine.load("diab", d.data, d.target)
     engine.scalar(
         "SELECT loom_train('dia', 'SELECT * FROM diab WHERE y > 0', 'y', "
-        "'{\"model\": \"linear\", \"epochs\": 30, \"lr\": 0.05}')"
+        '\'{"model": "linear", "epochs": 30, "lr": 0.05}\')'
     )
     m = json.loads(engine.scalar("SELECT loom_evaluate('dia', 'diab')"))
     assert set(m) >= {"mse", "mae", "r2"} and m["r2"] > 0.45
@@ -97,9 +101,9 @@ def test_drop_model(cancer):
 
 def test_explicit_dense_index(cancer):
     engine, cols, _ = cancer
-    info = json.loads(engine.scalar(
-        "SELECT loom_create_index('bc_idx', 'cancer', 'y', '{\"batch_size\": 50}')"
-    ))
+    info = json.loads(
+        engine.scalar("SELECT loom_create_index('bc_idx', 'cancer', 'y', '{\"batch_size\": 50}')")
+    )
     assert info["batches"] == 12 and info["rows"] == 569
     engine.scalar("SELECT loom_train('bc', NULL, 'y', '{\"index\": \"bc_idx\", \"epochs\": 3}')")
     assert engine.scalar("SELECT storage_format FROM loom.models") == "dense"

@@ -30,13 +30,10 @@ class Option:
     def validate(self, value: Any) -> Any:
         if value is None:
             return self.default
-        ok_type = isinstance(value, self.types) and not (
-            isinstance(value, bool) and bool not in self.types
-        )
-        if int in self.types or float in self.types:
-            if float in self.types and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-                ok_type = True
+        is_bool = isinstance(value, bool)
+        if float in self.types and isinstance(value, int) and not is_bool:
+            value = float(value)  # JSON has one number type: 1 is a fine value for 'lr'
+        ok_type = isinstance(value, self.types) and not (is_bool and bool not in self.types)
         if not ok_type or (self.check is not None and not self.check(value)):
             want = self.expect or " or ".join(t.__name__ for t in self.types)
             raise LoomOptionError(

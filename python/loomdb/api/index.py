@@ -27,9 +27,7 @@ def layout_options(given: dict[str, Any]) -> dict[str, Any]:
     return validate(given, [*LAYOUT, *getattr(fmt, "OPTIONS", [])])
 
 
-def build(
-    db: Database, name: str, source: str, label: str, opts: dict[str, Any]
-) -> dict[str, Any]:
+def build(db: Database, name: str, source: str, label: str, opts: dict[str, Any]) -> dict[str, Any]:
     """Profile ``source``, write its minibatches in ``opts['format']``, record the index."""
     fmt = formats.get(opts["format"])
     started = time.perf_counter()

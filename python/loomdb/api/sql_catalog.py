@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from loomdb.store import catalog
-from loomdb.store.db import Database
+from loomdb.store.db import Queryable
 from loomdb.store.names import NAME, relation
 
 
 class DbCatalog:
-    """The front-end's ``Catalog`` over any engine's ``Database``."""
+    """The front-end's ``Catalog`` over any engine's database."""
 
-    def __init__(self, db: Database):
+    def __init__(self, db: Queryable):
         self.db = db
 
     def is_index(self, name: str) -> bool:

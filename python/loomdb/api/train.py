@@ -49,7 +49,12 @@ class IndexEpochs:
 
     def train_batches(self, epoch: int, history: list[dict[str, Any]]) -> Iterable[Batch]:
         return index_api.read_batches(
-            self.db, self.info, first=0, stop=self.train_stop, epoch=epoch, history=history,
+            self.db,
+            self.info,
+            first=0,
+            stop=self.train_stop,
+            epoch=epoch,
+            history=history,
             train_options=self.opts,
         )
 
@@ -61,7 +66,9 @@ class IndexEpochs:
         )
 
 
-def _class_weights(opts: dict[str, Any], prof: SourceProfile, cls: list[float]) -> np.ndarray | None:
+def _class_weights(
+    opts: dict[str, Any], prof: SourceProfile, cls: list[float]
+) -> np.ndarray | None:
     cw = opts["class_weight"]
     if cw == "none":
         return None

@@ -28,7 +28,9 @@ class BenchTable:
         rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
         body = ["| " + " | ".join(v.rjust(w) for v, w in zip(r, widths)) + " |" for r in cells]
         notes = [f"- {n}" for n in self.notes]
-        return "\n".join([f"### {self.title}", "", line, rule, *body, *([""] + notes if notes else [])])
+        return "\n".join(
+            [f"### {self.title}", "", line, rule, *body, *([""] + notes if notes else [])]
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,8 +1,8 @@
 """``loomdb``: run SQL on either engine, install into PostgreSQL, run benchmarks.
 
-    loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL]
-    loomdb pg install --dsn DSN [--venv DIR] [--source DIR] [--reinstall]
-    loomdb bench SUITE [--quick] [--json PATH]
+loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL]
+loomdb pg install --dsn DSN [--venv DIR] [--source DIR] [--reinstall]
+loomdb bench SUITE [--quick] [--json PATH]
 """
 
 from __future__ import annotations

@@ -21,5 +21,12 @@ def render(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     rule = "-+-".join("-" * w for w in widths)
     body = [" | ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
     n = len(rows)
-    return "\n".join([" " + head, "-" + rule + "-", *(" " + b for b in body),
-                      f"({n} row{'s' if n != 1 else ''})", ""])
+    return "\n".join(
+        [
+            " " + head,
+            "-" + rule + "-",
+            *(" " + b for b in body),
+            f"({n} row{'s' if n != 1 else ''})",
+            "",
+        ]
+    )

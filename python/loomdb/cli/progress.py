@@ -27,8 +27,14 @@ class ProgressBars:
         epoch, total = int(match.group(1)), int(match.group(2))
         if self.bar is None or epoch == 1:
             self.close()
-            self.bar = tqdm(total=total, desc="training", unit="epoch", disable=not self.enabled,
-                            file=sys.stderr, leave=False)
+            self.bar = tqdm(
+                total=total,
+                desc="training",
+                unit="epoch",
+                disable=not self.enabled,
+                file=sys.stderr,
+                leave=False,
+            )
         self.bar.set_postfix_str(text.split(", ", 1)[1] if ", " in text else "")
         self.bar.update(epoch - self.bar.n)
         if epoch >= total:

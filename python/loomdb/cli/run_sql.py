@@ -27,8 +27,8 @@ def _print_result(description: Any, rows: list[tuple]) -> None:
 
 def run_duckdb(text: str, path: str, bars: ProgressBars) -> int:
     import loomdb
-    from loomdb.frontend import process
     from loomdb.api.sql_catalog import DbCatalog
+    from loomdb.frontend import process
 
     log = logging.getLogger("loomdb.progress")
     handler = _ToBars(bars)

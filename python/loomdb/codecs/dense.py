@@ -13,6 +13,7 @@ Byte format, version 1 (little-endian)::
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from loomdb.errors import LoomFormatError, LoomOptionError
 MAGIC = b"LD"
 VERSION = 1
 HEADER = struct.Struct("<2sBBII")
-DTYPES = {8: np.dtype("<f8"), 4: np.dtype("<f4")}
+DTYPES: dict[int, Any] = {8: np.dtype("<f8"), 4: np.dtype("<f4")}
 
 
 def encode(batch: np.ndarray, dtype: str = "float64") -> bytes:
@@ -31,9 +32,10 @@ def encode(batch: np.ndarray, dtype: str = "float64") -> bytes:
     if code is None:
         raise LoomOptionError(f"dense dtype must be float64 or float32; got {dtype!r}")
     rows, cols = batch.shape
-    return HEADER.pack(MAGIC, VERSION, code, rows, cols) + np.ascontiguousarray(
-        batch, dtype=DTYPES[code]
-    ).tobytes()
+    return (
+        HEADER.pack(MAGIC, VERSION, code, rows, cols)
+        + np.ascontiguousarray(batch, dtype=DTYPES[code]).tobytes()
+    )
 
 
 def decode(blob: bytes) -> np.ndarray:

@@ -46,9 +46,7 @@ def predict_expression(model: LinearModel) -> str:
         c0, c1 = (_class_literal(c) for c in model.classes)
         return f"(CASE WHEN {_margin(model, 0)} > 0 THEN {c1} ELSE {c0} END)"
     margins = [_margin(model, j) for j in range(k)]
-    whens = " ".join(
-        f"WHEN {m} THEN {_class_literal(c)}" for m, c in zip(margins, model.classes)
-    )
+    whens = " ".join(f"WHEN {m} THEN {_class_literal(c)}" for m, c in zip(margins, model.classes))
     return f"(CASE greatest({', '.join(margins)}) {whens} END)"
 
 

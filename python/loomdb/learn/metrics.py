@@ -33,7 +33,10 @@ def roc_auc(positive: np.ndarray, score: np.ndarray) -> float:
 
 
 def classification(
-    y: np.ndarray, pred: np.ndarray, classes: list[float], score: np.ndarray | None = None,
+    y: np.ndarray,
+    pred: np.ndarray,
+    classes: list[float],
+    score: np.ndarray | None = None,
     proba: np.ndarray | None = None,
 ) -> dict[str, float]:
     """Accuracy and macro precision/recall/f1 (binary: of the positive class), log loss, AUC."""

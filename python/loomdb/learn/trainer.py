@@ -147,9 +147,9 @@ def fit(
         if progress is not None:
             progress({**entry, "epochs": config.epochs})
         watched = entry.get("val_loss", entry["loss"])
-        if config.tol is not None and np.isfinite(best):
-            if (best - watched) < config.tol * max(abs(best), 1e-12):
-                break
+        improved = best - watched >= (config.tol or 0.0) * max(abs(best), 1e-12)
+        if config.tol is not None and np.isfinite(best) and not improved:
+            break
         best = min(best, watched)
     model = LinearModel(config.kind, problem.features, W, b, problem.scaling, problem.classes)
     return model, history

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from loomdb.errors import LoomNotFoundError, LoomOptionError
-from loomdb.store.db import Database
+from loomdb.store.db import Queryable
 
 SCHEMA = "loom"
 
@@ -55,8 +55,18 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     ],
 }
 JSON_COLUMNS = {
-    "coefficients", "intercept", "feature_names", "classes", "standardization", "options",
-    "history", "timings", "report", "columns", "stats", "label_counts",
+    "coefficients",
+    "intercept",
+    "feature_names",
+    "classes",
+    "standardization",
+    "options",
+    "history",
+    "timings",
+    "report",
+    "columns",
+    "stats",
+    "label_counts",
 }
 
 
@@ -64,12 +74,14 @@ def ddl(type_of: Any) -> list[str]:
     """``CREATE SCHEMA``/``CREATE TABLE`` statements; ``type_of`` maps abstract types."""
     out = [f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"]
     for table, cols in TABLES.items():
-        body = ", ".join(f"{c} {type_of(t)}" + (" PRIMARY KEY" if c == "name" else "") for c, t in cols)
+        body = ", ".join(
+            f"{c} {type_of(t)}" + (" PRIMARY KEY" if c == "name" else "") for c, t in cols
+        )
         out.append(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.{table} ({body})")
     return out
 
 
-def _insert(db: Database, table: str, row: dict[str, Any]) -> None:
+def _insert(db: Queryable, table: str, row: dict[str, Any]) -> None:
     cols = [c for c, _ in TABLES[table] if c != "created_at" and c != "built_at"]
     stamp = "created_at" if table == "models" else "built_at"
     values = [json.dumps(row.get(c)) if c in JSON_COLUMNS else row.get(c) for c in cols]
@@ -81,7 +93,7 @@ def _insert(db: Database, table: str, row: dict[str, Any]) -> None:
     )
 
 
-def _get(db: Database, table: str, name: str) -> dict[str, Any] | None:
+def _get(db: Queryable, table: str, name: str) -> dict[str, Any] | None:
     cols = [c for c, _ in TABLES[table]]
     rows = db.query(f"SELECT {', '.join(cols)} FROM {SCHEMA}.{table} WHERE name = $1", [name])
     if not rows:
@@ -92,16 +104,16 @@ def _get(db: Database, table: str, name: str) -> dict[str, Any] | None:
     }
 
 
-def _delete(db: Database, table: str, name: str) -> None:
+def _delete(db: Queryable, table: str, name: str) -> None:
     db.execute(f"DELETE FROM {SCHEMA}.{table} WHERE name = $1", [name])
 
 
-def put_model(db: Database, row: dict[str, Any]) -> None:
+def put_model(db: Queryable, row: dict[str, Any]) -> None:
     _delete(db, "models", row["name"])
     _insert(db, "models", row)
 
 
-def get_model(db: Database, name: str) -> dict[str, Any]:
+def get_model(db: Queryable, name: str) -> dict[str, Any]:
     row = _get(db, "models", name)
     if row is None:
         raise LoomNotFoundError(
@@ -111,20 +123,20 @@ def get_model(db: Database, name: str) -> dict[str, Any]:
     return row
 
 
-def model_exists(db: Database, name: str) -> bool:
+def model_exists(db: Queryable, name: str) -> bool:
     return bool(db.query(f"SELECT 1 FROM {SCHEMA}.models WHERE name = $1", [name]))
 
 
-def drop_model(db: Database, name: str) -> None:
+def drop_model(db: Queryable, name: str) -> None:
     get_model(db, name)
     _delete(db, "models", name)
 
 
-def put_index(db: Database, row: dict[str, Any]) -> None:
+def put_index(db: Queryable, row: dict[str, Any]) -> None:
     _insert(db, "indexes", row)
 
 
-def get_index(db: Database, name: str) -> dict[str, Any]:
+def get_index(db: Queryable, name: str) -> dict[str, Any]:
     row = _get(db, "indexes", name)
     if row is None:
         raise LoomNotFoundError(
@@ -135,15 +147,15 @@ def get_index(db: Database, name: str) -> dict[str, Any]:
     return row
 
 
-def index_exists(db: Database, name: str) -> bool:
+def index_exists(db: Queryable, name: str) -> bool:
     return bool(db.query(f"SELECT 1 FROM {SCHEMA}.indexes WHERE name = $1", [name]))
 
 
-def delete_index(db: Database, name: str) -> None:
+def delete_index(db: Queryable, name: str) -> None:
     _delete(db, "indexes", name)
 
 
-def require_absent(db: Database, name: str, what: str) -> None:
+def require_absent(db: Queryable, name: str, what: str) -> None:
     exists = model_exists(db, name) if what == "model" else index_exists(db, name)
     if exists:
         drop = "loom_drop_model" if what == "model" else "loom_drop_index"

@@ -16,16 +16,24 @@ import numpy as np
 TYPES = ("text", "bigint", "integer", "double", "bytes", "timestamp", "boolean")
 
 
-class Database(Protocol):
-    dialect: str
+class Queryable(Protocol):
+    """Enough to read and write the catalog (a psycopg client has just this)."""
 
-    def type(self, abstract: str) -> str:
-        """The engine's spelling of an abstract type from ``TYPES``."""
-        ...
+    dialect: str
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+
+    def columns(self, relation: str) -> list[tuple[str, str]]:
+        """``(name, kind)`` of a relation's columns; kind is numeric | boolean | other."""
+        ...
+
+
+class Database(Queryable, Protocol):
+    def type(self, abstract: str) -> str:
+        """The engine's spelling of an abstract type from ``TYPES``."""
+        ...
 
     def stream(self, sql: str, params: Sequence[Any] = (), size: int = 16) -> Iterator[tuple]:
         """Rows of a query fetched ``size`` at a time (never the whole result at once)."""
@@ -37,10 +45,6 @@ class Database(Protocol):
 
     def notice(self, message: str) -> None:
         """Report progress (a NOTICE in PostgreSQL, the progress hook in DuckDB)."""
-        ...
-
-    def columns(self, relation: str) -> list[tuple[str, str]]:
-        """``(name, kind)`` of a relation's columns; kind is numeric | boolean | other."""
         ...
 
     def read_matrix(

@@ -11,7 +11,9 @@ import re
 from loomdb.errors import LoomOptionError
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-QUALIFIED = re.compile(r'^(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")(?:\.(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")){0,2}$')
+QUALIFIED = re.compile(
+    r'^(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")(?:\.(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")){0,2}$'
+)
 
 
 def quote_ident(name: str) -> str:
@@ -39,7 +41,10 @@ def relation(source: object, dialect: str) -> str:
     text = source.strip().rstrip(";").strip()
     if QUALIFIED.match(text):
         parts = re.findall(r'"(?:[^"]|"")+"|[^.]+', text)
-        return ".".join(p if p.startswith('"') else quote_ident(p.lower() if dialect == "postgres" else p) for p in parts)
+        return ".".join(
+            p if p.startswith('"') else quote_ident(p.lower() if dialect == "postgres" else p)
+            for p in parts
+        )
     return "(" + _checked_select(text, dialect) + ") AS loom_source"
 
 

@@ -107,7 +107,11 @@ def profile(
     )
     row = db.query(f"SELECT {aggs} FROM {rel}" + (f" WHERE {where}" if where else ""))[0]
     values = np.array([np.nan if v is None else float(v) for v in row]).reshape(-1, 4)
-    bad_cols = [n for n, (lo, hi) in zip([*features, label], values[:, :2]) if not (np.isfinite(lo) and np.isfinite(hi))]
+    bad_cols = [
+        n
+        for n, (lo, hi) in zip([*features, label], values[:, :2])
+        if not (np.isfinite(lo) and np.isfinite(hi))
+    ]
     if bad_cols:
         raise LoomDataError(
             f"column(s) {', '.join(bad_cols)} of {source} hold NaN or infinite values",

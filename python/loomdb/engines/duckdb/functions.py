@@ -7,6 +7,7 @@ prediction in SELECT never calls Python per row.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import threading
@@ -95,10 +96,8 @@ def _type(name: str) -> Any:
 def register_functions(con: Any) -> None:
     for udf in load():
         fn = _vector_fn(udf, con) if udf.vectorized else _scalar_fn(udf, con)
-        try:
+        with contextlib.suppress(Exception):  # not registered yet
             con.remove_function(udf.name)
-        except Exception:  # not registered yet
-            pass
         con.create_function(
             udf.name,
             fn,
@@ -110,4 +109,3 @@ def register_functions(con: Any) -> None:
             exception_handling="default",
             side_effects=udf.volatility == "volatile",
         )
-

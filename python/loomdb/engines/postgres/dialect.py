@@ -61,7 +61,7 @@ def packed_rows_query(
 def decode_packed_rows(blob: bytes, m: int) -> np.ndarray:
     """Rows packed by :func:`packed_rows_query` → float64 (rows, m)."""
     row = np.dtype(
-        [("header", "V%d" % ARRAY_HEADER), ("items", [("len", ">i4"), ("v", ">f8")], (m,))]
+        [("header", f"V{ARRAY_HEADER}"), ("items", [("len", ">i4"), ("v", ">f8")], (m,))]
     )
     if len(blob) % row.itemsize:
         raise LoomFormatError(f"packed rows of {len(blob)} bytes do not hold whole {m}-value rows")

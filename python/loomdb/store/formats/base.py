@@ -61,9 +61,7 @@ class RowBatchFormat:
                 raise LoomDataError("the source holds NaN or infinite values")
             x = self.encode(rows[:, :-1], options)
             y = dense.encode(rows[:, -1:])
-            db.execute(
-                f"INSERT INTO {table} VALUES ($1, $2, $3, $4)", [number, len(rows), x, y]
-            )
+            db.execute(f"INSERT INTO {table} VALUES ($1, $2, $3, $4)", [number, len(rows), x, y])
             batches += 1
             nbytes += len(x) + len(y)
         return {"batches": batches, "bytes": nbytes}

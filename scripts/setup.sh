@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Set up loomdb from nothing on a fresh Debian machine, then run the demo or the whole suite.
+#
+#   bash scripts/setup.sh demo   # venv + loomdb, then sql/demo.sql on embedded DuckDB
+#   bash scripts/setup.sh test   # + PostgreSQL 15 and plpython3u (apt, as root), ruff, mypy, pytest
+#
+# Environment: PYTHON (default python3), VENV (default .venv), LOOMDB_TEST_DSN (use that
+# PostgreSQL instead of a throwaway cluster), PYTEST_ARGS (extra pytest arguments).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:-}"
+PYTHON="${PYTHON:-python3}"
+VENV="${VENV:-.venv}"
+
+say() { printf '\n==> %s\n' "$*"; }
+
+apt_install() {
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "not root: skipping apt-get install $* (install them yourself if missing)"
+        return 0
+    fi
+    local missing=()
+    for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+    if [ ${#missing[@]} -gt 0 ]; then
+        say "apt-get install ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+    fi
+}
+
+make_venv() {
+    if ! "$PYTHON" -m venv --help >/dev/null 2>&1; then apt_install python3-venv; fi
+    if [ ! -x "$VENV/bin/python" ]; then
+        say "creating $VENV"
+        "$PYTHON" -m venv "$VENV"
+    fi
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    say "installing loomdb$1 into $VENV"
+    "$VENV/bin/python" -m pip install -q -e ".$1"
+}
+
+case "$mode" in
+demo)
+    make_venv ""
+    say "running sql/demo.sql on embedded DuckDB"
+    db="$(mktemp -d)/demo.duckdb"
+    "$VENV/bin/loomdb" sql --duckdb "$db" -f sql/demo.sql
+    ;;
+test)
+    if [ -z "${LOOMDB_TEST_DSN:-}" ]; then
+        # The server's own Python (/usr/bin/python3) gets a venv of its own: python3-venv.
+        apt_install postgresql-15 postgresql-plpython3-15 python3-venv
+    fi
+    make_venv "[test]"
+    say "ruff"
+    "$VENV/bin/ruff" check python tests
+    "$VENV/bin/ruff" format --check python tests
+    say "mypy"
+    "$VENV/bin/mypy"
+    say "pytest"
+    # shellcheck disable=SC2086
+    "$VENV/bin/python" -m pytest ${PYTEST_ARGS:-}
+    ;;
+*)
+    echo "usage: bash scripts/setup.sh demo|test" >&2
+    exit 2
+    ;;
+esac
