@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import loomdb  # noqa: E402
 import pgserver  # noqa: E402
+from loomdb.bench.tables import load_duckdb, load_postgres  # noqa: E402
 from loomdb.datasets import shared_datasets  # noqa: E402
 
 
@@ -75,18 +76,7 @@ class DuckEngine(Engine):
         return cur.fetchall() if cur.description else []
 
     def load(self, table, X, y=None, columns=None, label="y"):
-        import pyarrow as pa
-
-        columns = list(columns or [f"x{i}" for i in range(X.shape[1])])
-        data = {c: pa.array(X[:, i], from_pandas=True) for i, c in enumerate(columns)}
-        if y is not None:
-            data[label] = pa.array(y, from_pandas=True)  # NaN → NULL, as in PostgreSQL
-        self.con.duckdb.register("loom_test_arrow", pa.table(data))
-        self.con.duckdb.execute(
-            f'CREATE OR REPLACE TABLE "{table}" AS SELECT * FROM loom_test_arrow'
-        )
-        self.con.duckdb.unregister("loom_test_arrow")
-        return columns
+        return load_duckdb(self.con.duckdb, table, X, y, columns, label)
 
     def close(self) -> None:
         self.con.close()
@@ -119,17 +109,7 @@ class PgEngine(Engine):
             return cur.fetchall() if cur.description else []
 
     def load(self, table, X, y=None, columns=None, label="y"):
-        columns = list(columns or [f"x{i}" for i in range(X.shape[1])])
-        names = columns + ([label] if y is not None else [])
-        data = np.column_stack([X, y]) if y is not None else X
-        cols_sql = ", ".join(f'"{c}" double precision' for c in names)
-        with self.conn.cursor() as cur:
-            cur.execute(f'DROP TABLE IF EXISTS "{table}"')
-            cur.execute(f'CREATE TABLE "{table}" ({cols_sql})')
-            with cur.copy(f'COPY "{table}" FROM STDIN') as copy:
-                for row in data:
-                    copy.write_row([None if v != v else float(v) for v in row])
-        return columns
+        return load_postgres(self.conn, table, X, y, columns, label)
 
     def close(self) -> None:
         self.conn.close()

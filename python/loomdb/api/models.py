@@ -17,14 +17,24 @@ from loomdb.store.names import check_name, quote_ident, relation
 
 EVAL_CHUNK = 65536
 
-# (database key, model name) → (uid, model).  The uid changes on every train, so a retrained
-# or dropped model is never served stale; checking it costs one indexed lookup per call.
-_cache: dict[tuple[int, str], tuple[str, LinearModel]] = {}
+# (database key, model name) → (validity key, model).  Where other sessions may change the
+# catalog (PostgreSQL) the key is the model's uid, new at every train, checked with one indexed
+# lookup per call; where only this process can (embedded DuckDB holds the database's write
+# lock) it is the process's catalog write counter, which costs nothing to check.
+_cache: dict[tuple[int, str], tuple[Any, LinearModel]] = {}
 
 
 def load(db: Database, name: str) -> LinearModel:
-    check_name(name, "model")
     key = (id(getattr(db, "cache_key", db)), name)
+    if getattr(db, "catalog_private", False):
+        hit = _cache.get(key)
+        if hit is not None and hit[0] == ("gen", catalog.generation()):
+            return hit[1]
+        check_name(name, "model")
+        model = model_from_row(catalog.get_model(db, name))
+        _cache[key] = (("gen", catalog.generation()), model)
+        return model
+    check_name(name, "model")
     rows = db.query(f"SELECT uid FROM {catalog.SCHEMA}.models WHERE name = $1", [name])
     if not rows:
         _cache.pop(key, None)
@@ -38,22 +48,26 @@ def load(db: Database, name: str) -> LinearModel:
     return model
 
 
-def _by_model(db: Database, names: Sequence[str], X: np.ndarray, how: str) -> np.ndarray:
-    out = np.empty(len(names))
-    unique = set(names)
-    for name in unique:
+def _by_model(db: Database, names: str | Sequence[str], X: np.ndarray, how: str) -> np.ndarray:
+    """``names`` is one model name for every row, or one name per row."""
+    groups = (
+        [(names, slice(None))]
+        if isinstance(names, str)
+        else [(name, np.asarray([n == name for n in names])) for name in set(names)]
+    )
+    out = np.empty(len(X))
+    for name, rows in groups:
         model = load(db, name)
-        rows = slice(None) if len(unique) == 1 else np.asarray([n == name for n in names])
         out[rows] = model.predict(X[rows]) if how == "predict" else model.predict_proba(X[rows])
     return out
 
 
-def predict(db: Database, names: Sequence[str], X: np.ndarray) -> np.ndarray:
+def predict(db: Database, names: str | Sequence[str], X: np.ndarray) -> np.ndarray:
     """Vectorised ``loom_predict``: one model name and one feature row per output value."""
     return _by_model(db, names, X, "predict")
 
 
-def predict_proba(db: Database, names: Sequence[str], X: np.ndarray) -> np.ndarray:
+def predict_proba(db: Database, names: str | Sequence[str], X: np.ndarray) -> np.ndarray:
     return _by_model(db, names, X, "proba")
 
 

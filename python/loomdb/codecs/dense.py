@@ -38,7 +38,7 @@ def encode(batch: np.ndarray, dtype: str = "float64") -> bytes:
     )
 
 
-def decode(blob: bytes) -> np.ndarray:
+def decode(blob: bytes | memoryview) -> np.ndarray:
     """The batch as float64 (float32 records are widened)."""
     if len(blob) < HEADER.size:
         raise LoomFormatError(f"dense record of {len(blob)} bytes is shorter than its header")

@@ -29,10 +29,15 @@ def feature_rows(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     return X, ok
 
 
-def vectorized(udf: Udf, db: Any, models: Sequence[Any], X: np.ndarray, ok: np.ndarray):
-    """Run a vectorised UDF on the rows that have no NULLs; NULL out the others."""
+def vectorized(udf: Udf, db: Any, models: str | Sequence[Any], X: np.ndarray, ok: np.ndarray):
+    """Run a vectorised UDF on the rows that have no NULLs; NULL out the others.
+
+    ``models`` is one name for all rows (the usual constant argument) or one per row.
+    """
     out = np.full(len(ok), np.nan)
-    if ok.any():
-        names = [m for m, good in zip(models, ok) if good]
+    if ok.all():
+        out[:] = udf.callable()(db, models, X)
+    elif ok.any():
+        names = models if isinstance(models, str) else [m for m, g in zip(models, ok) if g]
         out[ok] = udf.callable()(db, names, X[ok])
     return out

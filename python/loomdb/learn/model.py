@@ -66,6 +66,7 @@ class LinearModel:
     b: np.ndarray
     scaling: Scaling
     classes: list[Any] = field(default_factory=list)
+    _folded: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @property
     def classifier(self) -> bool:
@@ -82,7 +83,15 @@ class LinearModel:
                 f"got {got}",
                 hint="pass the features in the order loom_model_info lists them",
             )
-        return self.scaling.apply(X) @ self.W + self.b
+        W, b = self.folded()
+        return X @ W + b
+
+    def folded(self) -> tuple[np.ndarray, np.ndarray]:
+        """Weights and intercept with the standardisation folded in (cached)."""
+        if self._folded is None:
+            W = self.W * self.scaling.scale[:, None]
+            self._folded = (W, self.b - self.scaling.shift @ W)
+        return self._folded
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         Z = self.margins(X)

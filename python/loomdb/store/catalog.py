@@ -105,12 +105,27 @@ def _get(db: Queryable, table: str, name: str) -> dict[str, Any] | None:
 
 
 def _delete(db: Queryable, table: str, name: str) -> None:
+    bump()
     db.execute(f"DELETE FROM {SCHEMA}.{table} WHERE name = $1", [name])
+
+
+_generation = 0
+
+
+def generation() -> int:
+    """Counts this process's writes to the catalog: a cheap invalidation key for caches."""
+    return _generation
+
+
+def bump() -> None:
+    global _generation
+    _generation += 1
 
 
 def put_model(db: Queryable, row: dict[str, Any]) -> None:
     _delete(db, "models", row["name"])
     _insert(db, "models", row)
+    bump()
 
 
 def get_model(db: Queryable, name: str) -> dict[str, Any]:

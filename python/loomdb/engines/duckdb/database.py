@@ -29,6 +29,7 @@ progress_log = logging.getLogger("loomdb.progress")
 
 class DuckDatabase:
     dialect = "duckdb"
+    catalog_private = True  # an embedded database: only this process writes its catalog
 
     def __init__(self, cursor: Any, cache_key: Any = None):
         self.cur = cursor

@@ -63,8 +63,13 @@ def _vector_fn(udf: Udf, con: Any):
     def fn(models: pa.Array, features: pa.Array) -> pa.Array:
         db = DuckDatabase(con.cursor(), cache_key=con)
         X, ok = _features(features)
-        names = models.to_pylist()
-        ok &= np.array([n is not None for n in names], dtype=bool)
+        names: str | list[Any]
+        distinct = pc.unique(models)
+        if len(distinct) == 1 and distinct[0].is_valid:
+            names = distinct[0].as_py()  # the usual case: one constant model name
+        else:
+            names = models.to_pylist()
+            ok &= np.array([n is not None for n in names], dtype=bool)
         out = vectorized(udf, db, names, X, ok)
         return pa.array(out, mask=~ok | np.isnan(out))
 

@@ -83,7 +83,6 @@ class RowBatchFormat:
                 [start, min(start + PAGE, stop)],
             )
             for number, _, x, y in page:
-                x, y = bytes(x), bytes(y)
                 yield Batch(
                     X=self.payload(x, options),
                     y=dense.decode(y)[:, 0],
