@@ -33,28 +33,28 @@ $fn$;
 COMMENT ON FUNCTION loom_train(text, text, text, text) IS 'train a generalized linear model (linear, logistic, svm) on a table, view or SELECT; options are JSON; returns a JSON summary';
 
 CREATE FUNCTION loom_predict(model text, features double precision[]) RETURNS double precision
-LANGUAGE plpython3u STABLE PARALLEL SAFE STRICT AS $fn$
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict', model, features)
 $fn$;
 COMMENT ON FUNCTION loom_predict(text, double precision[]) IS 'predict with a trained model: the class label for classifiers, the value for linear models';
 
 CREATE FUNCTION loom_predict_proba(model text, features double precision[]) RETURNS double precision
-LANGUAGE plpython3u STABLE PARALLEL SAFE STRICT AS $fn$
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_proba', model, features)
 $fn$;
 COMMENT ON FUNCTION loom_predict_proba(text, double precision[]) IS 'probability of the positive class (binary logistic) or of the predicted class (one-vs-rest)';
 
 CREATE FUNCTION loom_predict_sql(model text) RETURNS text
-LANGUAGE plpython3u STABLE PARALLEL SAFE STRICT AS $fn$
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_sql', model)
 $fn$;
 COMMENT ON FUNCTION loom_predict_sql(text) IS 'the model compiled to a native SQL expression over its feature columns (what loom_predict computes)';
 
 CREATE FUNCTION loom_predict_proba_sql(model text) RETURNS text
-LANGUAGE plpython3u STABLE PARALLEL SAFE STRICT AS $fn$
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_proba_sql', model)
 $fn$;
@@ -68,7 +68,7 @@ $fn$;
 COMMENT ON FUNCTION loom_evaluate(text, text) IS 'evaluate a model on a table, view or SELECT holding its features and label; returns JSON metrics';
 
 CREATE FUNCTION loom_model_info(model text) RETURNS text
-LANGUAGE plpython3u STABLE PARALLEL SAFE STRICT AS $fn$
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_model_info', model)
 $fn$;
@@ -103,14 +103,14 @@ $fn$;
 COMMENT ON FUNCTION loom_reindex(text) IS 'rebuild a loomdb index from its source with the same options';
 
 CREATE FUNCTION loom_backends() RETURNS text
-LANGUAGE plpython3u VOLATILE PARALLEL SAFE AS $fn$
+LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_backends')
 $fn$;
 COMMENT ON FUNCTION loom_backends() IS 'the accelerator backends, each with whether it is usable here and, if not, why (JSON)';
 
 CREATE FUNCTION loom_version() RETURNS text
-LANGUAGE plpython3u IMMUTABLE PARALLEL SAFE AS $fn$
+LANGUAGE plpython3u IMMUTABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_version')
 $fn$;

@@ -120,3 +120,14 @@ def test_postgres_reports_progress_notices(pg_dsn):
     epochs = [n for n in engine.notices if "epoch" in n]
     assert len(epochs) == 3 and "rows/s" in epochs[0] and "loss" in epochs[0]
     engine.close()
+
+
+def test_wide_table_profiles_in_several_queries(engine):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 450))
+    y = (X[:, 0] > 0).astype(float)
+    engine.load("wide", X, y)
+    summary = json.loads(engine.scalar("SELECT loom_train('w', 'wide', 'y', '{\"epochs\": 2}')"))
+    assert summary["features"] == 450
+    stats = json.loads(engine.scalar("SELECT standardization FROM loom.models"))
+    assert np.allclose(stats["shift"], X.mean(axis=0))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from typing import Any
 
 from loomdb.bench import SUITES
 from loomdb.bench.table import dumps
@@ -11,7 +12,7 @@ from loomdb.bench.table import dumps
 
 def run_suite(suite: str, *, quick: bool, json_path: str | None, dsn: str | None) -> int:
     module = importlib.import_module(SUITES[suite])
-    kwargs = {"quick": quick}
+    kwargs: dict[str, Any] = {"quick": quick}
     if "dsn" in inspect.signature(module.run).parameters:
         kwargs["dsn"] = dsn
     tables = module.run(**kwargs)

@@ -51,6 +51,24 @@ def _resolve(name: str, available: dict[str, str], what: str, source: str) -> st
     )
 
 
+STATS_PER_QUERY = 400  # 4 aggregates each: PostgreSQL allows 1664 entries in a target list
+
+
+def _column_stats(db: Database, rel: str, cols: list[str], where: str | None) -> np.ndarray:
+    """(columns, 4) array of min, max, mean and population std, in SQL."""
+    double = db.type("double")
+    out = []
+    for start in range(0, len(cols), STATS_PER_QUERY):
+        aggs = ", ".join(
+            f"{fn}(CAST({c} AS {double})) AS s{start + i}_{fn}"
+            for i, c in enumerate(cols[start : start + STATS_PER_QUERY])
+            for fn in ("min", "max", "avg", "stddev_pop")
+        )
+        row = db.query(f"SELECT {aggs} FROM {rel}" + (f" WHERE {where}" if where else ""))[0]
+        out.extend(np.nan if v is None else float(v) for v in row)
+    return np.array(out).reshape(-1, 4)
+
+
 def profile(
     db: Database,
     source: str,
@@ -99,14 +117,8 @@ def profile(
     if total == with_nulls:
         raise LoomDataError(f"every row of {source} has a NULL feature or label")
 
+    values = _column_stats(db, rel, cols, where)
     double = db.type("double")
-    aggs = ", ".join(
-        f"{fn}(CAST({c} AS {double})) AS s{i}_{fn}"
-        for i, c in enumerate(cols)
-        for fn in ("min", "max", "avg", "stddev_pop")
-    )
-    row = db.query(f"SELECT {aggs} FROM {rel}" + (f" WHERE {where}" if where else ""))[0]
-    values = np.array([np.nan if v is None else float(v) for v in row]).reshape(-1, 4)
     bad_cols = [
         n
         for n, (lo, hi) in zip([*features, label], values[:, :2])
