@@ -37,7 +37,8 @@ class Batch:
     y: np.ndarray
     number: int = 0
     nbytes: int = 0
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)  # reported in the epoch's history
+    scratch: dict[str, Any] = field(default_factory=dict)  # a backend's working space
 
     @property
     def rows(self) -> int:

@@ -17,6 +17,7 @@ from loomdb.errors import LoomOptionError, LoomStateError
 
 KNOWN: dict[str, dict[str, str]] = {
     "cpu": {"class": "loomdb.accel.cpu:CpuBackend", "install": ""},
+    "gpu": {"class": "loomdb.accel.gpu:GpuBackend", "install": "pip install 'loomdb[gpu]'"},
 }
 ALIASES = {"numpy": "cpu"}
 DEFAULT = "cpu"
