@@ -1,4 +1,4 @@
-"""The gpu backend: skipped with its reason where there is no GPU; parity with cpu where there is."""
+"""The gpu backend: skipped with its reason without a GPU; parity with cpu with one."""
 
 from __future__ import annotations
 
