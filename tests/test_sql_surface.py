@@ -131,3 +131,18 @@ def test_wide_table_profiles_in_several_queries(engine):
     assert summary["features"] == 450
     stats = json.loads(engine.scalar("SELECT standardization FROM loom.models"))
     assert np.allclose(stats["shift"], X.mean(axis=0))
+
+
+def test_stale_index_is_refused_until_reindexed(cancer):
+    engine, _, _ = cancer
+    engine.scalar("SELECT loom_create_index('ix', 'cancer', 'y', '{}')")
+    train = "SELECT loom_train('{}', NULL, 'y', '{{\"index\": \"ix\", \"epochs\": 1{}}}')"
+    engine.scalar(train.format("a", ""))
+    engine.rows("UPDATE cancer SET x0 = x0 + 1 WHERE y = 0")
+    with pytest.raises(engine.errors) as e:
+        engine.scalar(train.format("b", ""))
+    assert "older than the last change" in str(e.value) and "loom_reindex" in str(e.value)
+    engine.scalar(train.format("b", ', "allow_stale": true'))
+    engine.scalar("SELECT loom_reindex('ix')")
+    engine.scalar(train.format("c", ""))
+    assert engine.scalar("SELECT count(*) FROM loom.models") == 3

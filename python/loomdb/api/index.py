@@ -16,6 +16,7 @@ from loomdb.store.names import check_name, quote_ident
 from loomdb.store.source import profile
 
 READ_CHUNK = 8192
+DEFAULT_BATCH = 32
 
 
 def storage_table(name: str) -> str:
@@ -24,7 +25,15 @@ def storage_table(name: str) -> str:
 
 def layout_options(given: dict[str, Any]) -> dict[str, Any]:
     fmt = formats.get(given.get("format") or "dense")
-    return validate(given, [*LAYOUT, *getattr(fmt, "OPTIONS", [])])
+    opts = validate(given, [*LAYOUT, *getattr(fmt, "OPTIONS", [])])
+    return with_format_defaults(opts, fmt)
+
+
+def with_format_defaults(opts: dict[str, Any], fmt: Any) -> dict[str, Any]:
+    if opts.get("batch_size") is None:
+        opts["batch_size"] = getattr(fmt, "default_batch_size", DEFAULT_BATCH)
+    opts["format"] = fmt.name
+    return opts
 
 
 def build(db: Database, name: str, source: str, label: str, opts: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +60,7 @@ def build(db: Database, name: str, source: str, label: str, opts: dict[str, Any]
             "batches": written["batches"],
             "bytes": written["bytes"],
             "storage_table": table,
-            "source_signature": None,
+            "source_signature": db.signature(prof.relation, prof.columns, prof.where),
         }
         catalog.put_index(db, row)
     row["seconds"] = round(time.perf_counter() - started, 6)
@@ -72,7 +81,9 @@ def drop(db: Database, name: str) -> None:
 def read_batches(db: Database, info: dict[str, Any], **kwargs: Any) -> Iterator[Batch]:
     """The stored batches of an index (``first``/``stop`` select a range of batch numbers)."""
     fmt = formats.get(info["format"])
-    return fmt.batches(db, info["storage_table"], info["options"], **kwargs)
+    return fmt.batches(
+        db, info["storage_table"], info["options"], n_features=len(info["columns"]), **kwargs
+    )
 
 
 def _summary(row: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ from loomdb.accel import registry
 from loomdb.api import index as index_api
 from loomdb.api.train_options import LAYOUT, TRAIN
 from loomdb.batch import Batch
-from loomdb.errors import LoomOptionError
+from loomdb.errors import LoomOptionError, LoomStateError
 from loomdb.learn.losses import LOSSES
 from loomdb.learn.model import LinearModel, Scaling
 from loomdb.learn.optimizers import DEFAULT_LR
@@ -137,7 +137,10 @@ def train(db: Database, name: str, source: str, label: str, options: str | None)
     check_name(name, "model")
     given = parse_json(options)
     fmt_name = given.get("format") or "dense"
-    opts = validate(given, [*TRAIN, *getattr(formats.get(fmt_name), "OPTIONS", [])])
+    fmt = formats.get(fmt_name)
+    opts = index_api.with_format_defaults(
+        validate(given, [*TRAIN, *getattr(fmt, "OPTIONS", [])]), fmt
+    )
     exists = catalog.model_exists(db, name)
     if exists and not (opts["warm_start"] or opts["replace"]):
         catalog.require_absent(db, name, "model")
@@ -147,6 +150,8 @@ def train(db: Database, name: str, source: str, label: str, options: str | None)
         if opts["index"]:
             info = catalog.get_index(db, check_name(opts["index"], "index"))
             _check_index_matches(info, source, label, given)
+            if not opts["allow_stale"]:
+                _check_fresh(db, info)
         else:
             layout = {k: opts[k] for k in (o.name for o in LAYOUT) if k in opts}
             layout.update({k: opts[k] for k in opts if k not in {o.name for o in TRAIN}})
@@ -162,11 +167,26 @@ def train(db: Database, name: str, source: str, label: str, options: str | None)
         laid_out = time.perf_counter()
         prof = profile_from_index(info)
         kind = opts["model"]
+        fmt = formats.get(info["format"])
+        if opts["precision"] is not None and fmt.name != "mlweaving":
+            raise LoomOptionError(
+                f"'precision' applies to mlweaving indexes; this one is {fmt.name}",
+                hint='build one with {"format": "mlweaving"} or CREATE INDEX … USING mlweaving',
+            )
+        prescaled = getattr(fmt, "prescaled", None)
         cls = classes(prof) if LOSSES[kind].classifier else []
         init = _warm_start(db, name, kind, prof.features, cls) if opts["warm_start"] else None
         problem = Problem(
             features=prof.features,
-            scaling=init.scaling if init else Scaling.from_stats(opts["standardize"], prof.stats),
+            # a prescaled format (mlweaving) already yields normalised values: train in that
+            # space, then store the model with the format's scaling so it predicts on raw rows
+            scaling=(
+                Scaling.from_stats("none", prof.stats)
+                if prescaled
+                else init.scaling
+                if init
+                else Scaling.from_stats(opts["standardize"], prof.stats)
+            ),
             classes=cls,
             class_weights=_class_weights(opts, prof, cls) if cls else None,
             init=init,
@@ -174,6 +194,8 @@ def train(db: Database, name: str, source: str, label: str, options: str | None)
         epochs = IndexEpochs(db, info, opts["validation_fraction"], opts)
         progress = _progress(db, name) if opts["progress"] else None
         model, history = fit(epochs, problem, _config(opts), backend, progress)
+        if prescaled:
+            model.scaling = Scaling.from_stats(prescaled, prof.stats)
         if not opts["index"]:
             index_api.drop(db, info["name"])
         finished = time.perf_counter()
@@ -237,6 +259,24 @@ def _check_index_matches(info: dict[str, Any], source: str, label: str, given: d
                 f"the '{key}' option belongs to the index, which is already built",
                 hint=f"rebuild the index to change it, or drop '{key}' from the options",
             )
+
+
+def _check_fresh(db: Database, info: dict[str, Any]) -> None:
+    from loomdb.store.names import quote_ident, relation
+
+    cols = [quote_ident(c) for c in [*info["columns"], info["label"]]]
+    rel = relation(info["source"], db.dialect)
+    where = (
+        None
+        if info["options"].get("nulls") != "skip"
+        else ("NOT (" + " OR ".join(f"{c} IS NULL" for c in cols) + ")")
+    )
+    if db.signature(rel, cols, where) != info["source_signature"]:
+        raise LoomStateError(
+            f"index '{info['name']}' is older than the last change to {info['source']}",
+            hint=f"rebuild it with loom_reindex('{info['name']}'), "
+            'or pass {"allow_stale": true} to train on it as it is',
+        )
 
 
 def _progress(db: Database, name: str):

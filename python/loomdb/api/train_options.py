@@ -12,6 +12,12 @@ def _features(v: object) -> bool:
     return isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v)
 
 
+def _precision(v: object) -> bool:
+    if isinstance(v, str):
+        return v in ("adaptive", "adaptive-plateau")
+    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 32
+
+
 def _class_weight(v: object) -> bool:
     if isinstance(v, str):
         return v in ("none", "balanced")
@@ -23,7 +29,14 @@ def _class_weight(v: object) -> bool:
 LAYOUT = [
     Option("format", (str,), "dense", doc="storage format: dense, toc or mlweaving"),
     Option("features", (list,), None, _features, "a non-empty list of column names"),
-    Option("batch_size", (int,), 32, in_range(1, 1_000_000), "an integer from 1 to 1000000"),
+    Option(
+        "batch_size",
+        (int,),
+        None,
+        in_range(1, 1_000_000),
+        "an integer from 1 to 1000000",
+        doc="rows per stored minibatch (default: the format's, 32 for dense)",
+    ),
     Option("seed", (int,), 42, expect="an integer", doc="the seed of the one-time shuffle"),
     Option("nulls", (str,), "error", one_of("skip", "error"), "'skip' or 'error'"),
     Option("dtype", (str,), "float64", one_of("float64", "float32"), "'float64' or 'float32'"),
@@ -74,4 +87,18 @@ TRAIN = [
     Option("index", (str,), None, doc="train over an existing index (loom_create_index)"),
     Option("backend", (str,), None, doc="see loom_backends()"),
     Option("progress", (bool,), True, doc="report each epoch (NOTICE in PostgreSQL)"),
+    Option(
+        "precision",
+        (int, str),
+        None,
+        _precision,
+        "an integer from 1 to 32, 'adaptive' or 'adaptive-plateau'",
+        doc="bits read per value from an mlweaving index",
+    ),
+    Option(
+        "allow_stale",
+        (bool,),
+        False,
+        doc="train on an index even if its source changed since it was built",
+    ),
 ]

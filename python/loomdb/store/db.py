@@ -47,6 +47,10 @@ class Database(Queryable, Protocol):
         """Report progress (a NOTICE in PostgreSQL, the progress hook in DuckDB)."""
         ...
 
+    def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
+        """A cheap fingerprint of the rows (count and a hash sum) to tell a stale index."""
+        ...
+
     def read_matrix(
         self,
         relation: str,

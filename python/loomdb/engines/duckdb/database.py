@@ -78,6 +78,13 @@ class DuckDatabase:
             for name, typ, *_ in rows
         ]
 
+    def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
+        filtered = f" WHERE {where}" if where else ""
+        n, total = self.query(
+            f"SELECT count(*), sum(hash({', '.join(columns)})) FROM {relation}{filtered}"
+        )[0]
+        return f"{n}:{total}"
+
     def read_matrix(
         self,
         relation: str,

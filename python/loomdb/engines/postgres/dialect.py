@@ -58,6 +58,14 @@ def packed_rows_query(
     )
 
 
+def signature_query(relation: str, columns: Sequence[str], where: str | None) -> str:
+    row = f"ROW({', '.join(columns)})::text"
+    filtered = f" WHERE {where}" if where else ""
+    return (
+        f"SELECT count(*) AS n, sum(hashtextextended({row}, 0)) AS total FROM {relation}{filtered}"
+    )
+
+
 def decode_packed_rows(blob: bytes, m: int) -> np.ndarray:
     """Rows packed by :func:`packed_rows_query` → float64 (rows, m)."""
     row = np.dtype(

@@ -19,6 +19,7 @@ from loomdb.engines.postgres.dialect import (
     decode_packed_rows,
     packed_rows_query,
     param_type,
+    signature_query,
     type_name,
 )
 
@@ -85,6 +86,10 @@ class PlpyDatabase:
     def columns(self, relation: str) -> list[tuple[str, str]]:
         result = self.plpy.execute(f"SELECT * FROM {relation} LIMIT 0")
         return [(n, column_kind(t)) for n, t in zip(result.colnames(), result.coltypes())]
+
+    def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
+        n, total = self.query(signature_query(relation, columns, where))[0]
+        return f"{n}:{total}"
 
     def read_matrix(
         self,

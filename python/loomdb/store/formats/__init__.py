@@ -12,8 +12,10 @@ from loomdb.errors import LoomOptionError
 
 FORMATS = {
     "dense": "loomdb.store.formats.dense:DenseFormat",
+    "toc": "loomdb.store.formats.toc:TocFormat",
+    "mlweaving": "loomdb.store.formats.weave:WeaveFormat",
 }
-ALIASES: dict[str, str] = {}
+ALIASES: dict[str, str] = {"weave": "mlweaving"}
 
 
 def names() -> list[str]:
