@@ -36,7 +36,9 @@ def with_format_defaults(opts: dict[str, Any], fmt: Any) -> dict[str, Any]:
     return opts
 
 
-def build(db: Database, name: str, source: str, label: str, opts: dict[str, Any]) -> dict[str, Any]:
+def build(
+    db: Database, name: str, source: str, label: str, opts: dict[str, Any], quiet: bool = False
+) -> dict[str, Any]:
     """Profile ``source``, write its minibatches in ``opts['format']``, record the index."""
     fmt = formats.get(opts["format"])
     started = time.perf_counter()
@@ -64,10 +66,11 @@ def build(db: Database, name: str, source: str, label: str, opts: dict[str, Any]
         }
         catalog.put_index(db, row)
     row["seconds"] = round(time.perf_counter() - started, 6)
-    db.notice(
-        f"index {name}: {prof.rows} rows ({prof.skipped} skipped) laid out as {fmt.name} "
-        f"in {written['batches']} batches, {written['bytes']:,} bytes"
-    )
+    if not quiet:
+        db.notice(
+            f"index {name}: {prof.rows} rows ({prof.skipped} skipped) laid out as {fmt.name} "
+            f"in {written['batches']} batches, {written['bytes']:,} bytes"
+        )
     return row
 
 

@@ -158,7 +158,9 @@ def train(db: Database, name: str, source: str, label: str, options: str | None)
             scratch = _scratch_name(name)
             if catalog.index_exists(db, scratch):
                 index_api.drop(db, scratch)
-            info = index_api.build(db, scratch, source, label, {**layout, "if_not_exists": False})
+            info = index_api.build(
+                db, scratch, source, label, {**layout, "if_not_exists": False}, quiet=True
+            )
         if not backend.supports(info["format"]):
             raise LoomOptionError(
                 f"backend '{backend.name}' cannot train on the {info['format']} format",

@@ -28,7 +28,7 @@ def _print_result(description: Any, rows: list[tuple]) -> None:
 def run_duckdb(text: str, path: str, bars: ProgressBars) -> int:
     import loomdb
     from loomdb.api.sql_catalog import DbCatalog
-    from loomdb.frontend import process
+    from loomdb.frontend import statements
 
     log = logging.getLogger("loomdb.progress")
     handler = _ToBars(bars)
@@ -37,7 +37,7 @@ def run_duckdb(text: str, path: str, bars: ProgressBars) -> int:
     log.propagate = False
     con = loomdb.connect(path)
     try:
-        for statement in process(text, "duckdb", DbCatalog(con.database())):
+        for statement in statements(text, "duckdb", DbCatalog(con.database())):
             cur = con.duckdb.execute(statement)
             if cur.description:
                 _print_result(cur.description, cur.fetchall())
@@ -53,12 +53,12 @@ def run_postgres(text: str, dsn: str, bars: ProgressBars) -> int:
 
     from loomdb.api.sql_catalog import DbCatalog
     from loomdb.engines.postgres.client import PsycopgDatabase
-    from loomdb.frontend import process
+    from loomdb.frontend import statements
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.add_notice_handler(lambda d: bars.message(d.message_primary or ""))
         db = PsycopgDatabase(conn)
-        for statement in process(text, "postgres", DbCatalog(db)):
+        for statement in statements(text, "postgres", DbCatalog(db)):
             with conn.cursor() as cur:
                 cur.execute(statement)
                 if cur.description:

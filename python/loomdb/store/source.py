@@ -57,7 +57,7 @@ STATS_PER_QUERY = 400  # 4 aggregates each: PostgreSQL allows 1664 entries in a 
 def _column_stats(db: Database, rel: str, cols: list[str], where: str | None) -> np.ndarray:
     """(columns, 4) array of min, max, mean and population std, in SQL."""
     double = db.type("double")
-    out = []
+    out: list[float] = []
     for start in range(0, len(cols), STATS_PER_QUERY):
         aggs = ", ".join(
             f"{fn}(CAST({c} AS {double})) AS s{start + i}_{fn}"

@@ -45,24 +45,24 @@ class Connection:
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self.duckdb = register(con)
 
-    def _statements(self, sql: str) -> list[str]:
-        from loomdb.engines.duckdb.frontend_catalog import process
+    def _run(self, sql: str, last: Any) -> Any:
+        """Run every statement but the last, then ``last(statement)`` on the last one."""
+        from loomdb.engines.duckdb.frontend_catalog import statements
 
-        return process(self, sql)
+        pending = None
+        with loom_errors():
+            for statement in statements(self, sql):
+                if pending is not None:
+                    self.duckdb.execute(pending)
+                pending = statement
+            return last(pending) if pending is not None else None
 
     def execute(self, sql: str, parameters: Any = None) -> duckdb.DuckDBPyConnection:
-        statements = self._statements(sql)
-        with loom_errors():
-            for statement in statements[:-1]:
-                self.duckdb.execute(statement)
-            return self.duckdb.execute(statements[-1], parameters) if statements else self.duckdb
+        result = self._run(sql, lambda s: self.duckdb.execute(s, parameters))
+        return self.duckdb if result is None else result
 
     def sql(self, sql: str) -> Any:
-        statements = self._statements(sql)
-        with loom_errors():
-            for statement in statements[:-1]:
-                self.duckdb.execute(statement)
-            return self.duckdb.sql(statements[-1]) if statements else None
+        return self._run(sql, self.duckdb.sql)
 
     def database(self) -> DuckDatabase:
         return DuckDatabase(self.duckdb.cursor(), cache_key=self.duckdb)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+from loomdb.api.sql_catalog import DbCatalog
+from loomdb.frontend import statements as rewritten
 
-def process(conn: Any, sql: str) -> list[str]:
-    return [sql]
+
+def statements(conn: Any, sql: str) -> Iterator[str]:
+    return rewritten(sql, "duckdb", DbCatalog(conn.database()))
