@@ -150,9 +150,11 @@ def train(db: Database, name: str, source: str, label: str, options: str | None)
         if opts["index"]:
             info = catalog.get_index(db, check_name(opts["index"], "index"))
             _check_index_matches(info, source, label, given)
+            _check_backend(backend, info["format"])
             if not opts["allow_stale"]:
                 _check_fresh(db, info)
         else:
+            _check_backend(backend, opts["format"])
             layout = {k: opts[k] for k in (o.name for o in LAYOUT) if k in opts}
             layout.update({k: opts[k] for k in opts if k not in {o.name for o in TRAIN}})
             scratch = _scratch_name(name)
@@ -160,11 +162,6 @@ def train(db: Database, name: str, source: str, label: str, options: str | None)
                 index_api.drop(db, scratch)
             info = index_api.build(
                 db, scratch, source, label, {**layout, "if_not_exists": False}, quiet=True
-            )
-        if not backend.supports(info["format"]):
-            raise LoomOptionError(
-                f"backend '{backend.name}' cannot train on the {info['format']} format",
-                hint="choose another backend or format; see loom_backends()",
             )
         laid_out = time.perf_counter()
         prof = profile_from_index(info)
@@ -261,6 +258,14 @@ def _check_index_matches(info: dict[str, Any], source: str, label: str, given: d
                 f"the '{key}' option belongs to the index, which is already built",
                 hint=f"rebuild the index to change it, or drop '{key}' from the options",
             )
+
+
+def _check_backend(backend: Any, fmt: str) -> None:
+    if not backend.supports(fmt):
+        raise LoomOptionError(
+            f"backend '{backend.name}' cannot train on the {fmt} format",
+            hint="choose another backend or format; see loom_backends()",
+        )
 
 
 def _check_fresh(db: Database, info: dict[str, Any]) -> None:

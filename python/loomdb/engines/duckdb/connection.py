@@ -53,7 +53,7 @@ class Connection:
         with loom_errors():
             for statement in statements(self, sql):
                 if pending is not None:
-                    self.duckdb.execute(pending)
+                    self.duckdb.execute(pending).fetchall()  # results stream: finish each one
                 pending = statement
             return last(pending) if pending is not None else None
 
