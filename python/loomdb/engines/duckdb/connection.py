@@ -65,7 +65,7 @@ class Connection:
         return self._run(sql, self.duckdb.sql)
 
     def database(self) -> DuckDatabase:
-        return DuckDatabase(self.duckdb.cursor(), cache_key=self.duckdb)
+        return DuckDatabase(self.duckdb.cursor(), cache_key=self.duckdb)  # catalog reads only
 
     def close(self) -> None:
         self.duckdb.close()

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import inspect
 import threading
+import weakref
 from typing import Any
 
 import duckdb
@@ -59,9 +60,16 @@ def _remember(fn):
     return wrapper
 
 
-def _vector_fn(udf: Udf, con: Any):
+def _connection(ref: Any) -> Any:
+    con = ref()
+    if con is None:
+        raise LoomError("the DuckDB connection these loomdb functions belong to is closed")
+    return con
+
+
+def _vector_fn(udf: Udf, ref: Any):
     def fn(models: pa.Array, features: pa.Array) -> pa.Array:
-        db = DuckDatabase(con.cursor(), cache_key=con)
+        db = DuckDatabase(_connection(ref).cursor(), cache_key=ref)
         X, ok = _features(features)
         names: str | list[Any]
         distinct = pc.unique(models)
@@ -76,14 +84,14 @@ def _vector_fn(udf: Udf, con: Any):
     return _remember(fn)
 
 
-def _scalar_fn(udf: Udf, con: Any):
+def _scalar_fn(udf: Udf, ref: Any):
     defaults = [a.default.strip("'") if a.default else None for a in udf.args]
 
     def fn(*args: Any) -> Any:
         args = tuple(d if v is None and d is not None else v for v, d in zip(args, defaults))
-        cur = con.cursor()
+        cur = _connection(ref).cursor()
         try:
-            return udf.callable()(DuckDatabase(cur, cache_key=con), *args)
+            return udf.callable()(DuckDatabase(cur, cache_key=ref), *args)
         finally:
             cur.close()
 
@@ -99,8 +107,11 @@ def _type(name: str) -> Any:
 
 
 def register_functions(con: Any) -> None:
+    # The functions hold the connection weakly: a strong reference would be a cycle
+    # (connection → function → connection) that outlives close() and leaks at exit.
+    ref = weakref.ref(con)
     for udf in load():
-        fn = _vector_fn(udf, con) if udf.vectorized else _scalar_fn(udf, con)
+        fn = _vector_fn(udf, ref) if udf.vectorized else _scalar_fn(udf, ref)
         with contextlib.suppress(Exception):  # not registered yet
             con.remove_function(udf.name)
         con.create_function(
