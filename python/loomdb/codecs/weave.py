@@ -1,0 +1,170 @@
+"""MLWeaving's any-precision layout (Wang et al., PVLDB 2019, §4.3, Fig. 6, Table 4).
+
+Quantisation: per column min–max to [0, 1], then u = floor(f̃ · (2³² − 1)); a constant column
+maps to 0; values outside the stored range (new rows at predict time) are clipped.  Bit 1 of a
+value is its most significant bit and precision s keeps the s most significant bits —
+deterministic truncation, 0 ≤ ã − Q_s(ã) < 2⁻ˢ.
+
+Layout: samples in groups of 8 (bank k holds sample 8g + k), features in chunks of 64 (lane l
+holds feature 64c + l); one 512-bit line is bit plane p of one chunk for the 8 samples of a
+group.  Inside a line, bank k is the little-endian 64-bit word at bytes 8k…8k+7 and lane l is
+bit l of that word.  Samples are zero-padded to a multiple of 8 and features to a multiple of 64.
+
+``weave_block`` returns the 32 planes of a block *planes first*: plane p is the lines
+(g, c, p) of every group and chunk, in (g·C + c) order, so reading precision s is reading a
+prefix of planes (the database stores one row per plane and filters ``plane < s``).  The
+hardware's order, line (g·C + c)·32 + p (``hardware_lines``), is a permutation of the same lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from loomdb.codecs.weave_kernels import unweave_words, weave_words
+from loomdb.errors import LoomFormatError, LoomOptionError
+
+BITS = 32
+FULL = float(2**32 - 1)
+LINE = 64  # bytes in a 512-bit line
+
+
+def column_ranges(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, dtype=np.float64)
+    return X.min(axis=0), X.max(axis=0)
+
+
+def quantize(X: np.ndarray, mins: np.ndarray, maxs: np.ndarray) -> np.ndarray:
+    """Float rows → uint32 fixed point of (x − min)/(max − min); constant columns → 0."""
+    X = np.asarray(X, dtype=np.float64)
+    mins, maxs = np.asarray(mins, dtype=np.float64), np.asarray(maxs, dtype=np.float64)
+    spread = maxs - mins
+    constant = ~(spread > 0)
+    safe = np.where(constant, 1.0, spread)
+    unit = np.clip((X - mins) / safe, 0.0, 1.0)  # x == max gives exactly 1.0
+    unit[:, constant] = 0.0
+    return np.floor(unit * FULL).astype(np.uint32)
+
+
+def dequantize(q: np.ndarray) -> np.ndarray:
+    """The fixed-point value Σ bitᵢ·2⁻ⁱ of (truncated) codes."""
+    return np.asarray(q, dtype=np.float64) / 2.0**32
+
+
+def truncate(u: np.ndarray, s: int) -> np.ndarray:
+    """Q_s: keep the s most significant bits."""
+    _check_precision(s)
+    return (np.asarray(u, dtype=np.uint32) >> np.uint32(BITS - s)) << np.uint32(BITS - s)
+
+
+def _shape(n: int, m: int) -> tuple[int, int]:
+    if n < 1 or m < 1:
+        raise LoomOptionError(f"a woven block needs at least one row and column; got {n}×{m}")
+    return -(-n // 8), -(-m // 64)
+
+
+def plane_bytes(n: int, m: int) -> int:
+    groups, chunks = _shape(n, m)
+    return groups * chunks * LINE
+
+
+def index_size(n: int, m: int) -> int:
+    """Bytes of a whole index: ⌈N/8⌉·⌈M/64⌉·2048 (all 32 planes, stored once)."""
+    return plane_bytes(n, m) * BITS
+
+
+def epoch_bytes(n: int, m: int, s: int) -> int:
+    """Eq. 4: bytes an epoch reads at precision s, N8·(s·⌈M/64⌉·64 + 32)/8."""
+    groups, chunks = _shape(n, m)
+    return groups * 8 * (s * chunks * 64 + 32) // 8
+
+
+def _check_precision(s: int) -> None:
+    if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 1 <= s <= BITS:
+        raise LoomOptionError(f"precision must be an integer from 1 to 32; got {s!r}")
+
+
+def weave_block(U: np.ndarray) -> np.ndarray:
+    """uint32 (n, m) → uint8 (32, plane_bytes): the block's planes, MSB plane first."""
+    U = np.asarray(U, dtype=np.uint32)
+    n, m = U.shape
+    groups, chunks = _shape(n, m)
+    padded = np.zeros((groups * 8, chunks * 64), dtype=np.uint32)
+    padded[:n, :m] = U
+    words = weave_words(padded, groups, chunks).astype("<u8", copy=False)
+    return words.view(np.uint8).reshape(BITS, -1)
+
+
+def unweave(planes: Sequence[bytes] | np.ndarray, n: int, m: int, s: int) -> np.ndarray:
+    """The first ``s`` planes of a block → its values truncated to s bits, uint32 (n, m)."""
+    _check_precision(s)
+    groups, chunks = _shape(n, m)
+    size = groups * chunks * LINE
+    if len(planes) < s:
+        raise LoomFormatError(
+            f"a woven block read at precision {s} needs {s} planes; got {len(planes)}"
+        )
+    stack = np.empty((s, size), dtype=np.uint8)  # one copy: planes arrive as separate bytes
+    for p in range(s):
+        plane = (
+            np.frombuffer(planes[p], dtype=np.uint8)
+            if not isinstance(planes[p], np.ndarray)
+            else planes[p]
+        )
+        if plane.size != size:
+            raise LoomFormatError(
+                f"plane {p} of a {n}×{m} woven block holds {plane.size} bytes; expected {size}",
+                hint="the index is corrupted or was built for another shape: loom_reindex it",
+            )
+        stack[p] = plane
+    words = stack.view("<u8").reshape(s, groups, chunks, 8)
+    return unweave_words(words, s)[:n, :m]
+
+
+def hardware_lines(U: np.ndarray) -> np.ndarray:
+    """uint8 (⌈n/8⌉·C·32, 64): the lines in the FPGA's order, line (g·C + c)·32 + p."""
+    n, m = np.asarray(U).shape
+    groups, chunks = _shape(n, m)
+    planes = weave_block(U).reshape(BITS, groups, chunks, LINE)
+    return planes.transpose(1, 2, 0, 3).reshape(groups * chunks * BITS, LINE)
+
+
+class WovenMatrix:
+    """A block read at precision s, behaving as the matrix of its values Q_s(u)/2³² ∈ [0, 1).
+
+    Only the s planes read are held; the values are rebuilt once, on first use.
+    """
+
+    __array_ufunc__ = None  # ndarray @ WovenMatrix defers to __rmatmul__
+
+    def __init__(self, planes: Sequence[bytes], n: int, m: int, s: int):
+        self.planes, self.n, self.m, self.s = list(planes)[:s], n, m, s
+        _check_precision(s)
+        self._codes: np.ndarray | None = None
+        self._values: np.ndarray | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.m)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(len(p) for p in self.planes)
+
+    def quantized(self) -> np.ndarray:
+        """The truncated uint32 codes (what the FPGA engine computes on)."""
+        if self._codes is None:
+            self._codes = unweave(self.planes, self.n, self.m, self.s)
+        return self._codes
+
+    def toarray(self) -> np.ndarray:
+        if self._values is None:
+            self._values = dequantize(self.quantized())
+        return self._values
+
+    def __matmul__(self, other: np.ndarray) -> np.ndarray:
+        return self.toarray() @ other
+
+    def __rmatmul__(self, other: np.ndarray) -> np.ndarray:
+        return other @ self.toarray()
