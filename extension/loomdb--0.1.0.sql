@@ -67,6 +67,13 @@ return GD['loomdb'].call(plpy, 'loom_evaluate', model, source)
 $fn$;
 COMMENT ON FUNCTION loom_evaluate(text, text) IS 'evaluate a model on a table, view or SELECT holding its features and label; returns JSON metrics';
 
+CREATE FUNCTION loom_evaluate_index(model text, index text, backend text DEFAULT 'cpu') RETURNS text
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_evaluate_index', model, index, backend)
+$fn$;
+COMMENT ON FUNCTION loom_evaluate_index(text, text, text) IS 'evaluate a model on an index''s stored batches, computed on the stored form by a backend (A·w on TOC blobs); returns JSON metrics';
+
 CREATE FUNCTION loom_model_info(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')

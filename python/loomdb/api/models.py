@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.api.train import model_from_row
+from loomdb.errors import LoomOptionError
 from loomdb.learn import compile_sql, metrics
 from loomdb.learn.model import LinearModel
 from loomdb.store import catalog
@@ -100,6 +101,42 @@ def evaluate(db: Database, name: str, source: str) -> str:
         result.update(metrics.classification(y, pred, model.classes, score, proba))
     else:
         result.update(metrics.regression(y, pred))
+    return json.dumps(result)
+
+
+def evaluate_index(db: Database, name: str, index: str, backend: str | None) -> str:
+    """Metrics of a model over an index's stored batches, computed by a backend on the stored
+    form (A·w on TOC blobs, on woven planes at 32 bits, on dense rows): no decompression."""
+    from loomdb.accel import registry
+    from loomdb.api.index import read_batches
+    from loomdb.store import formats
+
+    model = load(db, name)
+    info = catalog.get_index(db, check_name(index, "index"))
+    if info["columns"] != model.features:
+        raise LoomOptionError(
+            f"index '{index}' holds columns {info['columns'][:5]}…, not the model's features",
+            hint="evaluate on an index built over the model's features",
+        )
+    engine = registry.get(backend or "cpu")
+    prescaled = getattr(formats.get(info["format"]), "prescaled", None)
+    # a prescaled index holds normalised values: the weights of that space apply directly
+    W, b = (model.W, model.b) if prescaled else model.folded()
+    scores, labels = [], []
+    for batch in read_batches(db, info, train_options={"precision": 32}):
+        scores.append(engine.margins(batch, W) + b)
+        labels.append(batch.y)
+    Z, y = np.concatenate(scores), np.concatenate(labels)
+    result: dict[str, Any] = {"model": name, "index": index, "rows": len(y), "backend": engine.name}
+    if not model.classifier:
+        return json.dumps(result | metrics.regression(y, Z[:, 0]))
+    classes = np.asarray(model.classes, dtype=np.float64)
+    if Z.shape[1] == 1:
+        pred = np.where(Z[:, 0] > 0, classes[1], classes[0])
+        proba = 1 / (1 + np.exp(-Z[:, 0])) if model.kind == "logistic" else None
+        result.update(metrics.classification(y, pred, model.classes, Z[:, 0], proba))
+    else:
+        result.update(metrics.classification(y, classes[np.argmax(Z, axis=1)], model.classes))
     return json.dumps(result)
 
 

@@ -107,11 +107,7 @@ def unweave(planes: Sequence[bytes] | np.ndarray, n: int, m: int, s: int) -> np.
         )
     stack = np.empty((s, size), dtype=np.uint8)  # one copy: planes arrive as separate bytes
     for p in range(s):
-        plane = (
-            np.frombuffer(planes[p], dtype=np.uint8)
-            if not isinstance(planes[p], np.ndarray)
-            else planes[p]
-        )
+        plane = np.frombuffer(planes[p], dtype=np.uint8)  # bytes, memoryview or uint8 rows
         if plane.size != size:
             raise LoomFormatError(
                 f"plane {p} of a {n}×{m} woven block holds {plane.size} bytes; expected {size}",

@@ -7,7 +7,8 @@ bootstrap prepends the environment's site-packages to ``sys.path`` (setting
 ``loomdb.python_path``).  This module makes that environment, idempotently:
 
 * ``ensure_venv`` creates it (or reuses it when its Python matches the server's);
-* ``install_requirements`` installs what the server side imports (numpy, numba, sqlglot),
+* ``install_requirements`` installs what the server side imports (numpy, numba, sqlglot,
+  zstandard),
   pinned to the versions the calling interpreter has so both sides behave alike;
 * ``install_loomdb`` installs loomdb itself (non-editable) from the source checkout the caller
   runs from, or from the package index at the caller's version;
@@ -30,7 +31,7 @@ from pathlib import Path
 from loomdb.errors import LoomStateError
 
 #: What the server side imports besides loomdb (installed with their own dependencies).
-SERVER_PACKAGES = ("numpy", "numba", "sqlglot")
+SERVER_PACKAGES = ("numpy", "numba", "sqlglot", "zstandard")
 
 Log = Callable[[str], None]
 
