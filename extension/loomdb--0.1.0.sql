@@ -109,6 +109,13 @@ return GD['loomdb'].call(plpy, 'loom_reindex', name)
 $fn$;
 COMMENT ON FUNCTION loom_reindex(text) IS 'rebuild a loomdb index from its source with the same options';
 
+CREATE FUNCTION loom_simulate(index text, options text DEFAULT '{}') RETURNS text
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_simulate', index, options)
+$fn$;
+COMMENT ON FUNCTION loom_simulate(text, text) IS 'the MLWeaving engine''s simulated cycles, bytes, seconds and throughput for a job on an index, without training (JSON)';
+
 CREATE FUNCTION loom_backends() RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')

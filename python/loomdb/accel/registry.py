@@ -18,6 +18,7 @@ from loomdb.errors import LoomOptionError, LoomStateError
 KNOWN: dict[str, dict[str, str]] = {
     "cpu": {"class": "loomdb.accel.cpu:CpuBackend", "install": ""},
     "gpu": {"class": "loomdb.accel.gpu:GpuBackend", "install": "pip install 'loomdb[gpu]'"},
+    "fpga-sim": {"class": "loomdb.accel.fpga_sim:FpgaSimBackend", "install": ""},
 }
 ALIASES = {"numpy": "cpu"}
 DEFAULT = "cpu"

@@ -222,7 +222,7 @@ def train(db: Database, name: str, source: str, label: str, options: str | None)
             "backend": backend.name,
             "source": source if source else info["source"],
             "label": prof.label,
-            "report": None,
+            "report": getattr(backend, "last_report", None),
         }
         catalog.put_model(db, row)
     return json.dumps(
