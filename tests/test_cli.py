@@ -89,3 +89,33 @@ def test_errors_exit_non_zero_with_hint(tmp_path):
     )
     assert done.returncode != 0
     assert "unknown option 'epoch'" in done.stderr and "epochs" in done.stderr
+
+
+@pytest.mark.postgres
+def test_mlweaving_ddl_and_doppiodb_forms_through_loomdb_sql(pg_dsn, tmp_path):
+    script = """
+    DROP TABLE IF EXISTS t1;
+    CREATE TABLE t1 AS SELECT CAST(i % 10 AS DOUBLE PRECISION) / 10 AS a,
+                              CAST(i % 7 AS DOUBLE PRECISION) / 7 AS b,
+                              CAST(i % 2 AS DOUBLE PRECISION) AS y
+                       FROM generate_series(1, 256) AS g(i);
+    CREATE INDEX w ON create_mlweaving('t1');
+    CREATE INDEX m ON train_mlweaving('t1', 3, 4);
+    SELECT count(*) AS inferred, count(prediction) AS predicted
+      FROM (SELECT * FROM infer_mlweaving(m, 't1', 2)) AS q;
+    CREATE INDEX w2 ON t1 USING mlweaving (a, b) WITH (label = y, batch_size = 64);
+    SELECT name, format FROM loom.indexes ORDER BY name;
+    DROP INDEX w;
+    DROP INDEX w2;
+    SELECT count(*) AS indexes_left FROM loom.indexes;
+    """
+    for engine in (["--dsn", pg_dsn], ["--duckdb", str(tmp_path / "w.duckdb")]):
+        sql = (
+            script
+            if engine[0] == "--dsn"
+            else script.replace("generate_series(1, 256) AS g(i)", "range(1, 257) AS g(i)")
+        )
+        out = run([*LOOMDB, "sql", *engine, "-c", sql])
+        assert re.search(r"256\s*\|\s*256", out), out
+        assert re.search(r"w2\s*\|\s*mlweaving", out)
+        assert out.rstrip().splitlines()[-2].strip() == "0"

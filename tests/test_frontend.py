@@ -106,7 +106,10 @@ def test_drop_and_reindex_only_loom_indexes(dialect):
 @pytest.mark.parametrize(("dialect", "array"), [("duckdb", "["), ("postgres", "array[")])
 def test_infer_mlweaving(dialect, array):
     out = one("SELECT * FROM infer_mlweaving(m, 't1', 3)", dialect)
-    assert out == (f'SELECT *, loom_predict(\'m\', {array}"a", "b""c"]) AS prediction FROM t1')
+    inner = f'SELECT *, loom_predict(\'m\', {array}"a", "b""c"]) AS prediction FROM t1'
+    assert out == f"SELECT * FROM ({inner}) AS infer_mlweaving"
+    out = one("SELECT count(*) FROM (SELECT * FROM infer_mlweaving(m, 't1', 3)) AS q", dialect)
+    assert out == f"SELECT count(*) FROM (SELECT * FROM ({inner}) AS infer_mlweaving) AS q"
     with pytest.raises(LoomNotFoundError):
         one("SELECT * FROM infer_mlweaving(nosuch, 't1', 3)", dialect)
 

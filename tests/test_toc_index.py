@@ -54,3 +54,24 @@ def test_toc_index_is_smaller_and_serves_inference(a9a):
         assert on_blobs[metric] == pytest.approx(on_rows[metric], rel=1e-9)
     # a9a's binary features tie many scores: summation order may break ties differently
     assert on_blobs["roc_auc"] == pytest.approx(on_rows["roc_auc"], rel=1e-4)
+
+
+def test_numba_cache_works_inside_postgres(pg_dsn, datasets):
+    import pgserver
+
+    if pgserver.cluster_install is None:
+        pytest.skip("the server was not provisioned by this test run")
+    from pathlib import Path
+
+    import psycopg
+
+    from loomdb.bench.tables import load_postgres
+
+    X, y = load_a9a(datasets)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        load_postgres(conn, "cache_t", X[:500], (y[:500] > 0).astype(float))
+        conn.execute("SELECT loom_train('cache_m', 'cache_t', 'y', '{\"format\": \"toc\"}')")
+        conn.execute("SELECT loom_drop_model('cache_m')")
+        conn.execute("DROP TABLE cache_t")
+    cache = Path(pgserver.cluster_install["result"]["numba_cache_dir"])
+    assert any(cache.rglob("*toc_kernels*.nbi")), f"no numba cache files under {cache}"

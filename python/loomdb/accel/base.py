@@ -7,8 +7,15 @@ storage format it supports:
 * ``gradient(batch, R)`` → ``Rᵀ @ batch.X`` transposed, i.e. ``Xᵀ·R`` of shape ``(features, k)``.
 
 It also says whether it can run here (``available``) and on which formats (``supports``).
-A backend whose hardware owns the whole epoch loop may additionally implement
-``train(job) -> result`` (see ``loomdb.accel.fpga_sim``).  Backends are found by name through the
+
+* A **training job** is the trainer calling ``margins`` and ``gradient`` on every batch a
+  format yields — or, for a backend whose hardware owns the whole epoch loop, calling its
+  ``fit(source, problem, config, progress) -> (model, history)`` once (``fpga_sim``), which may
+  leave a ``last_report`` that is stored with the model.
+* An **inference job** is ``margins`` over an index's stored batches
+  (``loom_evaluate_index(model, index, backend)``), on the stored form: TOC blobs, woven planes.
+
+Backends are found by name through the
 registry (``loomdb.accel.registry``), which also loads the entry-point group ``loomdb.backends``,
 so another package can add one without touching loomdb.
 """

@@ -140,10 +140,13 @@ def _infer(tree: exp.Select, dialect: str, catalog: Catalog | None) -> str | Non
     features = _need(catalog).model_features(model)
     array = exp.Array(expressions=[exp.column(f, quoted=True) for f in features])
     predict = exp.func("loom_predict", exp.Literal.string(model), array)
-    query = exp.select(exp.Star(), exp.alias_(predict, "prediction")).from_(
+    inner = exp.select(exp.Star(), exp.alias_(predict, "prediction")).from_(
         exp.to_table(table, dialect=dialect)
     )
-    return query.sql(dialect=dialect, normalize_functions="lower")
+    # the table function becomes a subquery in place: the rest of the statement is kept
+    target = fn.parent if isinstance(fn.parent, exp.Table) else fn
+    target.replace(inner.subquery("infer_mlweaving"))
+    return tree.sql(dialect=dialect, normalize_functions="lower")
 
 
 def _drop(tree: exp.Drop, catalog: Catalog | None) -> str | None:

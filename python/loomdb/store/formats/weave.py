@@ -31,7 +31,7 @@ from loomdb.store.db import Database
 from loomdb.store.formats.base import rebatch
 
 LABELS = -1
-PAGE = 8  # blocks fetched per query
+PAGE = 64  # blocks fetched per query (at most 64 · s planes held at once)
 
 
 class WeaveFormat:
