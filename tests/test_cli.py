@@ -62,15 +62,20 @@ def test_create_index_statement_through_loomdb_sql(pg_dsn, tmp_path):
     DROP INDEX pts_ix;
     SELECT count(*) AS left_over FROM loom.indexes;
     """
-    for engine in (["--dsn", pg_dsn], ["--duckdb", str(tmp_path / "x.duckdb")]):
-        sql = (
-            script
-            if engine[0] == "--dsn"
-            else script.replace("generate_series(1, 200) AS g(i)", "range(1, 201) AS g(i)")
-        )
-        out = run([*LOOMDB, "sql", *engine, "-c", sql])
+    for out in on_both_engines(script, pg_dsn, tmp_path):
         assert re.search(r"pts_ix\s*\|\s*dense\s*\|\s*200\s*\|\s*4", out)
         assert out.rstrip().splitlines()[-2].strip() == "0"
+
+
+def on_both_engines(script: str, dsn: str, tmp_path) -> list[str]:
+    """``loomdb sql -c script`` on PostgreSQL and on DuckDB (generate_series → range)."""
+    duck = re.sub(
+        r"generate_series\((\d+), (\d+)\)", lambda m: f"range({m[1]}, {int(m[2]) + 1})", script
+    )
+    return [
+        run([*LOOMDB, "sql", "--dsn", dsn, "-c", script]),
+        run([*LOOMDB, "sql", "--duckdb", str(tmp_path / "x.duckdb"), "-c", duck]),
+    ]
 
 
 def test_errors_exit_non_zero_with_hint(tmp_path):
@@ -109,13 +114,7 @@ def test_mlweaving_ddl_and_doppiodb_forms_through_loomdb_sql(pg_dsn, tmp_path):
     DROP INDEX w2;
     SELECT count(*) AS indexes_left FROM loom.indexes;
     """
-    for engine in (["--dsn", pg_dsn], ["--duckdb", str(tmp_path / "w.duckdb")]):
-        sql = (
-            script
-            if engine[0] == "--dsn"
-            else script.replace("generate_series(1, 256) AS g(i)", "range(1, 257) AS g(i)")
-        )
-        out = run([*LOOMDB, "sql", *engine, "-c", sql])
+    for out in on_both_engines(script, pg_dsn, tmp_path):
         assert re.search(r"256\s*\|\s*256", out), out
         assert re.search(r"w2\s*\|\s*mlweaving", out)
         assert out.rstrip().splitlines()[-2].strip() == "0"

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from fuzz.toc_check import rejects_or_reads
 from loomdb.codecs import toc
 from loomdb.codecs.toc_format import HEADER, parse
 from loomdb.errors import LoomFormatError, LoomOptionError
@@ -179,22 +180,10 @@ def test_bad_arguments():
 GOOD = toc.encode(np.random.default_rng(3).integers(0, 3, (30, 20)).astype(float))
 
 
-def _rejects_or_reads(blob: bytes) -> None:
-    try:
-        m = toc.TocMatrix.from_bytes(blob)
-    except LoomFormatError:
-        return
-    # whatever parses must also be safe to use
-    m @ np.ones(m.cols)
-    np.ones(m.rows) @ m
-    if m.rows * m.cols <= 1 << 20:
-        m.toarray()
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200))
 def test_fuzz_random_bytes(blob):
-    _rejects_or_reads(blob)
+    rejects_or_reads(blob)
 
 
 @settings(max_examples=300, deadline=None)
@@ -202,7 +191,7 @@ def test_fuzz_random_bytes(blob):
 def test_fuzz_single_byte_mutations(at, value):
     blob = bytearray(GOOD)
     blob[at] = value
-    _rejects_or_reads(bytes(blob))
+    rejects_or_reads(bytes(blob))
 
 
 @pytest.mark.parametrize("cut", [0, 3, 15, 16, 20, len(GOOD) // 2, len(GOOD) - 1])
