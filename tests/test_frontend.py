@@ -1,21 +1,30 @@
-"""The SQL front-end: table-driven rewrites for both dialects, and pass-through."""
+"""The SQL front-end: table-driven rewrites for both dialects, pass-through, splitting, errors."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+import sqlglot
+from sqlglot import exp
 
-from loomdb.errors import LoomNotFoundError, LoomSyntaxError
-from loomdb.frontend import process
+from loomdb.errors import LoomNotFoundError, LoomOptionError, LoomStateError, LoomSyntaxError
+from loomdb.frontend import process, rewrite, split, statements
 
 
 class FakeCatalog:
+    """Index ``wi`` (mlweaving, on t1); model ``m`` with features a and b"c."""
+
+    def __init__(self, indexes=("wi",)):
+        self.indexes = set(indexes)
+        self.asked: list[str] = []
+
     def is_index(self, name):
-        return name == "wi"
+        self.asked.append(name)
+        return name in self.indexes
 
     def index_for(self, table, fmt):
-        return "wi" if table == "t1" else None
+        return "wi" if (table, fmt) == ("t1", "mlweaving") else None
 
     def default_label(self, table):
         return "last_col"
@@ -26,136 +35,365 @@ class FakeCatalog:
         return ["a", 'b"c']
 
 
-CAT = FakeCatalog()
 BOTH = ["duckdb", "postgres"]
 
 
-def one(sql, dialect, catalog=CAT):
-    out = process(sql, dialect, catalog)
+def one(sql, dialect, catalog=None):
+    out = process(sql, dialect, FakeCatalog() if catalog is None else catalog)
     assert len(out) == 1
     return out[0]
 
 
-def call_args(sql):
-    """The arguments of a rewritten ``SELECT loom_x('a', …)``, parsed back."""
-    import sqlglot
+def call_args(sql, dialect):
+    """The arguments of a generated ``SELECT loom_x('a', …)``, read back by sqlglot."""
+    trees = sqlglot.parse(sql, read=dialect)
+    assert len(trees) == 1, "a rewrite is exactly one statement"
+    fn = trees[0].expressions[0]
+    assert isinstance(fn, exp.Anonymous)
+    return [None if isinstance(a, exp.Null) else a.this for a in fn.expressions]
 
-    fn = sqlglot.parse_one(sql).expressions[0]
-    return [None if a.sql() == "NULL" else a.this for a in fn.expressions]
+
+# ---------------------------------------------------------------- rewrites (same in both dialects)
+
+CI = "SELECT loom_create_index"
+REWRITES = [
+    (
+        "CREATE INDEX wi ON s.t USING mlweaving (a, b) WITH (label = y, batch_size = 64)",
+        f"""{CI}('wi', 's.t', 'y', '{{"format": "mlweaving", "features": ["a", "b"], """
+        """"batch_size": 64}')""",
+    ),
+    (
+        "create index if not exists i on t using TOC (a) with (label = lab, entropy = 'zstd')",
+        f"""{CI}('i', 't', 'lab', '{{"format": "toc", "features": ["a"], "entropy": "zstd", """
+        """"if_not_exists": true}')""",
+    ),
+    (
+        "CREATE INDEX d ON t USING dense (x) WITH (label = y, seed = 7, nulls = skip)",
+        f"""{CI}('d', 't', 'y', '{{"format": "dense", "features": ["x"], "seed": 7, """
+        """"nulls": "skip"}')""",
+    ),
+    (
+        'CREATE INDEX d ON "My T" USING dense ("Col A") WITH (label = y)',
+        f"""{CI}('d', '"My T"', 'y', '{{"format": "dense", "features": ["Col A"]}}')""",
+    ),
+    (
+        "CREATE INDEX d ON t USING dense WITH (label = y)",
+        f"""{CI}('d', 't', 'y', '{{"format": "dense"}}')""",
+    ),
+    (
+        "CREATE INDEX i ON create_mlweaving('t1')",
+        f"""{CI}('i', 't1', 'last_col', '{{"format": "mlweaving"}}')""",
+    ),
+    (
+        "CREATE INDEX IF NOT EXISTS i ON create_mlweaving('t1', 'label')",
+        f"""{CI}('i', 't1', 'label', '{{"format": "mlweaving", "if_not_exists": true}}')""",
+    ),
+    (
+        "CREATE INDEX m ON train_mlweaving('t1', 10, 4, 0.5)",
+        """SELECT loom_train('m', 't1', NULL, '{"index": "wi", "model": "linear", """
+        """"epochs": 10, "precision": 4, "lr": 0.5}')""",
+    ),
+    (
+        "CREATE INDEX m ON train_mlweaving('t1', 3, 'adaptive')",
+        """SELECT loom_train('m', 't1', NULL, '{"index": "wi", "model": "linear", """
+        """"epochs": 3, "precision": "adaptive"}')""",
+    ),
+    ("DROP INDEX wi", "SELECT loom_drop_index('wi')"),
+    ("DROP INDEX IF EXISTS wi", "SELECT loom_drop_index('wi')"),
+    ('drop index "wi"', "SELECT loom_drop_index('wi')"),
+    ("DROP INDEX CONCURRENTLY wi", "SELECT loom_drop_index('wi')"),
+    ("REINDEX INDEX wi", "SELECT loom_reindex('wi')"),
+    ('reindex index "wi"', "SELECT loom_reindex('wi')"),
+    ("REINDEX INDEX CONCURRENTLY wi", "SELECT loom_reindex('wi')"),
+]
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+@pytest.mark.parametrize(("sql", "expected"), REWRITES)
+def test_loomdb_statements_are_rewritten(sql, dialect, expected):
+    assert one(sql, dialect) == expected
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+def test_with_values_keep_their_json_types(dialect):
+    sql = (
+        "CREATE INDEX i ON t USING mlweaving (a) WITH (label = y, n = 7, lr = 0.5, e = 1e-3, "
+        "neg = -2, on_ = true, off = FALSE, nulls = skip, s = 'it''s', d = NULL)"
+    )
+    options = json.loads(call_args(one(sql, dialect), dialect)[3])
+    assert options == {
+        "format": "mlweaving",
+        "features": ["a"],
+        "n": 7,
+        "lr": 0.5,
+        "e": 0.001,
+        "neg": -2,
+        "on_": True,
+        "off": False,
+        "nulls": "skip",
+        "s": "it's",
+        "d": None,
+    }
+    assert type(options["n"]) is int and type(options["lr"]) is float
 
 
 @pytest.mark.parametrize("dialect", BOTH)
 @pytest.mark.parametrize(
-    ("sql", "name", "args", "options"),
+    ("sql", "options"),
     [
+        ("CREATE INDEX m ON train_mlweaving('t1', 5)", {"epochs": 5}),
         (
-            "CREATE INDEX wi ON s.t USING mlweaving (a, b) WITH (label = y, batch_size = 64)",
-            "loom_create_index",
-            ["wi", "s.t", "y"],
-            {"format": "mlweaving", "features": ["a", "b"], "batch_size": 64},
-        ),
-        (
-            "create index if not exists i on t using toc (a) with (label = lab, entropy = 'zstd')",
-            "loom_create_index",
-            ["i", "t", "lab"],
-            {"format": "toc", "features": ["a"], "entropy": "zstd", "if_not_exists": True},
-        ),
-        (
-            "CREATE INDEX d ON t USING dense (x) WITH (label = y, seed = 7, nulls = skip)",
-            "loom_create_index",
-            ["d", "t", "y"],
-            {"format": "dense", "features": ["x"], "seed": 7, "nulls": "skip"},
-        ),
-        (
-            "CREATE INDEX i ON create_mlweaving('t1')",
-            "loom_create_index",
-            ["i", "t1", "last_col"],
-            {"format": "mlweaving"},
-        ),
-        (
-            "CREATE INDEX i ON create_mlweaving('t1', 'label')",
-            "loom_create_index",
-            ["i", "t1", "label"],
-            {"format": "mlweaving"},
-        ),
-        (
-            "CREATE INDEX m ON train_mlweaving('t1', 10, 4, 0.5)",
-            "loom_train",
-            ["m", "t1", None],
-            {"index": "wi", "model": "linear", "epochs": 10, "precision": 4, "lr": 0.5},
+            "CREATE INDEX m ON train_mlweaving('t1', 20, 2, 1e-2)",
+            {"epochs": 20, "precision": 2, "lr": 0.01},
         ),
     ],
 )
-def test_rewrites(dialect, sql, name, args, options):
-    out = one(sql, dialect)
-    assert out.startswith(f"SELECT {name}(")
-    values = call_args(out)
-    assert values[:3] == args
-    assert json.loads(values[3]) == options
+def test_train_options_round_trip_through_json(sql, dialect, options):
+    name, source, label, text = call_args(one(sql, dialect), dialect)
+    assert (name, source, label) == ("m", "t1", None)
+    assert json.loads(text) == {"index": "wi", "model": "linear", **options}
+
+
+INFER = [
+    (
+        "SELECT * FROM infer_mlweaving(m, 't1', 3)",
+        "duckdb",
+        """SELECT *, loom_predict('m', ["a", "b""c"]) AS prediction FROM t1""",
+    ),
+    (
+        "SELECT * FROM infer_mlweaving(m, 't1', 3)",
+        "postgres",
+        """SELECT *, loom_predict('m', ARRAY["a", "b""c"]) AS prediction FROM t1""",
+    ),
+    (
+        "select * from infer_mlweaving('m', 's.t1')",
+        "duckdb",
+        """SELECT *, loom_predict('m', ["a", "b""c"]) AS prediction FROM s.t1""",
+    ),
+    (
+        "SELECT count(*) FROM (SELECT * FROM infer_mlweaving(m, 't1', 2)) AS q",
+        "postgres",
+        """SELECT COUNT(*) FROM (SELECT *, loom_predict('m', ARRAY["a", "b""c"]) AS """
+        """prediction FROM t1) AS q""",
+    ),
+    (
+        "SELECT id, prediction FROM infer_mlweaving(m, 't1', 1) WHERE prediction > 0.5",
+        "duckdb",
+        """SELECT id, prediction FROM (SELECT *, loom_predict('m', ["a", "b""c"]) AS """
+        """prediction FROM t1) AS infer_mlweaving WHERE prediction > 0.5""",
+    ),
+    (
+        "CREATE TABLE p AS SELECT id, prediction FROM infer_mlweaving(m, 't1') AS x",
+        "postgres",
+        """CREATE TABLE p AS SELECT id, prediction FROM (SELECT *, loom_predict('m', """
+        """ARRAY["a", "b""c"]) AS prediction FROM t1) AS x""",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sql", "dialect", "expected"), INFER)
+def test_infer_mlweaving_adds_a_prediction_column(sql, dialect, expected):
+    assert one(sql, dialect) == expected
+
+
+# ---------------------------------------------------------------- pass-through
+
+PASS_BOTH = [
+    "SELECT 1",
+    "select  a ,b from t where x = 'CREATE INDEX i ON t USING mlweaving (a)'",
+    "SELECT 'infer_mlweaving(m, 1)' AS s",
+    "CREATE TABLE t (a INTEGER, b DOUBLE PRECISION)",
+    "CREATE TABLE dense (a INTEGER)",
+    "INSERT INTO t VALUES (1, 2.5)",
+    "CREATE INDEX bt ON t (a)",
+    "CREATE UNIQUE INDEX bt ON t (a)",
+    "CREATE INDEX art ON t USING art (a)",
+    "CREATE INDEX i ON t USING btree (a) WHERE kind = 'toc'",
+    "DROP INDEX other",
+    "DROP INDEX IF EXISTS gone",
+    "DROP INDEX s.wi",
+    "DROP TABLE wi",
+    "REINDEX INDEX other",
+    "REINDEX TABLE wi",
+    "SELECT loom_train('m', 't', 'y', '{\"epochs\": 1}')",
+    "UPDATE t SET a = a + 1 WHERE b IS NOT NULL",
+]
+PASS_ONE = [
+    ("COPY t FROM STDIN WITH (FORMAT csv)", "postgres"),
+    ("COPY t TO 'out.parquet' (FORMAT parquet)", "duckdb"),
+    ("CREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql", "postgres"),
+    ("DO $body$ BEGIN PERFORM 1; END $body$", "postgres"),
+    ("CREATE TABLE t AS FROM 'x.csv'", "duckdb"),
+    ("PRAGMA version", "duckdb"),
+    ("SELECT * FROM read_parquet('x/*.parquet') USING SAMPLE 10%", "duckdb"),
+    ("SELECT a::text, E'a\\nb' FROM t", "postgres"),
+    ("VACUUM ANALYZE t", "postgres"),
+    ("INSTALL httpfs", "duckdb"),
+]
+
+
+@pytest.mark.parametrize(("sql", "dialect"), [(s, d) for s in PASS_BOTH for d in BOTH] + PASS_ONE)
+def test_other_statements_pass_through_unchanged(sql, dialect):
+    assert one(sql, dialect) == sql
 
 
 @pytest.mark.parametrize("dialect", BOTH)
-def test_drop_and_reindex_only_loom_indexes(dialect):
-    assert one("DROP INDEX wi", dialect) == "SELECT loom_drop_index('wi')"
-    assert one("DROP INDEX IF EXISTS wi", dialect) == "SELECT loom_drop_index('wi')"
-    assert one("DROP INDEX other", dialect) == "DROP INDEX other"
-    assert one("REINDEX INDEX wi", dialect) == "SELECT loom_reindex('wi')"
-    assert one("REINDEX INDEX other", dialect) == "REINDEX INDEX other"
+def test_catalog_is_only_asked_about_index_statements(dialect):
+    catalog = FakeCatalog()
+    process("SELECT 1; DROP TABLE wi; DROP INDEX x; REINDEX INDEX y", dialect, catalog)
+    assert catalog.asked == ["x", "y"]
 
 
-@pytest.mark.parametrize(("dialect", "array"), [("duckdb", "["), ("postgres", "array[")])
-def test_infer_mlweaving(dialect, array):
-    out = one("SELECT * FROM infer_mlweaving(m, 't1', 3)", dialect)
-    inner = f'SELECT *, loom_predict(\'m\', {array}"a", "b""c"]) AS prediction FROM t1'
-    assert out == f"SELECT * FROM ({inner}) AS infer_mlweaving"
-    out = one("SELECT count(*) FROM (SELECT * FROM infer_mlweaving(m, 't1', 3)) AS q", dialect)
-    assert out == f"SELECT count(*) FROM (SELECT * FROM ({inner}) AS infer_mlweaving) AS q"
-    with pytest.raises(LoomNotFoundError):
-        one("SELECT * FROM infer_mlweaving(nosuch, 't1', 3)", dialect)
+@pytest.mark.parametrize("dialect", BOTH)
+def test_without_a_catalog_drop_and_reindex_pass_through(dialect):
+    assert process("DROP INDEX wi; REINDEX INDEX wi", dialect) == [
+        "DROP INDEX wi",
+        "REINDEX INDEX wi",
+    ]
+    assert process("CREATE INDEX i ON t USING toc (a) WITH (label = y)", dialect)[0].startswith(CI)
+
+
+def test_statements_are_rewritten_one_at_a_time():
+    catalog = FakeCatalog(indexes=())
+    pending = statements("SELECT 1; DROP INDEX later", "duckdb", catalog)
+    assert next(pending) == "SELECT 1"
+    catalog.indexes.add("later")  # what running the first statement could have done
+    assert next(pending) == "SELECT loom_drop_index('later')"
+
+
+# ---------------------------------------------------------------- splitting
+
+SCRIPTS = [
+    ("SELECT 1; SELECT 2;", ["SELECT 1", "SELECT 2"]),
+    ("SELECT 'a;b';;\n ; SELECT \"x;y\" FROM t", ["SELECT 'a;b'", 'SELECT "x;y" FROM t']),
+    ("-- lead; comment\nSELECT 1 -- trailing; comment\n;", ["SELECT 1"]),
+    ("SELECT /* a; b */ 1; /* only a comment; */", ["SELECT /* a; b */ 1"]),
+    (
+        "CREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql; SELECT 2",
+        ["CREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql", "SELECT 2"],
+    ),
+    ("SELECT $t$ a; $$ b; $t$; SELECT 2", ["SELECT $t$ a; $$ b; $t$", "SELECT 2"]),
+    ("\\echo hello; world\nSELECT 1;\n  \\timing on\nSELECT 2", ["SELECT 1", "SELECT 2"]),
+    ("SELECT 1\n\\g\nSELECT 2", ["SELECT 1", "SELECT 2"]),
+    (
+        "SELECT 'a\n\\not a meta-command'; SELECT 2",
+        ["SELECT 'a\n\\not a meta-command'", "SELECT 2"],
+    ),
+    ("SELECT $$\n\\also not;\n$$", ["SELECT $$\n\\also not;\n$$"]),
+    ("SELECT 1; SELECT 'unterminated; x", ["SELECT 1; SELECT 'unterminated; x"]),
+    ("  \n-- nothing\n", []),
+]
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+@pytest.mark.parametrize(("script", "expected"), SCRIPTS)
+def test_split_keeps_quotes_and_comments_and_drops_meta_commands(script, dialect, expected):
+    assert split(script, dialect) == expected
+
+
+def test_process_splits_then_rewrites():
+    script = "\\echo go\nCREATE INDEX wi ON t USING toc (a) WITH (label = y);\nDROP INDEX wi;"
+    assert process(script, "postgres", FakeCatalog()) == [
+        f"""{CI}('wi', 't', 'y', '{{"format": "toc", "features": ["a"]}}')""",
+        "SELECT loom_drop_index('wi')",
+    ]
+
+
+# ---------------------------------------------------------------- hostile names
+
+EVIL = "x'); DROP TABLE t; --"
+EVIL_SQL = EVIL.replace("'", "''")  # as a SQL string literal's content
+INJECTIONS = [
+    (f'CREATE INDEX "{EVIL}" ON t USING toc (a) WITH (label = y)', 0),
+    (f"CREATE INDEX i ON t USING toc (a) WITH (label = '{EVIL_SQL}')", 2),
+    (f"CREATE INDEX i ON create_mlweaving('{EVIL_SQL}')", 1),
+    (f"CREATE INDEX i ON create_mlweaving('t1', '{EVIL_SQL}')", 2),
+    (f'DROP INDEX "{EVIL}"', 0),
+    (f'REINDEX INDEX "{EVIL}"', 0),
+]
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+@pytest.mark.parametrize(("sql", "position"), INJECTIONS)
+def test_hostile_names_become_escaped_literals(sql, dialect, position):
+    out = one(sql, dialect, FakeCatalog(indexes=(EVIL,)))
+    assert call_args(out, dialect)[position] == EVIL  # one statement, the name intact
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+def test_hostile_option_values_stay_inside_the_json_literal(dialect):
+    sql = f"CREATE INDEX i ON t USING toc (a) WITH (label = y, note = '{EVIL_SQL}')"
+    options = json.loads(call_args(one(sql, dialect), dialect)[3])
+    assert options["note"] == EVIL
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+def test_hostile_infer_arguments(dialect):
+    out = one(f"SELECT * FROM infer_mlweaving(m, 't1', 1) AS \"{EVIL}\"", dialect)
+    assert len(sqlglot.parse(out, read=dialect)) == 1
+    with pytest.raises(LoomSyntaxError, match="table name"):
+        one(f"SELECT * FROM infer_mlweaving(m, '{EVIL_SQL}')", dialect)
+
+
+# ---------------------------------------------------------------- errors
+
+ERRORS = [
+    ("CREATE INDEX i ON t USING mlweaving (a, b)", LoomSyntaxError, "label"),
+    ("CREATE INDEX i ON t USING mlweaving (a, b WITH (label = y)", LoomSyntaxError, "cannot read"),
+    ("CREATE INDEX i ON t USING mlweaving a, b", LoomSyntaxError, "first word"),
+    ("CREATE INDEX i ON t USING toc (a) WITH (label)", LoomSyntaxError, "cannot read"),
+    ("CREATE INDEX ON t USING toc (a) WITH (label = y)", LoomSyntaxError, "needs a name"),
+    ("CREATE UNIQUE INDEX i ON t USING toc (a) WITH (label = y)", LoomSyntaxError, "UNIQUE"),
+    ("CREATE INDEX i ON t USING toc (a) WITH (label = y) WHERE a > 0", LoomSyntaxError, "WHERE"),
+    ("CREATE INDEX i ON t USING toc (a) INCLUDE (b) WITH (label = y)", LoomSyntaxError, "INCLUDE"),
+    ("CREATE INDEX i ON t USING toc (a DESC) WITH (label = y)", LoomSyntaxError, "DESC"),
+    ("CREATE INDEX i ON t USING toc ((a + 1)) WITH (label = y)", LoomSyntaxError, "expression"),
+    ("CREATE INDEX i ON t USING toc (t.a) WITH (label = y)", LoomSyntaxError, "expression"),
+    ("CREATE INDEX i ON t USING toc (a) WITH (label = y, k = 1, K = 2)", LoomSyntaxError, "twice"),
+    (
+        "CREATE INDEX i ON t USING toc (a) WITH (label = y, format = dense)",
+        LoomSyntaxError,
+        "format",
+    ),
+    ("CREATE INDEX i ON t USING toc (a) WITH (label = 5)", LoomSyntaxError, "column name"),
+    ("CREATE INDEX i ON t USING toc (a) WITH (label = y, k = a + 1)", LoomSyntaxError, "constants"),
+    ("CREATE INDEX i ON create_mlweaving()", LoomSyntaxError, "1 to 2 arguments"),
+    ("CREATE INDEX i ON create_mlweaving('t1', 'y', 3)", LoomSyntaxError, "1 to 2 arguments"),
+    ("CREATE INDEX m ON train_mlweaving('t1', 1, 2, 0.1, 9)", LoomSyntaxError, "1 to 4"),
+    ("CREATE INDEX IF NOT EXISTS m ON train_mlweaving('t1', 1)", LoomSyntaxError, "arguments only"),
+    ("CREATE INDEX m ON train_mlweaving('t1', a + 1)", LoomSyntaxError, "epochs"),
+    ("CREATE INDEX m ON train_mlweaving('t2', 5)", LoomNotFoundError, "no mlweaving index"),
+    ("SELECT * FROM infer_mlweaving(nosuch, 't1', 3)", LoomNotFoundError, "nosuch"),
+    ("SELECT * FROM infer_mlweaving(m)", LoomSyntaxError, "2 or 3 arguments"),
+    ("SELECT infer_mlweaving(m, 't1')", LoomSyntaxError, "table function"),
+    ("SELECT * FROM infer_mlweaving(m, 't1' WHERE", LoomSyntaxError, "cannot read"),
+    ("CREATE INDEX i ON t USING toc (a) WITH (label = y, checksum = on)", LoomSyntaxError, "read"),
+    ("DROP INDEX wi CASCADE", LoomSyntaxError, "CASCADE"),
+]
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+@pytest.mark.parametrize(("sql", "error", "match"), ERRORS)
+def test_malformed_loomdb_statements_raise(sql, dialect, error, match):
+    with pytest.raises(error, match=match) as caught:
+        one(sql, dialect)
+    assert caught.value.hint or error is LoomNotFoundError
 
 
 @pytest.mark.parametrize("dialect", BOTH)
 @pytest.mark.parametrize(
     "sql",
     [
-        "SELECT 1",
-        "SELECT 'CREATE INDEX x ON t USING mlweaving' AS s",
-        "CREATE TABLE t (a INTEGER, b DOUBLE PRECISION)",
-        "INSERT INTO t VALUES (1, 2.5)",
-        "CREATE INDEX bt ON t (a)",
-        "CREATE INDEX gin_i ON t USING gin (a)",
-        "SELECT loom_train('m', 't', 'y', '{\"epochs\": 1}')",
+        "CREATE INDEX i ON create_mlweaving('t1')",
+        "CREATE INDEX m ON train_mlweaving('t1', 3)",
+        "SELECT * FROM infer_mlweaving(m, 't1')",
     ],
 )
-def test_other_statements_pass_through_unchanged(dialect, sql):
-    assert one(sql, dialect) == sql
+def test_doppio_forms_that_look_things_up_need_a_catalog(sql, dialect):
+    with pytest.raises(LoomStateError, match="catalog"):
+        rewrite(sql, dialect)
 
 
-def test_engine_specific_syntax_passes_through_unchanged():
-    fn = "CREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql"
-    assert process(f"{fn}; SELECT 2", "postgres") == [fn, "SELECT 2"]
-    assert one("CREATE TABLE t AS FROM 'x.csv'", "duckdb") == "CREATE TABLE t AS FROM 'x.csv'"
-    assert one("PRAGMA version", "duckdb") == "PRAGMA version"
-    assert one("COPY t FROM STDIN", "postgres") == "COPY t FROM STDIN"
-
-
-def test_script_splitting_keeps_quotes_and_drops_meta_commands():
-    script = "\\echo hello\nSELECT 'a;b';\n-- a comment; still a comment\nSELECT 2;;"
-    assert process(script, "postgres") == ["SELECT 'a;b'", "SELECT 2"]
-
-
-@pytest.mark.parametrize("dialect", BOTH)
-def test_injection_in_names_is_escaped(dialect):
-    out = one('CREATE INDEX "x\'); DROP TABLE t; --" ON t USING toc (a) WITH (label = y)', dialect)
-    assert call_args(out)[0] == "x'); DROP TABLE t; --"
-    assert out.count("SELECT") == 1 and "DROP TABLE t; --'" in out
-
-
-@pytest.mark.parametrize("dialect", BOTH)
-def test_malformed_loom_statements_raise(dialect):
-    with pytest.raises(LoomSyntaxError, match="label"):
-        one("CREATE INDEX i ON t USING mlweaving (a, b)", dialect)
-    with pytest.raises(LoomSyntaxError):
-        one("CREATE INDEX i ON t USING mlweaving (a, b WITH (label = y)", dialect)
-    with pytest.raises(LoomNotFoundError, match="no mlweaving index"):
-        one("CREATE INDEX m ON train_mlweaving('t2', 5)", dialect)
+def test_unknown_dialect_is_refused():
+    with pytest.raises(LoomOptionError, match="dialect"):
+        rewrite("SELECT 1", "mysql")

@@ -228,6 +228,14 @@ def test_hostile_headers(blob, message):
         parse(blob)
 
 
+def test_a_header_claiming_a_huge_width_is_rejected():
+    # found by the atheris run: 433 bytes claiming 270M columns made v·A allocate 2 GB
+    blob = bytearray(GOOD)
+    blob[12:16] = (0x10200014).to_bytes(4, "little")
+    with pytest.raises(LoomFormatError, match="claims 270,532,628 columns"):
+        toc.TocMatrix.from_bytes(bytes(blob))
+
+
 def test_codes_pointing_forward_are_rejected():
     s = toc.sections(figure3())
     s.codes = s.codes.copy()
@@ -249,7 +257,15 @@ def test_atheris_coverage_guided_fuzz(tmp_path):
     (corpus / "seed").write_bytes(GOOD)
     script = Path(__file__).parent / "fuzz" / "toc_blob.py"
     done = subprocess.run(
-        [sys.executable, str(script), "-runs=4000", "-max_len=600", str(corpus)],
+        [
+            sys.executable,
+            str(script),
+            "-runs=4000",
+            "-max_len=600",
+            "-rss_limit_mb=1024",
+            f"-artifact_prefix={tmp_path}/",
+            str(corpus),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -25,7 +25,15 @@ from typing import Any
 import numpy as np
 
 from loomdb.codecs import toc_kernels as k
-from loomdb.codecs.toc_format import LOGICAL, PACKED, VALUE_INDEX, Sections, parse, serialize
+from loomdb.codecs.toc_format import (
+    LOGICAL,
+    MAX_COLS,
+    PACKED,
+    VALUE_INDEX,
+    Sections,
+    parse,
+    serialize,
+)
 from loomdb.errors import LoomFormatError, LoomOptionError
 
 VARIANTS = {
@@ -54,6 +62,8 @@ def sections(batch: np.ndarray, variant: str = "full") -> Sections:
     if X.ndim != 2:
         raise LoomOptionError(f"a TOC batch must be 2-D; got shape {X.shape}")
     n, cols = X.shape
+    if cols > MAX_COLS:
+        raise LoomOptionError(f"a TOC batch has at most {MAX_COLS:,} columns; got {cols:,}")
     bits = X.view(np.uint64)
     rows_idx, cols_idx = np.nonzero(bits)  # +0.0 only: −0.0 and NaN are values
     vbits = bits[rows_idx, cols_idx]

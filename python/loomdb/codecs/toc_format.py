@@ -46,6 +46,9 @@ KNOWN_FLAGS = LOGICAL | PACKED | VALUE_INDEX | ZSTD
 INT_HEAD = struct.Struct("<IB")
 FLOAT_HEAD = struct.Struct("<I")
 MAX_INFLATED = 1 << 30  # a zstd frame never inflates past 1 GiB
+# Products allocate a vector of ``cols`` values: a header may not claim more columns than
+# this (33.5M, far beyond Rcv1's 47,236), or a 400-byte blob could make v·A allocate gigabytes.
+MAX_COLS = 1 << 25
 
 
 @dataclass
@@ -142,6 +145,8 @@ def parse(blob: bytes | memoryview) -> Sections:
         )
     if flags & ~KNOWN_FLAGS:
         raise LoomFormatError(f"TOC blob has unknown flags {flags:#x}")
+    if cols > MAX_COLS:
+        raise LoomFormatError(f"TOC blob claims {cols:,} columns; at most {MAX_COLS:,} are read")
     data: bytes | memoryview = memoryview(blob)[HEADER.size :]
     if flags & ZSTD:
         import zstandard

@@ -1,25 +1,32 @@
-"""loomdb's SQL front-end: ``process(sql, dialect, catalog)`` → the statements to run.
+"""loomdb's SQL front-end: a pure statement rewriter built on sqlglot.
 
-Used by ``loomdb.connect()``'s ``execute``/``sql`` and by ``loomdb sql`` on both engines.
+``process(sql, dialect, catalog)`` splits a script into statements (:mod:`.script`) and rewrites
+each (:mod:`.rewrite`): loomdb's own forms — ``CREATE INDEX … USING mlweaving|toc|dense``
+(:mod:`.create_index`), DoppioDB's ``create_mlweaving`` / ``train_mlweaving`` /
+``infer_mlweaving`` (:mod:`.doppio`), ``DROP INDEX`` / ``REINDEX INDEX`` of a loomdb index
+(:mod:`.maintenance`) — become calls of loomdb's SQL functions; every other statement is
+returned exactly as written.  ``statements`` does the same lazily, rewriting each statement only
+when the one before it has run (a script may create the index its next statement drops); the
+DuckDB connection and ``loomdb sql`` use it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from loomdb.frontend.ddl import Catalog, rewrite
+from loomdb.frontend.catalog import Catalog
+from loomdb.frontend.rewrite import rewrite
 from loomdb.frontend.script import split
 
 
 def statements(sql: str, dialect: str, catalog: Catalog | None = None) -> Iterator[str]:
-    """The statements to run, each rewritten only when the one before it has run (a script
-    may create the index its next statement drops)."""
-    for text, toks in split(sql, dialect):
-        yield rewrite(text, toks, dialect, catalog)
+    """The statements to run, each rewritten just before it is handed out."""
+    for statement in split(sql, dialect):
+        yield rewrite(statement, dialect, catalog)
 
 
 def process(sql: str, dialect: str, catalog: Catalog | None = None) -> list[str]:
-    """All statements rewritten up front (for scripts that do not depend on themselves)."""
+    """Every statement of ``sql``, rewritten for ``dialect`` ("duckdb" or "postgres")."""
     return list(statements(sql, dialect, catalog))
 
 

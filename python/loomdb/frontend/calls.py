@@ -1,0 +1,75 @@
+"""Building blocks of the rewrites: ``SELECT loom_x('…', …)`` calls and values read from a tree.
+
+Everything a user typed reaches the generated SQL as a string literal built by sqlglot
+(single quotes doubled) or as a quoted identifier; option objects are JSON text from
+``json.dumps``.  The engine validates names and options again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from loomdb.errors import LoomSyntaxError
+
+
+def loom_call(function: str, *args: str | None, dialect: str) -> str:
+    """``SELECT function('a', …)``: each argument a SQL string literal, or NULL for None."""
+    values = [exp.null() if a is None else exp.Literal.string(a) for a in args]
+    call = exp.Anonymous(this=function, expressions=values)
+    return exp.select(call).sql(dialect=dialect, normalize_functions=False)
+
+
+def qualified_name(table: exp.Table) -> str:
+    """``schema.table`` as written, without quotes (what the catalog compares names with)."""
+    return ".".join(part.name for part in table.parts)
+
+
+def table_text(table: exp.Table, dialect: str) -> str:
+    """A table reference as SQL text: ``s.t``, or ``"My T"`` where the user quoted it."""
+    bare = exp.Table(**{k: table.args.get(k) for k in ("this", "db", "catalog")})
+    return bare.sql(dialect=dialect)
+
+
+def _number(text: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def literal_value(node: exp.Expression, what: str) -> Any:
+    """A Python value for a constant written in SQL: number, true/false, string or NULL.
+
+    A bare word (``nulls = skip``) or identifier is read as the string it spells.
+    """
+    if isinstance(node, exp.Ordered):  # a function-style argument list parsed as index columns
+        node = node.this
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Literal):
+        return node.this if node.is_string else _number(node.this)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and node.this.is_number:
+        return -_number(node.this.this)
+    if isinstance(node, (exp.Var, exp.Identifier)) or (
+        isinstance(node, exp.Column) and not node.table
+    ):
+        return node.name
+    raise LoomSyntaxError(
+        f"{what} must be a number, true/false, a 'string' or a name; got {node.sql()} instead",
+        hint="write constants only: no expressions, casts or qualified names",
+    )
+
+
+def string_value(node: exp.Expression, what: str) -> str:
+    """A value that must be a name: a 'string' or a bare word."""
+    value = literal_value(node, what)
+    if not isinstance(value, str) or not value:
+        raise LoomSyntaxError(
+            f"{what} must be a name, as a 'string' or a bare word; got {node.sql()} instead",
+            hint="quote the name: 'my_table'",
+        )
+    return value

@@ -1,0 +1,29 @@
+"""What the SQL front-end asks the database while it rewrites a statement.
+
+Each engine answers from loomdb's catalog (``loomdb.api.sql_catalog.DbCatalog``); tests use a
+fake.  The front-end never queries the database itself.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Catalog(Protocol):
+    """The four questions the rewrites need answered."""
+
+    def is_index(self, name: str) -> bool:
+        """Whether ``name`` (as written in the statement) is a loomdb index."""
+        ...
+
+    def index_for(self, table: str, format: str) -> str | None:
+        """The loomdb index of ``format`` built on ``table`` (the newest), or None."""
+        ...
+
+    def default_label(self, table: str) -> str:
+        """The label column DoppioDB's ``create_mlweaving('t')`` uses when none is given."""
+        ...
+
+    def model_features(self, model: str) -> list[str]:
+        """The feature columns of ``model``, in order; raises LoomNotFoundError if unknown."""
+        ...

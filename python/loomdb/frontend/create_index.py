@@ -1,0 +1,150 @@
+"""``CREATE INDEX … USING mlweaving | toc | dense (…) WITH (label = y, …)`` → ``loom_create_index``.
+
+::
+
+    CREATE INDEX [IF NOT EXISTS] name ON [schema.]table USING format (col, …)
+        WITH (label = y, option = value, …)
+    →  SELECT loom_create_index('name', 'schema.table', 'y',
+                                '{"format": "format", "features": ["col", …], "option": value}')
+
+``format`` is the user-facing name (``mlweaving``, ``toc``, ``dense``); the engine maps it to its
+storage format.  WITH values keep their JSON type: numbers stay numbers, ``true``/``false``
+booleans, strings and bare words strings, ``NULL`` null (the option's default).  An empty column
+list leaves ``features`` out: the index then takes every column but the label.  What a B-tree
+index may say but a loomdb index cannot (UNIQUE, CONCURRENTLY, WHERE, INCLUDE, TABLESPACE,
+expressions, DESC) is rejected rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlglot import exp
+
+from loomdb.errors import LoomSyntaxError
+from loomdb.frontend.calls import literal_value, loom_call, table_text
+
+FORMATS = ("mlweaving", "toc", "dense")
+CREATE_FORM = (
+    "CREATE INDEX name ON table USING mlweaving (col, …) WITH (label = y, option = value, …)"
+)
+# IndexParameters the form uses; any other one set is a clause loomdb indexes do not have
+_OURS = {"using", "columns", "with_storage"}
+# WITH names sqlglot parses into a property class of their own, dropping the name
+_NAMED_PROPERTIES = {
+    "FileFormatProperty": "format",
+    "LocationProperty": "location",
+    "SchemaCommentProperty": "comment",
+}
+# Create flags a loomdb index cannot honour (IF NOT EXISTS is honoured: it is "exists")
+_FLAGS = {"unique": "UNIQUE", "concurrently": "CONCURRENTLY", "replace": "OR REPLACE"}
+
+
+def index_format(tree: exp.Create) -> str | None:
+    """The loomdb format named by ``USING``, or None when the index is not loomdb's."""
+    index = tree.this
+    params = index.args.get("params") if isinstance(index, exp.Index) else None
+    using = params.args.get("using") if params is not None else None
+    fmt = using.name.lower() if using is not None else ""
+    return fmt if fmt in FORMATS else None
+
+
+def _unsupported(what: str, fmt: str, hint: str | None = None) -> LoomSyntaxError:
+    return LoomSyntaxError(
+        f"a loomdb {fmt} index does not take {what}",
+        hint=hint or f"write {CREATE_FORM}",
+    )
+
+
+def _check_clauses(tree: exp.Create, params: exp.IndexParameters, fmt: str) -> None:
+    for flag, words in _FLAGS.items():
+        if tree.args.get(flag):
+            raise _unsupported(words, fmt)
+    for key, value in params.args.items():
+        if value and key not in _OURS:
+            hint = "index a view that filters the rows instead" if key == "where" else None
+            raise _unsupported(key.upper().replace("_", " "), fmt, hint)
+
+
+def _feature(node: exp.Expression, fmt: str) -> str:
+    if isinstance(node, exp.Ordered):
+        if node.args.get("desc") or node.args.get("nulls_first"):
+            raise _unsupported("DESC or NULLS FIRST on a column", fmt)
+        node = node.this
+    if not isinstance(node, exp.Column) or node.table:
+        raise _unsupported(
+            f"the expression {node.sql()}",
+            fmt,
+            "list plain column names; index a view to train on computed columns",
+        )
+    return node.name
+
+
+def _option(prop: exp.Expression) -> tuple[str, exp.Expression]:
+    """``(name, value node)`` of one ``name = value`` in WITH."""
+    if type(prop) is exp.Property and prop.args.get("value") is not None:
+        return prop.name.lower(), prop.args["value"]
+    key = _NAMED_PROPERTIES.get(type(prop).__name__)
+    if key is None or prop.this is None:
+        raise LoomSyntaxError(
+            f"cannot read {prop.sql()!r} as a WITH option", hint="write WITH (name = value, …)"
+        )
+    return key, prop.this
+
+
+def _with_options(params: exp.IndexParameters) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for prop in params.args.get("with_storage") or []:
+        key, value = _option(prop)
+        if key in options:
+            raise LoomSyntaxError(f"WITH names the option '{key}' twice", hint="name it once")
+        options[key] = literal_value(value, f"the WITH option '{key}'")
+    return options
+
+
+def create_index_call(tree: exp.Create, fmt: str, dialect: str) -> str:
+    """The ``loom_create_index`` call for a parsed ``CREATE INDEX … USING fmt``."""
+    index = tree.this
+    params = index.args["params"]
+    name, table = index.name, index.args.get("table")
+    if not name:
+        raise LoomSyntaxError(
+            "a loomdb index needs a name: CREATE INDEX name ON …", hint=f"write {CREATE_FORM}"
+        )
+    if not isinstance(table, exp.Table):
+        raise LoomSyntaxError(f"CREATE INDEX {name} names no table", hint=f"write {CREATE_FORM}")
+    _check_clauses(tree, params, fmt)
+    features = [_feature(c, fmt) for c in params.args.get("columns") or []]
+    given = _with_options(params)
+    if "label" not in given:
+        raise LoomSyntaxError(
+            f"CREATE INDEX {name} … USING {fmt} names no label column",
+            hint=f"add WITH (label = column): {CREATE_FORM}",
+        )
+    label = given.pop("label")
+    if not isinstance(label, str) or not label:
+        raise LoomSyntaxError(
+            f"the label must be a column name; got {json.dumps(label)} instead",
+            hint=f"write {CREATE_FORM}",
+        )
+    for taken in ("format", "features", "if_not_exists"):
+        if taken in given:
+            raise LoomSyntaxError(
+                f"the '{taken}' option is written in the statement itself, not in WITH",
+                hint=f"write {CREATE_FORM} (IF NOT EXISTS after CREATE INDEX)",
+            )
+    options: dict[str, Any] = {"format": fmt}
+    if features:
+        options["features"] = features
+    options.update(given)
+    if tree.args.get("exists"):
+        options["if_not_exists"] = True
+    return loom_call(
+        "loom_create_index",
+        name,
+        table_text(table, dialect),
+        label,
+        json.dumps(options),
+        dialect=dialect,
+    )

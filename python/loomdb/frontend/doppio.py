@@ -1,0 +1,187 @@
+"""DoppioDB's MLWeaving statements (MLWeaving paper §3), rewritten to loomdb's functions.
+
+::
+
+    CREATE INDEX i ON create_mlweaving('t1' [, 'label'])
+    →  SELECT loom_create_index('i', 't1', 'label', '{"format": "mlweaving"}')
+
+    CREATE INDEX m ON train_mlweaving('t1', epochs [, precision [, lr]])
+    →  SELECT loom_train('m', 't1', NULL,
+                         '{"index": "<t1's mlweaving index>", "model": "linear", "epochs": …}')
+
+    SELECT * FROM infer_mlweaving(m, 't1' [, label_index])
+    →  SELECT *, loom_predict('m', [f1, f2, …]) AS prediction FROM t1     -- ARRAY[…] in psql
+
+Where loomdb departs from DoppioDB, and why:
+
+* DoppioDB names the label only at inference (``label_index``); loomdb stores the label with the
+  index, so ``create_mlweaving`` takes it as an optional second argument and otherwise asks the
+  catalog for the table's default label (its last column).  ``label_index`` is accepted and
+  ignored: the model knows its features.
+* ``train_mlweaving``'s positional arguments follow the accelerator's job descriptor: the number
+  of epochs, then the precision in bits (1–32, or ``'adaptive'``), then the step size ``lr``.  The
+  model is least squares (``"linear"``), as the paper trains; the label argument of
+  ``loom_train`` is NULL, meaning the index's label.  The index is the newest mlweaving index on
+  the table; without one, LoomNotFoundError says to create it.
+* ``infer_mlweaving`` may appear anywhere a table may: it becomes a subquery that adds the
+  ``prediction`` column, named as PostgreSQL names a function in FROM (by the function, unless
+  aliased): ``… FROM (SELECT *, loom_predict(…) AS prediction FROM t1) AS infer_mlweaving``;
+  a bare ``SELECT * FROM infer_mlweaving(…)``, at the top or nested, becomes the flat query.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from loomdb.errors import LoomNotFoundError, LoomStateError, LoomSyntaxError
+from loomdb.frontend.calls import literal_value, loom_call, string_value
+from loomdb.frontend.catalog import Catalog
+
+CREATE, TRAIN, INFER = "create_mlweaving", "train_mlweaving", "infer_mlweaving"
+TRAIN_ARGUMENTS = ("epochs", "precision", "lr")
+FORMS = {
+    CREATE: f"CREATE INDEX name ON {CREATE}('table' [, 'label'])",
+    TRAIN: f"CREATE INDEX model ON {TRAIN}('table', epochs [, precision [, lr]])",
+    INFER: f"SELECT * FROM {INFER}(model, 'table' [, label_index])",
+}
+
+
+def doppio_function(tree: exp.Create) -> str | None:
+    """``create_mlweaving`` or ``train_mlweaving`` when ``tree`` is ``CREATE INDEX … ON f(…)``."""
+    index = tree.this
+    if not isinstance(index, exp.Index):
+        return None
+    table, params = index.args.get("table"), index.args.get("params")
+    if not isinstance(table, exp.Table) or table.db or params is None:
+        return None
+    name = table.name.lower()
+    return name if name in (CREATE, TRAIN) and params.args.get("using") is None else None
+
+
+def _need(catalog: Catalog | None, function: str) -> Catalog:
+    if catalog is None:
+        raise LoomStateError(
+            f"{function} needs the database's catalog to look indexes and models up",
+            hint="run it through loomdb.connect() or loomdb sql, which pass one",
+        )
+    return catalog
+
+
+def _arguments(tree: exp.Create, function: str) -> list[exp.Expression]:
+    index = tree.this
+    params = index.args["params"]
+    extra = [k for k, v in params.args.items() if v and k != "columns"]
+    flags = [k for k in ("unique", "concurrently", "replace") if tree.args.get(k)]
+    if function == TRAIN and tree.args.get("exists"):
+        flags.append("IF NOT EXISTS")
+    if extra or flags or not index.name:
+        raise LoomSyntaxError(
+            f"CREATE INDEX … ON {function}(…) takes a name and the arguments only",
+            hint=f"write {FORMS[function]}",
+        )
+    args = list(params.args.get("columns") or [])
+    most = 2 if function == CREATE else 1 + len(TRAIN_ARGUMENTS)
+    if not 1 <= len(args) <= most:
+        raise LoomSyntaxError(
+            f"{function} takes 1 to {most} arguments; got {len(args)}",
+            hint=f"write {FORMS[function]}",
+        )
+    return args
+
+
+def doppio_call(tree: exp.Create, function: str, dialect: str, catalog: Catalog | None) -> str:
+    """The ``loom_create_index`` or ``loom_train`` call for DoppioDB's CREATE INDEX forms."""
+    name = tree.this.name
+    args = _arguments(tree, function)
+    table = string_value(args[0], f"{function}'s table")
+    if function == CREATE:
+        label = (
+            string_value(args[1], f"{function}'s label")
+            if len(args) > 1
+            else _need(catalog, function).default_label(table)
+        )
+        options: dict[str, Any] = {"format": "mlweaving"}
+        if tree.args.get("exists"):
+            options["if_not_exists"] = True
+        return loom_call(
+            "loom_create_index", name, table, label, json.dumps(options), dialect=dialect
+        )
+    index = _need(catalog, function).index_for(table, "mlweaving")
+    if index is None:
+        raise LoomNotFoundError(
+            f"{function}('{table}', …): table {table} has no mlweaving index",
+            hint=f"create one first: CREATE INDEX … ON {CREATE}('{table}')",
+        )
+    options = {"index": index, "model": "linear"}
+    for key, node in zip(TRAIN_ARGUMENTS, args[1:]):
+        options[key] = literal_value(node, f"{function}'s {key}")
+    return loom_call("loom_train", name, table, None, json.dumps(options), dialect=dialect)
+
+
+def _source_table(text: str, dialect: str) -> exp.Table:
+    try:
+        table = sqlglot.parse_one(text, into=exp.Table, read=dialect)
+    except sqlglot.errors.SqlglotError:  # tokenizer and parser errors alike
+        table = None
+    if (
+        not isinstance(table, exp.Table)
+        or table.alias
+        or not isinstance(table.this, exp.Identifier)
+    ):
+        raise LoomSyntaxError(
+            f"{INFER}'s table must be a table name; got {text!r}", hint=f"write {FORMS[INFER]}"
+        )
+    return table
+
+
+def _predicting_select(call: exp.Anonymous, dialect: str, catalog: Catalog | None) -> exp.Select:
+    """``SELECT *, loom_predict('m', [f…]) AS prediction FROM t`` for ``infer_mlweaving(…)``."""
+    args = call.expressions
+    if not 2 <= len(args) <= 3:
+        raise LoomSyntaxError(
+            f"{INFER} takes 2 or 3 arguments; got {len(args)}", hint=f"write {FORMS[INFER]}"
+        )
+    model = string_value(args[0], f"{INFER}'s model")
+    table = _source_table(string_value(args[1], f"{INFER}'s table"), dialect)
+    features = _need(catalog, INFER).model_features(model)
+    row = exp.Array(expressions=[exp.column(f, quoted=True) for f in features])
+    predict = exp.Anonymous(this="loom_predict", expressions=[exp.Literal.string(model), row])
+    return exp.select(exp.Star(), exp.alias_(predict, "prediction")).from_(table)
+
+
+def _bare_select_star(table: exp.Table) -> exp.Select | None:
+    """The ``SELECT * FROM table`` (and nothing else) that ``table`` is the source of, if any."""
+    from_ = table.parent
+    select = from_.parent if isinstance(from_, exp.From) else None
+    if not isinstance(select, exp.Select):
+        return None
+    rest = [k for k, v in select.args.items() if v and k not in ("expressions", "from", "from_")]
+    stars = select.expressions
+    return select if not rest and len(stars) == 1 and isinstance(stars[0], exp.Star) else None
+
+
+def infer_query(tree: exp.Expression, dialect: str, catalog: Catalog | None) -> str:
+    """``tree`` with every ``infer_mlweaving(…)`` table replaced by the predicting query."""
+    calls = [
+        t
+        for t in tree.find_all(exp.Table)
+        if isinstance(t.this, exp.Anonymous) and t.this.name.lower() == INFER
+    ]
+    if not calls:
+        raise LoomSyntaxError(
+            f"{INFER} is a table function: use it in FROM", hint=f"write {FORMS[INFER]}"
+        )
+    for call in calls:
+        query = _predicting_select(call.this, dialect, catalog)
+        bare = _bare_select_star(call)
+        if bare is tree:
+            tree = query
+        elif bare is not None:
+            bare.replace(query)
+        else:
+            call.replace(query.subquery(call.alias or INFER))
+    return tree.sql(dialect=dialect, normalize_functions=False)

@@ -1,0 +1,80 @@
+"""``DROP INDEX`` and ``REINDEX INDEX`` of a loomdb index → ``loom_drop_index`` / ``loom_reindex``.
+
+::
+
+    DROP INDEX [IF EXISTS] [CONCURRENTLY] name   →  SELECT loom_drop_index('name')
+    REINDEX INDEX [CONCURRENTLY] name            →  SELECT loom_reindex('name')
+
+Only names the catalog knows as loomdb indexes are rewritten; every other statement passes
+through unchanged, so the engine drops its own indexes.  ``DROP INDEX IF EXISTS`` of a name that
+is no loomdb index therefore reaches the engine as written, which does nothing (or drops its own
+index of that name); that is why ``loom_drop_index`` takes the name alone.  ``CONCURRENTLY`` is
+accepted and ignored (a loomdb index is dropped or rebuilt in one transaction); ``CASCADE``, and
+several names in one statement of which one is loomdb's, are refused.  Names are passed as
+written (quotes removed, a schema kept as ``s.name``); the catalog decides what matches.
+
+sqlglot cannot parse ``REINDEX`` (PostgreSQL's tokenizer keeps its tail as one string), so that
+statement is read from its tokens: the tail after ``REINDEX`` is tokenized again.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from loomdb.errors import LoomSyntaxError
+from loomdb.frontend.calls import loom_call, qualified_name
+from loomdb.frontend.catalog import Catalog
+from loomdb.frontend.script import tokenize
+
+
+def drop_index_call(tree: exp.Drop, dialect: str, catalog: Catalog | None) -> str | None:
+    """The ``loom_drop_index`` call, or None when no loomdb index is dropped."""
+    if str(tree.args.get("kind") or "").upper() != "INDEX" or catalog is None:
+        return None
+    tables = tree.args.get("tables") or [tree.this]
+    names = [qualified_name(t) for t in tables if isinstance(t, exp.Table)]
+    ours = [n for n in names if catalog.is_index(n)]
+    if not ours:
+        return None
+    if len(tables) > 1:
+        raise LoomSyntaxError(
+            f"DROP INDEX names several indexes and {ours[0]} is a loomdb index",
+            hint=f"drop loomdb indexes one per statement: DROP INDEX {ours[0]}",
+        )
+    if tree.args.get("cascade"):
+        raise LoomSyntaxError(
+            f"DROP INDEX {ours[0]} CASCADE: a loomdb index has no dependent objects to cascade to",
+            hint=f"write DROP INDEX {ours[0]}",
+        )
+    return loom_call("loom_drop_index", ours[0], dialect=dialect)
+
+
+def _name(tokens: list[Token]) -> str | None:
+    """``a`` or ``s.a`` from name tokens (identifiers separated by dots), else None."""
+    parts, dots = tokens[0::2], tokens[1::2]
+    if not parts or len(tokens) % 2 == 0 or any(d.token_type != TokenType.DOT for d in dots):
+        return None
+    if any(p.token_type in (TokenType.STRING, TokenType.NUMBER) for p in parts):
+        return None
+    return ".".join(p.text for p in parts)
+
+
+def reindex_call(
+    statement: str, tokens: list[Token], dialect: str, catalog: Catalog | None
+) -> str | None:
+    """The ``loom_reindex`` call for ``REINDEX INDEX name`` of a loomdb index, else None."""
+    if catalog is None or not tokens:
+        return None
+    try:
+        tail = tokenize(statement[tokens[0].end + 1 :], dialect)
+    except TokenError:
+        return None
+    words = [t.text.upper() for t in tail[:2]]
+    if not words or words[0] != "INDEX":
+        return None
+    name = _name(tail[2:] if words[1:] == ["CONCURRENTLY"] and len(tail) > 2 else tail[1:])
+    if name is None or not catalog.is_index(name):
+        return None
+    return loom_call("loom_reindex", name, dialect=dialect)

@@ -1,0 +1,141 @@
+"""One statement in, the statement to run out: loomdb's forms rewritten, all others unchanged.
+
+The statement's tokens decide first whether it may be loomdb's (``CREATE INDEX … USING
+mlweaving|toc|dense``, ``CREATE INDEX … ON create_mlweaving(…)|train_mlweaving(…)``,
+``infer_mlweaving(…)`` anywhere, ``DROP INDEX``, ``REINDEX``).  Anything else is returned as
+the original text without being parsed, never as sqlglot's regenerated text, so engine-specific
+syntax sqlglot would misread is never altered.
+
+A statement that is loomdb's but that sqlglot cannot read — a parse error, or sqlglot's silent
+fallback to ``exp.Command`` — raises LoomSyntaxError naming the expected form; a ``DROP INDEX``
+sqlglot cannot read passes through, for the engine to judge.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from loomdb.errors import LoomOptionError, LoomSyntaxError
+from loomdb.frontend.catalog import Catalog
+from loomdb.frontend.create_index import CREATE_FORM, FORMATS, create_index_call, index_format
+from loomdb.frontend.doppio import (
+    CREATE,
+    FORMS,
+    INFER,
+    TRAIN,
+    doppio_call,
+    doppio_function,
+    infer_query,
+)
+from loomdb.frontend.maintenance import drop_index_call, reindex_call
+from loomdb.frontend.script import DIALECTS, tokenize
+
+_WORDS = (TokenType.VAR, TokenType.IDENTIFIER)
+
+
+def _followed_by(tokens: list[Token], first: TokenType, words: tuple[str, ...]) -> bool:
+    """Whether a ``first`` token is directly followed by a bare word out of ``words``."""
+    return any(
+        a.token_type == first and b.token_type in _WORDS and b.text.lower() in words
+        for a, b in zip(tokens, tokens[1:])
+    )
+
+
+def _calls(tokens: list[Token], function: str) -> bool:
+    return any(
+        a.token_type == TokenType.VAR and a.text.lower() == function and b.text == "("
+        for a, b in zip(tokens, tokens[1:])
+    )
+
+
+def claim(tokens: list[Token]) -> str | None:
+    """Which of loomdb's forms the statement may be: create, drop, reindex, infer, or None."""
+    words = [t.text.upper() for t in tokens[:3]]
+    if words[:1] == ["REINDEX"]:
+        return "reindex"
+    if words[:2] == ["DROP", "INDEX"]:
+        return "drop"
+    if words[:1] == ["CREATE"] and "INDEX" in words[1:3]:
+        ours = _followed_by(tokens, TokenType.USING, FORMATS) or any(
+            _calls(tokens, f) for f in (CREATE, TRAIN)
+        )
+        if ours:
+            return "create"
+    return "infer" if _calls(tokens, INFER) else None
+
+
+def _expected(form: str) -> str:
+    if form == "create":
+        return f"{CREATE_FORM}, or {FORMS[CREATE]}, or {FORMS[TRAIN]}"
+    return FORMS[INFER]
+
+
+def _parse(statement: str, dialect: str, form: str) -> exp.Expression | None:
+    """The statement's tree; None for a DROP sqlglot cannot read (it is the engine's)."""
+    snippet = statement if len(statement) <= 80 else statement[:77] + "..."
+    try:
+        trees = [t for t in sqlglot.parse(statement, read=dialect) if t is not None]
+    except ParseError as e:
+        if form == "drop":
+            return None
+        first = e.errors[0] if e.errors else {}
+        where = f" near {first.get('highlight')!r}" if first.get("highlight") else ""
+        raise LoomSyntaxError(
+            f"cannot read {snippet!r}{where}", hint=f"write {_expected(form)}"
+        ) from None
+    if len(trees) != 1:
+        raise LoomSyntaxError(f"{snippet!r} holds {len(trees)} statements; rewrite takes one")
+    tree = trees[0]
+    if isinstance(tree, exp.Command) or not isinstance(tree, exp.Expression):
+        if form == "drop":
+            return None
+        raise LoomSyntaxError(
+            f"cannot read {snippet!r}: sqlglot understood only its first word",
+            hint=f"write {_expected(form)}",
+        )
+    return tree
+
+
+def _create(tree: exp.Expression, dialect: str, catalog: Catalog | None) -> str | None:
+    if not isinstance(tree, exp.Create) or str(tree.args.get("kind") or "").upper() != "INDEX":
+        return None
+    function = doppio_function(tree)
+    if function is not None:
+        return doppio_call(tree, function, dialect, catalog)
+    fmt = index_format(tree)
+    return create_index_call(tree, fmt, dialect) if fmt is not None else None
+
+
+def rewrite(statement: str, dialect: str, catalog: Catalog | None = None) -> str:
+    """The statement to run instead of ``statement``, or ``statement`` itself, unchanged.
+
+    ``dialect`` is ``"duckdb"`` or ``"postgres"``; ``catalog`` answers what the rewrites need
+    to know of the database (without one, DROP/REINDEX pass through and DoppioDB forms that need
+    a look-up raise LoomStateError).
+    """
+    if dialect not in DIALECTS:
+        raise LoomOptionError(
+            f"unknown SQL dialect {dialect!r}", hint=f"use one of {', '.join(DIALECTS)}"
+        )
+    try:
+        tokens = tokenize(statement, dialect)
+    except TokenError:
+        return statement  # not readable as SQL: the engine reports it
+    form = claim(tokens)
+    if form is None:
+        return statement
+    if form == "reindex":
+        return reindex_call(statement, tokens, dialect, catalog) or statement
+    tree = _parse(statement, dialect, form)
+    if tree is None:
+        return statement
+    if form == "drop":
+        out = drop_index_call(tree, dialect, catalog) if isinstance(tree, exp.Drop) else None
+    elif form == "create":
+        out = _create(tree, dialect, catalog)
+    else:
+        out = infer_query(tree, dialect, catalog)
+    return out or statement
