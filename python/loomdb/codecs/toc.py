@@ -132,6 +132,8 @@ class TocMatrix:
         v = np.ascontiguousarray(other, dtype=np.float64)
         if v.shape[0] != self.cols or v.ndim not in (1, 2):
             raise LoomOptionError(f"cannot multiply a {self.shape} TOC matrix by {v.shape}")
+        if v.ndim == 2 and v.shape[1] == 1:  # a one-column model: the vector pass is tighter
+            return k.matvec(*self._tree(), np.ascontiguousarray(v[:, 0]))[:, None]
         return k.matvec(*self._tree(), v) if v.ndim == 1 else k.matmat(*self._tree(), v)
 
     def __rmatmul__(self, other: Any) -> np.ndarray:
@@ -140,6 +142,8 @@ class TocMatrix:
             raise LoomOptionError(f"cannot multiply {u.shape} by a {self.shape} TOC matrix")
         if u.ndim == 1:
             return k.rmatvec(*self._tree(), u, self.cols)
+        if u.shape[0] == 1:
+            return k.rmatvec(*self._tree(), np.ascontiguousarray(u[0]), self.cols)[None, :]
         return k.rmatmat(*self._tree(), u, self.cols)
 
     def _with_values(self, kval: np.ndarray) -> TocMatrix:
