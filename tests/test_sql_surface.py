@@ -146,3 +146,16 @@ def test_stale_index_is_refused_until_reindexed(cancer):
     engine.scalar("SELECT loom_reindex('ix')")
     engine.scalar(train.format("c", ""))
     assert engine.scalar("SELECT count(*) FROM loom.models") == 3
+
+
+def test_later_epochs_reuse_decoded_batches_within_the_cache_budget(cancer):
+    engine, _, _ = cancer
+    for name, budget in (("cached", 256), ("uncached", 0)):
+        opts = json.dumps({"epochs": 3, "cache_mb": budget, "seed": 1})
+        engine.scalar(f"SELECT loom_train('{name}', 'cancer', 'y', '{opts}')")
+    history = {n: json.loads(h) for n, h in engine.rows("SELECT name, history FROM loom.models")}
+    read = [h["bytes_read"] for h in history["cached"]]
+    assert read[0] > 0 and read[1:] == [0, 0] and history["cached"][2]["cached"] is True
+    assert [h["bytes_read"] for h in history["uncached"]] == [read[0]] * 3
+    coef = {n: c for n, c in engine.rows("SELECT name, coefficients FROM loom.models")}
+    assert coef["cached"] == coef["uncached"]  # the same batches, the same model

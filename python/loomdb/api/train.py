@@ -7,10 +7,11 @@ that is dropped again before the model is written.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -33,10 +34,19 @@ from loomdb.store.source import SourceProfile, classes, profile_from_index
 
 
 class IndexEpochs:
-    """Feeds the trainer from an index: the first batches train, the last ones validate."""
+    """Feeds the trainer from an index: the first batches train, the last ones validate.
+
+    Epoch 1 reads the stored batches; when they are at most ``cache_mb`` and the format reads
+    the same bytes every epoch (not mlweaving, whose precision may change per epoch), later
+    epochs reuse the decoded batches instead of reading them again (``bytes_read`` 0,
+    ``cached`` true in the history).
+    """
 
     def __init__(self, db: Database, info: dict[str, Any], validation_fraction: float, opts):
         self.db, self.info, self.opts = db, info, opts
+        fmt = formats.get(info["format"])
+        self.budget = 0 if getattr(fmt, "prescaled", None) else opts["cache_mb"] * 1_000_000
+        self.cached: list[Batch] | None = None
         n = int(info["batches"])
         held = int(round(n * validation_fraction)) if validation_fraction else 0
         if validation_fraction and (held < 1 or held >= n):
@@ -48,7 +58,12 @@ class IndexEpochs:
         self.train_stop = n - held
 
     def train_batches(self, epoch: int, history: list[dict[str, Any]]) -> Iterable[Batch]:
-        return index_api.read_batches(
+        if self.cached is not None:
+            return [
+                dataclasses.replace(b, nbytes=0, meta={**b.meta, "cached": True})
+                for b in self.cached
+            ]
+        batches = index_api.read_batches(
             self.db,
             self.info,
             first=0,
@@ -57,6 +72,19 @@ class IndexEpochs:
             history=history,
             train_options=self.opts,
         )
+        return self._keeping(batches) if self.budget else batches
+
+    def _keeping(self, batches: Iterable[Batch]) -> Iterator[Batch]:
+        kept: list[Batch] | None = []
+        size = 0
+        for batch in batches:
+            size += batch.nbytes
+            if kept is not None and size <= self.budget:
+                kept.append(batch)
+            else:
+                kept = None  # too large to keep: every epoch reads the index
+            yield batch
+        self.cached = kept
 
     def validation_batches(self) -> Iterable[Batch]:
         if self.train_stop >= int(self.info["batches"]):

@@ -96,6 +96,14 @@ TRAIN = [
         doc="bits read per value from an mlweaving index",
     ),
     Option(
+        "cache_mb",
+        (int,),
+        256,
+        in_range(0, 1_000_000),
+        "an integer >= 0",
+        doc="keep up to this many MB of decoded batches between epochs (0: read every epoch)",
+    ),
+    Option(
         "allow_stale",
         (bool,),
         False,
