@@ -6,8 +6,9 @@ its s planes are unwoven to truncated codes and run through the bit-exact engine
 the performance model adds simulated cycles, bytes and seconds, and the full report is kept in
 ``last_report`` (stored with the model, shown by ``loom_model_info``).
 
-Like the paper's engine it trains least squares without an intercept, with λ = 2^−j: the
-``lr`` option is rounded to the nearest power of two.
+Like the paper's engine it trains without an intercept, with λ = 2^−j (the ``lr`` option is
+rounded to the nearest power of two); least squares is the paper's loss, logistic and hinge are
+loomdb's extensions of the engine's serial part.  Class labels become 0/1 targets first.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from loomdb.accel.fpga_sim.job import Job
 from loomdb.accel.fpga_sim.perf import simulate
 from loomdb.batch import Batch
 from loomdb.errors import LoomOptionError
+from loomdb.learn.losses import LOSSES
 from loomdb.learn.model import LinearModel
 
 
@@ -47,10 +49,10 @@ class FpgaSimBackend:
         raise LoomOptionError("fpga-sim runs whole epochs: it has no per-batch gradient")
 
     def fit(self, source: Any, problem: Any, config: Any, progress: Callable | None):
-        if config.kind != "linear" or problem.k != 1:
+        if problem.k != 1:
             raise LoomOptionError(
-                f"fpga-sim trains least squares, as the MLWeaving engine does; got {config.kind}",
-                hint='use {"model": "linear"} (labels {0,1} for classification, as the paper)',
+                "fpga-sim trains one model at a time: binary classes or a regression",
+                hint="binarise the label (one-vs-rest) or use the cpu backend",
             )
         shift = max(0, min(30, round(-math.log2(config.lr))))
         m = len(problem.features)
@@ -71,11 +73,14 @@ class FpgaSimBackend:
                     bits=precision,
                     mini_batch=_power_of_two(batch.rows),
                     step_shift=shift,
+                    loss=config.kind,
                 )
                 U = batch.X.quantized()
-                model = Engine(job).run_epoch(U, batch.y, model)
+                target = problem.targets(batch.y)[0][:, 0]  # classes → 0/1; values as they are
+                model = Engine(job).run_epoch(U, target, model)
                 w = to_float(model)
-                loss += float(0.5 * ((batch.X @ w - batch.y) ** 2).sum())
+                Z = (batch.X @ w)[:, None]
+                loss += float(LOSSES[config.kind].value(Z, target[:, None]).sum())
                 rows += batch.rows
                 nbytes += batch.nbytes
             seconds = time.perf_counter() - started
