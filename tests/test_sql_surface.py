@@ -159,3 +159,12 @@ def test_later_epochs_reuse_decoded_batches_within_the_cache_budget(cancer):
     assert [h["bytes_read"] for h in history["uncached"]] == [read[0]] * 3
     coef = {n: c for n, c in engine.rows("SELECT name, coefficients FROM loom.models")}
     assert coef["cached"] == coef["uncached"]  # the same batches, the same model
+
+
+def test_a_train_never_touches_a_users_index_with_a_similar_name(cancer):
+    engine, _, _ = cancer
+    engine.scalar("SELECT loom_create_index('tmp_bc', 'cancer', 'y', '{}')")
+    engine.scalar("SELECT loom_create_index('train_bc', 'cancer', 'y', '{}')")
+    engine.scalar("SELECT loom_train('bc', 'cancer', 'y', '{\"epochs\": 1}')")
+    names = [r[0] for r in engine.rows("SELECT name FROM loom.indexes ORDER BY name")]
+    assert names == ["tmp_bc", "train_bc"]

@@ -158,7 +158,9 @@ def _config(opts: dict[str, Any]) -> TrainConfig:
 
 
 def _scratch_name(model: str) -> str:
-    return ("tmp_" + model)[:63]
+    """The layout of a train without an index: '$' keeps it apart from every name a user may
+    give (check_name refuses it), so dropping a leftover can never drop a user's index."""
+    return ("train$" + model)[:63]
 
 
 def train(db: Database, name: str, source: str, label: str, options: str | None) -> str:
