@@ -38,7 +38,25 @@ def rebatch(chunks: Iterable[np.ndarray], size: int) -> Iterator[np.ndarray]:
 PAGE = 32  # batches fetched per query: bounded memory, no result held open across batches
 
 
-class RowBatchFormat:
+class StoredFormat:
+    """What every format shares: its storage table and the checked minibatches it writes."""
+
+    columns: list[tuple[str, str]] = []
+
+    def create(self, db: Database, table: str) -> None:
+        body = ", ".join(f"{c} {db.type(t)}" for c, t in self.columns)
+        db.execute(f"CREATE TABLE {table} ({body})")
+
+    @staticmethod
+    def minibatches(chunks: Iterable[np.ndarray], size: int) -> Iterator[tuple[int, np.ndarray]]:
+        """``(number, rows)`` of ``size`` rows each; NaN or infinity anywhere is refused."""
+        for number, rows in enumerate(rebatch(chunks, size)):
+            if not np.isfinite(rows).all():
+                raise LoomDataError("the source holds NaN or infinite values")
+            yield number, rows
+
+
+class RowBatchFormat(StoredFormat):
     name = "rows"
     columns = [("batch", "integer"), ("rows", "integer"), ("x", "bytes"), ("y", "bytes")]
 
@@ -48,17 +66,11 @@ class RowBatchFormat:
     def payload(self, blob: bytes, options: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    def create(self, db: Database, table: str) -> None:
-        body = ", ".join(f"{c} {db.type(t)}" for c, t in self.columns)
-        db.execute(f"CREATE TABLE {table} ({body})")
-
     def write(
         self, db: Database, table: str, chunks: Iterable[np.ndarray], options: dict[str, Any]
     ) -> dict[str, int]:
         batches = nbytes = 0
-        for number, rows in enumerate(rebatch(chunks, options["batch_size"])):
-            if not np.isfinite(rows).all():
-                raise LoomDataError("the source holds NaN or infinite values")
+        for number, rows in self.minibatches(chunks, options["batch_size"]):
             x = self.encode(rows[:, :-1], options)
             y = dense.encode(rows[:, -1:])
             db.execute(f"INSERT INTO {table} VALUES ($1, $2, $3, $4)", [number, len(rows), x, y])

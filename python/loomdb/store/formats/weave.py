@@ -25,24 +25,20 @@ import numpy as np
 
 from loomdb.batch import Batch
 from loomdb.codecs import weave
-from loomdb.errors import LoomDataError, LoomFormatError, LoomOptionError
+from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.learn.precision import precision_for
 from loomdb.store.db import Database
-from loomdb.store.formats.base import rebatch
+from loomdb.store.formats.base import StoredFormat
 
 LABELS = -1
 PAGE = 64  # blocks fetched per query (at most 64 · s planes held at once)
 
 
-class WeaveFormat:
+class WeaveFormat(StoredFormat):
     name = "mlweaving"
     prescaled = "minmax"
     default_batch_size = 256
     columns = [("block", "integer"), ("plane", "integer"), ("rows", "integer"), ("bits", "bytes")]
-
-    def create(self, db: Database, table: str) -> None:
-        body = ", ".join(f"{c} {db.type(t)}" for c, t in self.columns)
-        db.execute(f"CREATE TABLE {table} ({body})")
 
     def write(
         self, db: Database, table: str, chunks: Iterable[np.ndarray], options: dict[str, Any]
@@ -55,9 +51,7 @@ class WeaveFormat:
             )
         stats = options["profile"].stats
         blocks = nbytes = 0
-        for number, rows in enumerate(rebatch(chunks, size)):
-            if not np.isfinite(rows).all():
-                raise LoomDataError("the source holds NaN or infinite values")
+        for number, rows in self.minibatches(chunks, size):
             U = weave.quantize(rows[:, :-1], stats["min"], stats["max"])
             planes = weave.weave_block(U)
             labels = rows[:, -1].astype("<f4").tobytes()
