@@ -55,6 +55,20 @@ class StoredFormat:
                 raise LoomDataError("the source holds NaN or infinite values")
             yield number, rows
 
+    @staticmethod
+    def pages(
+        db: Database, sql: str, first: int, stop: int | None, size: int, *extra: Any
+    ) -> Iterator[list[tuple]]:
+        """Rows of ``sql`` — whose first column is the batch number and whose $1 and $2 bound
+        it — ``size`` batches per query: bounded memory, no result held open across batches."""
+        stop = stop if stop is not None else 2**31 - 1
+        for start in range(first, stop, size):
+            rows = db.query(sql, [start, min(start + size, stop), *extra])
+            if rows:
+                yield rows
+            if len({r[0] for r in rows}) < size:
+                break
+
 
 class RowBatchFormat(StoredFormat):
     name = "rows"
@@ -87,13 +101,10 @@ class RowBatchFormat(StoredFormat):
         stop: int | None = None,
         **_: Any,
     ) -> Iterator[Batch]:
-        stop = stop if stop is not None else 2**31 - 1
-        for start in range(first, stop, PAGE):
-            page = db.query(
-                f"SELECT batch, rows, x, y FROM {table} "
-                "WHERE batch >= $1 AND batch < $2 ORDER BY batch",
-                [start, min(start + PAGE, stop)],
-            )
+        sql = (
+            f"SELECT batch, rows, x, y FROM {table} WHERE batch >= $1 AND batch < $2 ORDER BY batch"
+        )
+        for page in self.pages(db, sql, first, stop, PAGE):
             for number, _, x, y in page:
                 yield Batch(
                     X=self.payload(x, options),
@@ -101,5 +112,3 @@ class RowBatchFormat(StoredFormat):
                     number=number,
                     nbytes=len(x) + len(y),
                 )
-            if len(page) < PAGE:
-                break

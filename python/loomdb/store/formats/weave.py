@@ -80,20 +80,14 @@ class WeaveFormat(StoredFormat):
     ) -> Iterator[Batch]:
         setting = (train_options or {}).get("precision")
         s = precision_for(setting, epoch, history or [])
-        stop = stop if stop is not None else 2**31 - 1
         m = int(n_features or options["n_features"])
-        for start in range(first, stop, PAGE):
-            rows = db.query(
-                f"SELECT block, plane, rows, bits FROM {table} WHERE block >= $1 AND "
-                "block < $2 AND plane < $3 ORDER BY block, plane",
-                [start, min(start + PAGE, stop), s],
-            )
-            if not rows:
-                break
+        sql = (
+            f"SELECT block, plane, rows, bits FROM {table} WHERE block >= $1 AND "
+            "block < $2 AND plane < $3 ORDER BY block, plane"
+        )
+        for rows in self.pages(db, sql, first, stop, PAGE, s):
             for block in _group(rows):
                 yield _batch(block, m, s)
-            if len({r[0] for r in rows}) < PAGE:
-                break
 
 
 def _group(rows: list[tuple]) -> Iterator[list[tuple]]:
