@@ -7,5 +7,6 @@ demo:
 test:
 	bash scripts/setup.sh test
 
-extension:  # regenerate extension/ from udfs/loomdb.toml
-	.venv/bin/python -m loomdb.udfs.pgsql extension
+extension:  # regenerate extension/ from python/loomdb/udfs/catalogue.toml
+	rm -f extension/loomdb--*.sql
+	.venv/bin/python -m loomdb.engines.postgres.extension extension

@@ -12,24 +12,30 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loomdb.errors import (
+    LoomConflictError,
+    LoomDatabaseError,
     LoomDataError,
     LoomError,
     LoomFormatError,
+    LoomInterrupted,
     LoomNotFoundError,
     LoomOptionError,
     LoomStateError,
     LoomSyntaxError,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:
     from loomdb.engines.duckdb.connection import Connection
 
 __all__ = [
+    "LoomConflictError",
     "LoomDataError",
+    "LoomDatabaseError",
     "LoomError",
     "LoomFormatError",
+    "LoomInterrupted",
     "LoomNotFoundError",
     "LoomOptionError",
     "LoomStateError",
@@ -47,8 +53,9 @@ def connect(path: str | None = None, **config: Any) -> Connection:
     return _connect(path, **config)
 
 
-def register(con: Any) -> Any:
+def register(con: Any, progress: bool = True) -> Any:
     """Register loomdb's functions and catalog on an existing ``duckdb`` connection."""
     from loomdb.engines.duckdb.connection import register as _register
 
-    return _register(con)
+    _register(con, progress)
+    return con

@@ -56,3 +56,22 @@ class LoomSyntaxError(LoomError, SyntaxError):
     """loomdb's SQL front-end could not understand a statement."""
 
     sqlstate = "42601"  # syntax_error
+
+
+class LoomConflictError(LoomStateError):
+    """Another session changed the same catalog rows first (a race, or a name another role
+    holds): nothing was written; retry, or choose another name."""
+
+    sqlstate = "40001"  # serialization_failure
+
+
+class LoomDatabaseError(LoomError):
+    """The database refused a statement loomdb ran for you (the engine's own message)."""
+
+    sqlstate = "58000"  # system_error
+
+
+class LoomInterrupted(LoomError):
+    """The caller cancelled the call (``con.interrupt()``, ``pg_cancel_backend``, Ctrl-C)."""
+
+    sqlstate = "57014"  # query_canceled

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from loomdb.batch import Batch
+from loomdb.seams import Batch
 
 
 class CpuBackend:

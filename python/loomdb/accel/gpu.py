@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from loomdb.batch import Batch
+from loomdb.seams import Batch
 
 
 def _cupy() -> Any:

@@ -12,13 +12,20 @@ EPOCH = re.compile(r"epoch (\d+)/(\d+)")
 
 
 class ProgressBars:
-    """Turns "… epoch e/E, loss …" messages into a bar; other messages are printed."""
+    """Turns "… epoch e/E, loss …" messages into a bar on a terminal; other messages, and
+    every message when stderr is not a terminal (a log, CI), are printed as plain lines."""
 
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, bars: bool = True):
         self.enabled = enabled
+        self.bars = bars
         self.bar: Any = None
 
     def message(self, text: str) -> None:
+        if not self.enabled:
+            return
+        if not self.bars:
+            print(text, file=sys.stderr, flush=True)
+            return
         match = EPOCH.search(text)
         if not match:
             self.close()
@@ -31,7 +38,6 @@ class ProgressBars:
                 total=total,
                 desc="training",
                 unit="epoch",
-                disable=not self.enabled,
                 file=sys.stderr,
                 leave=False,
             )

@@ -27,8 +27,6 @@ def _print_result(description: Any, rows: list[tuple]) -> None:
 
 def run_duckdb(text: str, path: str, bars: ProgressBars) -> int:
     import loomdb
-    from loomdb.api.sql_catalog import DbCatalog
-    from loomdb.frontend import statements
 
     log = logging.getLogger("loomdb.progress")
     handler = _ToBars(bars)
@@ -37,8 +35,7 @@ def run_duckdb(text: str, path: str, bars: ProgressBars) -> int:
     log.propagate = False
     con = loomdb.connect(path)
     try:
-        for statement in statements(text, "duckdb", DbCatalog(con.database())):
-            cur = con.duckdb.execute(statement)
+        for cur in con.each(text):
             if cur.description:
                 _print_result(cur.description, cur.fetchall())
         return 0
@@ -51,9 +48,9 @@ def run_duckdb(text: str, path: str, bars: ProgressBars) -> int:
 def run_postgres(text: str, dsn: str, bars: ProgressBars) -> int:
     import psycopg
 
-    from loomdb.api.sql_catalog import DbCatalog
     from loomdb.engines.postgres.client import PsycopgDatabase
     from loomdb.frontend import statements
+    from loomdb.store.sql_catalog import DbCatalog
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.add_notice_handler(lambda d: bars.message(d.message_primary or ""))
@@ -72,7 +69,9 @@ def run_script(text: str, *, duckdb_path: str | None, dsn: str | None, progress:
     import duckdb
     import psycopg
 
-    bars = ProgressBars(enabled=progress and sys.stderr.isatty())
+    from loomdb.errors import LoomError
+
+    bars = ProgressBars(enabled=progress, bars=sys.stderr.isatty())
     try:
         if duckdb_path is not None:
             return run_duckdb(text, duckdb_path, bars)
@@ -82,6 +81,13 @@ def run_script(text: str, *, duckdb_path: str | None, dsn: str | None, progress:
         diag = e.diag
         print(f"ERROR:  {diag.message_primary or e}", file=sys.stderr)
         for label, value in (("DETAIL", diag.message_detail), ("HINT", diag.message_hint)):
+            if value:
+                print(f"{label}:  {value}", file=sys.stderr)
+        return 3
+    except LoomError as e:
+        bars.close()
+        print(f"ERROR:  {e.message}", file=sys.stderr)
+        for label, value in (("DETAIL", e.detail), ("HINT", e.hint)):
             if value:
                 print(f"{label}:  {value}", file=sys.stderr)
         return 3

@@ -29,15 +29,23 @@ def feature_rows(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     return X, ok
 
 
-def vectorized(udf: Udf, db: Any, models: str | Sequence[Any], X: np.ndarray, ok: np.ndarray):
+def vectorized(
+    udf: Udf,
+    db: Any,
+    models: str | Sequence[Any],
+    X: np.ndarray,
+    ok: np.ndarray,
+    statement: Any = None,
+) -> np.ndarray:
     """Run a vectorised UDF on the rows that have no NULLs; NULL out the others.
 
-    ``models`` is one name for all rows (the usual constant argument) or one per row.
+    ``models`` is one name for all rows (the usual constant argument) or one per row;
+    ``statement`` identifies the calling statement (its model version is pinned).
     """
     out = np.full(len(ok), np.nan)
     if ok.all():
-        out[:] = udf.callable()(db, models, X)
+        out[:] = udf.callable()(db, models, X, statement)
     elif ok.any():
         names = models if isinstance(models, str) else [m for m, g in zip(models, ok) if g]
-        out[ok] = udf.callable()(db, names, X[ok])
+        out[ok] = udf.callable()(db, names, X[ok], statement)
     return out

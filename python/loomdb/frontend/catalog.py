@@ -1,6 +1,6 @@
 """What the SQL front-end asks the database while it rewrites a statement.
 
-Each engine answers from loomdb's catalog (``loomdb.api.sql_catalog.DbCatalog``); tests use a
+Each engine answers from loomdb's catalog (``loomdb.store.sql_catalog.DbCatalog``); tests use a
 fake.  The front-end never queries the database itself.
 """
 

@@ -1,7 +1,9 @@
 """A trained generalized linear model: coefficients, standardisation, classes and the link.
 
-Standardisation is an affine map ``x' = (x − shift)·scale`` stored with the model and replayed at
-predict time; the trainer folds it into the products so compressed batches are never rewritten.
+No paper section.  Standardisation (``learn/scaling.py``) is stored with the model and folded
+into the weights at predict time.  Prediction from margins is written once here
+(``labels``/``probabilities``) and used by every predict path; a row with a NaN or infinite
+feature predicts NaN (NULL in SQL), the same in the compiled SQL expression.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 
 from loomdb.errors import LoomOptionError
 from loomdb.learn.losses import LOSSES, sigmoid
+from loomdb.learn.scaling import Scaling
 
 
 def require_probabilities(kind: str) -> None:
@@ -21,39 +24,6 @@ def require_probabilities(kind: str) -> None:
             f"a {kind} model has no probabilities",
             hint='use loom_predict, or train with {"model": "logistic"}',
         )
-
-
-@dataclass
-class Scaling:
-    """The affine standardisation ``(x − shift)·scale`` and how it was derived."""
-
-    method: str
-    shift: np.ndarray
-    scale: np.ndarray
-
-    @classmethod
-    def from_stats(cls, method: str, stats: dict[str, np.ndarray]) -> Scaling:
-        m = len(stats["min"])
-        if method == "none":
-            return cls(method, np.zeros(m), np.ones(m))
-        if method == "minmax":
-            shift, spread = stats["min"], stats["max"] - stats["min"]
-        elif method == "zscore":
-            shift, spread = stats["mean"], stats["std"]
-        else:
-            raise LoomOptionError(f"unknown standardisation '{method}'")
-        spread = np.where(spread > 0, spread, 1.0)
-        return cls(method, np.asarray(shift, dtype=np.float64), 1.0 / spread)
-
-    def apply(self, X: np.ndarray) -> np.ndarray:
-        return (X - self.shift) * self.scale
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "shift": self.shift.tolist(), "scale": self.scale.tolist()}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Scaling:
-        return cls(d["method"], np.asarray(d["shift"], float), np.asarray(d["scale"], float))
 
 
 @dataclass
@@ -72,20 +42,6 @@ class LinearModel:
     def classifier(self) -> bool:
         return LOSSES[self.kind].classifier
 
-    def margins(self, X: np.ndarray) -> np.ndarray:
-        """(n, k) margins of raw (unstandardised) rows."""
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != len(self.features):
-            got = X.shape[-1] if X.ndim else 0
-            raise LoomOptionError(
-                f"the model expects {len(self.features)} features "
-                f"({', '.join(self.features[:8])}{'…' if len(self.features) > 8 else ''}); "
-                f"got {got}",
-                hint="pass the features in the order loom_model_info lists them",
-            )
-        W, b = self.folded()
-        return X @ W + b
-
     def folded(self) -> tuple[np.ndarray, np.ndarray]:
         """Weights and intercept with the standardisation folded in (cached)."""
         if self._folded is None:
@@ -93,22 +49,51 @@ class LinearModel:
             self._folded = (W, self.b - self.scaling.shift @ W)
         return self._folded
 
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        Z = self.margins(X)
+    def margins(self, X: np.ndarray) -> np.ndarray:
+        """(n, k) margins of raw rows; NaN for a row with a non-finite feature."""
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != len(self.features):
+            got = X.shape[-1] if X.ndim else 0
+            more = "…" if len(self.features) > 8 else ""
+            raise LoomOptionError(
+                f"the model expects {len(self.features)} features "
+                f"({', '.join(self.features[:8])}{more}); got {got}",
+                hint="pass the features in the order loom_model_info lists them",
+            )
+        W, b = self.folded()
+        with np.errstate(invalid="ignore", over="ignore"):
+            Z = X @ W + b
+        bad = ~np.isfinite(X).all(axis=1)
+        if bad.any():
+            Z[bad] = np.nan
+        return Z
+
+    def labels(self, Z: np.ndarray) -> np.ndarray:
+        """Predicted labels (values for regression) from margins; NaN stays NaN."""
         if not self.classifier:
-            return Z[:, 0]
+            return Z[:, 0].copy()
         classes = np.asarray(self.classes, dtype=np.float64)
         if Z.shape[1] == 1:
-            return np.where(Z[:, 0] > 0, classes[1], classes[0])
-        return classes[np.argmax(Z, axis=1)]
+            out = np.where(Z[:, 0] > 0, classes[1], classes[0])
+        else:
+            out = classes[np.argmax(np.nan_to_num(Z, nan=-np.inf), axis=1)]
+        out[np.isnan(Z).any(axis=1)] = np.nan
+        return out
 
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """Probability of the positive class (binary) or of the predicted class (one-vs-rest)."""
+    def probabilities(self, Z: np.ndarray) -> np.ndarray:
+        """P(positive class) (binary) or P(predicted class) (one-vs-rest) from margins."""
         require_probabilities(self.kind)
-        P = sigmoid(self.margins(X))
+        P = sigmoid(Z)
         if P.shape[1] == 1:
             return P[:, 0]
-        return P.max(axis=1) / P.sum(axis=1)
+        with np.errstate(invalid="ignore"):
+            return P.max(axis=1) / P.sum(axis=1)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return self.labels(self.margins(X))
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        return self.probabilities(self.margins(X))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -15,6 +15,7 @@ from loomdb.errors import LoomOptionError
 
 PLATEAU = 0.01
 START = 2
+SCHEDULES = ("adaptive", "adaptive-plateau")
 
 
 def paper_schedule(epoch: int) -> int:

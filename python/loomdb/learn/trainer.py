@@ -1,15 +1,22 @@
-"""The minibatch trainer: loops epochs and batches, knows nothing of engines or formats.
+"""The minibatch trainer: owns the epoch loop, the precision schedule, stopping and the guard.
 
-One step, in this order (river-style, fixed):
+Bismarck's design: the data was shuffled once when it was laid out; every epoch reads the
+stored batches in the same order.  One step, in this order (river-style, fixed):
+
 1. margins ``Z = X·(W∘scale) + (b − shift·(W∘scale))`` — standardisation folded into the
    products, so a compressed batch is never rewritten (TOC §4 needs only A·v and v·A);
 2. per-sample loss derivative ``G = ∂ℓ/∂Z``, times class weights, averaged over the batch;
 3. gradient ``∇W = scale∘(Xᵀ·G − shift·ΣG) + l2·W``, ``∇b = ΣG`` (intercept unregularised);
 4. optimiser update, then the proximal L1 step (soft-threshold by lr·l1).
 
-Bismarck's design: the data was shuffled once when it was laid out; every epoch reads the
-stored batches in the same order.  The epoch loss is the mean data loss seen during the pass
-(as scikit-learn reports it) plus the regularisation terms.
+Each epoch reads its batches at the precision the schedule picks (MLWeaving §6; formats that
+store one precision ignore it).  A backend whose hardware owns the epoch (``run_epoch``:
+fpga-sim) replaces steps 1–4, and this loop still records the history, validates, stops on
+``tol`` and guards.  The guard: a non-finite model or an epoch loss above ``EXPLODE`` times the
+loss of the zero model means the step was too large; training restarts from the beginning with
+a step ten times smaller (recorded in the history), and after ``MAX_RESTARTS`` gives up with a
+``LoomDataError`` saying what to change.  The epoch loss is the mean data loss seen during the
+pass (as scikit-learn reports it) plus the regularisation terms.
 """
 
 from __future__ import annotations
@@ -21,23 +28,25 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from loomdb.batch import Batch
+from loomdb.errors import LoomDataError
 from loomdb.learn.losses import LOSSES
-from loomdb.learn.model import LinearModel, Scaling
+from loomdb.learn.model import LinearModel
 from loomdb.learn.optimizers import OPTIMIZERS, soft_threshold
+from loomdb.learn.precision import precision_for
+from loomdb.learn.problem import Problem
 from loomdb.learn.schedules import Schedule
+from loomdb.seams import Backend, Batch, EpochStep
 
-
-class ComputeBackend(Protocol):
-    def margins(self, batch: Batch, W: np.ndarray) -> np.ndarray: ...
-    def gradient(self, batch: Batch, R: np.ndarray) -> np.ndarray: ...
+MAX_RESTARTS = 4
+EXPLODE = 1e3
 
 
 class EpochSource(Protocol):
-    """Where batches come from: a storage format reading its stored rows."""
+    """Where batches come from: a layout read at a precision."""
 
-    def train_batches(self, epoch: int, history: list[dict[str, Any]]) -> Iterable[Batch]: ...
-    def validation_batches(self) -> Iterable[Batch]: ...
+    def train_batches(self, epoch: int, precision: int) -> Iterable[Batch]: ...
+
+    def validation_batches(self, precision: int) -> Iterable[Batch]: ...
 
 
 @dataclass
@@ -47,39 +56,19 @@ class TrainConfig:
     tol: float | None = None
     lr: float = 0.1
     lr_schedule: str = "inverse-t"
-    lr_decay: float = 1.0
+    lr_decay: float = 0.1
     optimizer: str = "sgd"
     l1: float = 0.0
     l2: float = 1e-4
     fit_intercept: bool = True
+    precision: int | str = 32
+    safe_lr: float | None = None  # the automatic step: restarts never go above it
 
 
-@dataclass
-class Problem:
-    """What the data says about the task: features, classes, weights and scaling."""
-
-    features: list[str]
-    scaling: Scaling
-    classes: list[Any]
-    class_weights: np.ndarray | None = None
-    init: LinearModel | None = None
-
-    @property
-    def k(self) -> int:
-        return 1 if len(self.classes) <= 2 else len(self.classes)
-
-    def targets(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(T, sample_weight)`` for raw labels ``y``: 0/1 one-vs-rest columns or values."""
-        if not self.classes:
-            return y.reshape(-1, 1).astype(np.float64), np.ones(len(y))
-        idx = np.searchsorted(np.asarray(self.classes, dtype=np.float64), y)
-        if self.k == 1:
-            T = (idx == 1).astype(np.float64).reshape(-1, 1)
-        else:
-            T = np.zeros((len(y), self.k))
-            T[np.arange(len(y)), idx] = 1.0
-        w = self.class_weights[idx] if self.class_weights is not None else np.ones(len(y))
-        return T, w
+class Diverged(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 Progress = Callable[[dict[str, Any]], None]
@@ -89,64 +78,68 @@ def fit(
     source: EpochSource,
     problem: Problem,
     config: TrainConfig,
-    backend: ComputeBackend,
+    backend: Backend,
     progress: Progress | None = None,
+    check: Callable[[], None] | None = None,
 ) -> tuple[LinearModel, list[dict[str, Any]]]:
-    """Train; returns the model and the per-epoch history.
+    """Train; returns the model and the history (restarts first, then one entry per epoch)."""
+    restarts: list[dict[str, Any]] = []
+    lr = config.lr
+    for attempt in range(MAX_RESTARTS + 1):
+        try:
+            W, b, epochs = _run(source, problem, config, backend, lr, progress, check)
+        except Diverged as d:
+            smaller = lr / 10 if config.safe_lr is None else min(lr / 10, config.safe_lr)
+            restarts.append(
+                {"restart": attempt + 1, "reason": d.reason, "lr": lr, "next_lr": smaller}
+            )
+            lr = smaller
+            continue
+        model = LinearModel(config.kind, problem.features, W, b, problem.scaling, problem.classes)
+        return model, restarts + epochs
+    raise LoomDataError(
+        f"training diverged {MAX_RESTARTS + 1} times, the last time at lr {lr * 10:g}: "
+        f"{restarts[-1]['reason']}",
+        hint="leave 'lr' to its automatic default or give a smaller one, standardize the "
+        'features ({"standardize": "zscore"}), or lower l2',
+    )
 
-    A backend whose hardware owns the epoch loop (``fit``: fpga-sim) trains by itself.
-    """
-    whole = getattr(backend, "fit", None)
-    if whole is not None:
-        return whole(source, problem, config, progress)  # type: ignore[no-any-return]
+
+def _run(source, problem, config, backend, lr, progress, check):
+    W, b = problem.initial()
+    schedule = Schedule(config.lr_schedule, lr, config.lr_decay)
     loss = LOSSES[config.kind]
-    m, k = len(problem.features), problem.k
-    if problem.init is not None:
-        W, b = problem.init.W.copy(), problem.init.b.copy()
-    else:
-        W, b = np.zeros((m, k)), np.zeros(k)
-    shift, scale = problem.scaling.shift, problem.scaling.scale
-    optimizer = OPTIMIZERS[config.optimizer]((m, k))
-    schedule = Schedule(config.lr_schedule, config.lr, config.lr_decay)
     history: list[dict[str, Any]] = []
     best = np.inf
-
-    def forward(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
-        Weff = W * scale[:, None]
-        return backend.margins(batch, Weff) + (b - shift @ Weff), Weff
-
+    limit = EXPLODE * problem.baseline_loss(config.kind)
+    optimizer = OPTIMIZERS[config.optimizer](W.shape)
     for epoch in range(config.epochs):
-        lr = schedule.get(epoch)
+        rate = schedule.get(epoch)
+        s = precision_for(config.precision, epoch, history)
         started = time.perf_counter()
-        total, rows, nbytes, meta = 0.0, 0, 0, {}
-        for batch in source.train_batches(epoch, history):
-            T, sw = problem.targets(batch.y)
-            Z, _ = forward(batch)
-            total += float((loss.value(Z, T) * sw[:, None]).sum())
-            G = loss.derivative(Z, T) * (sw / batch.rows)[:, None]
-            gsum = G.sum(axis=0)
-            gW = scale[:, None] * (backend.gradient(batch, G) - np.outer(shift, gsum))
-            gW += config.l2 * W
-            gb = gsum if config.fit_intercept else np.zeros(k)
-            optimizer.step(W, b, gW, gb, lr)
-            if config.l1:
-                soft_threshold(W, lr * config.l1)
-            rows += batch.rows
-            nbytes += batch.nbytes
-            meta.update(batch.meta)
+        batches = source.train_batches(epoch, s)
+        step = EpochStep(config.kind, rate, config.l2, config.fit_intercept, problem.targets)
+        with np.errstate(over="ignore", invalid="ignore"):  # the guard judges the result
+            if hasattr(backend, "run_epoch"):
+                W, b, totals = backend.run_epoch(_checked(batches, check), W, b, step)
+            else:
+                totals = _sgd_epoch(batches, W, b, problem, config, backend, optimizer, rate, check)
         seconds = time.perf_counter() - started
         penalty = 0.5 * config.l2 * float((W * W).sum()) + config.l1 * float(np.abs(W).sum())
+        rows = totals.pop("rows")
         entry: dict[str, Any] = {
             "epoch": epoch + 1,
-            "loss": total / max(rows, 1) + penalty,
+            "loss": totals.pop("loss") / max(rows, 1) + penalty,
             "rows": rows,
             "seconds": round(seconds, 6),
             "rows_per_s": rows / seconds if seconds > 0 else None,
-            "lr": lr,
-            "bytes_read": nbytes,
-            **meta,
+            "lr": rate,
+            "bytes_read": totals.pop("bytes"),
+            "precision": s,
+            **totals,
         }
-        val = _validation_loss(source, problem, loss, forward)
+        _guard(W, b, entry["loss"], limit, epoch + 1, rate)
+        val = _validation_loss(source, problem, loss, backend, W, b, s)
         if val is not None:
             entry["val_loss"] = val + penalty
         history.append(entry)
@@ -157,15 +150,54 @@ def fit(
         if config.tol is not None and np.isfinite(best) and not improved:
             break
         best = min(best, watched)
-    model = LinearModel(config.kind, problem.features, W, b, problem.scaling, problem.classes)
-    return model, history
+    return W, b, history
 
 
-def _validation_loss(source, problem, loss, forward) -> float | None:
-    total, rows = 0.0, 0
-    for batch in source.validation_batches():
+def _guard(W: np.ndarray, b: np.ndarray, loss: float, limit: float, epoch: int, lr: float):
+    if not (np.isfinite(W).all() and np.isfinite(b).all() and np.isfinite(loss)):
+        raise Diverged(f"the model became non-finite in epoch {epoch} at lr {lr:g}")
+    if loss > limit:
+        raise Diverged(f"the loss exploded to {loss:.3g} in epoch {epoch} at lr {lr:g}")
+
+
+def _checked(batches: Iterable[Batch], check: Callable[[], None] | None) -> Iterable[Batch]:
+    for batch in batches:
+        if check is not None:
+            check()
+        yield batch
+
+
+def _sgd_epoch(batches, W, b, problem, config, backend, optimizer, lr, check) -> dict[str, Any]:
+    loss = LOSSES[config.kind]
+    shift, scale = problem.scaling.shift, problem.scaling.scale
+    total, rows, nbytes = 0.0, 0, 0
+    for batch in _checked(batches, check):
         T, sw = problem.targets(batch.y)
-        Z, _ = forward(batch)
+        Weff = W * scale[:, None]
+        Z = backend.margins(batch, Weff) + (b - shift @ Weff)
+        total += float((loss.value(Z, T) * sw[:, None]).sum())
+        G = loss.derivative(Z, T) * (sw / batch.rows)[:, None]
+        gsum = G.sum(axis=0)
+        gW = scale[:, None] * (backend.gradient(batch, G) - np.outer(shift, gsum))
+        gW += config.l2 * W
+        gb = gsum if config.fit_intercept else np.zeros_like(gsum)
+        optimizer.step(W, b, gW, gb, lr)
+        if config.l1:
+            soft_threshold(W, lr * config.l1)
+        if not np.isfinite(W).all():
+            raise Diverged(f"the model became non-finite at lr {lr:g}")
+        rows += batch.rows
+        nbytes += batch.nbytes
+    return {"loss": total, "rows": rows, "bytes": nbytes}
+
+
+def _validation_loss(source, problem, loss, backend, W, b, precision) -> float | None:
+    shift, scale = problem.scaling.shift, problem.scaling.scale
+    Weff = W * scale[:, None]
+    total, rows = 0.0, 0
+    for batch in source.validation_batches(precision):
+        T, sw = problem.targets(batch.y)
+        Z = backend.margins(batch, Weff) + (b - shift @ Weff)
         total += float((loss.value(Z, T) * sw[:, None]).sum())
         rows += batch.rows
     return total / rows if rows else None

@@ -1,173 +1,235 @@
-"""The catalog: ``loom.models`` and ``loom.indexes``, declared once for both engines.
+"""The catalog: ``loom.models``, ``loom.indexes``, ``loom.grants``, ``loom.settings``.
 
-Arrays and nested values are stored as JSON text so both engines read them the same way
-(``coefficients::jsonb`` in PostgreSQL, ``coefficients::JSON`` in DuckDB).
+No paper section.  Every catalog statement loomdb runs is in this module; rows travel as
+:class:`IndexInfo` / :class:`ModelRecord`.  Arrays and nested values are JSON text so both
+engines read them alike.  Nothing read back from the catalog is ever pasted into SQL: names are
+checked by a CHECK constraint and by :func:`check_name` and always quoted, a storage table is
+derived from its index's name (:func:`storage_relation`), never stored.
+
+In PostgreSQL each row has an ``owner`` (the role that wrote it; ``DEFAULT current_user``) and
+row-level security makes other roles' rows invisible and untouchable unless a model is granted
+(``loom.grants``); see ``engines/postgres/security.sql``.  DuckDB has no roles: ``owner`` is NULL.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
+from dataclasses import fields
 from typing import Any
 
-from loomdb.errors import LoomNotFoundError, LoomOptionError
+from loomdb.errors import LoomConflictError, LoomNotFoundError, LoomOptionError
+from loomdb.seams import IndexInfo, ModelRecord
 from loomdb.store.db import Queryable
+from loomdb.store.names import NAME_PATTERN, check_name, quote_ident
 
 SCHEMA = "loom"
+DATA_SCHEMA = "loom_data"  # storage tables: a schema of their own, nothing of loomdb's code in it
+VERSION = 2  # of the catalog's shape; loom.settings('catalog_version')
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "models": [
-        ("name", "text"),
+        ("name", "name"),
+        ("owner", "role"),
         ("uid", "text"),
         ("kind", "text"),
-        ("coefficients", "text"),
-        ("intercept", "text"),
-        ("feature_names", "text"),
-        ("classes", "text"),
-        ("standardization", "text"),
-        ("options", "text"),
-        ("history", "text"),
+        ("coefficients", "json"),
+        ("intercept", "json"),
+        ("feature_names", "json"),
+        ("classes", "json"),
+        ("standardization", "json"),
+        ("options", "json"),
+        ("history", "json"),
         ("rows_processed", "bigint"),
         ("rows_skipped", "bigint"),
-        ("timings", "text"),
+        ("timings", "json"),
         ("storage_format", "text"),
         ("backend", "text"),
         ("source", "text"),
         ("label", "text"),
-        ("report", "text"),
+        ("report", "json"),
         ("created_at", "timestamp"),
     ],
     "indexes": [
-        ("name", "text"),
+        ("name", "name"),
+        ("owner", "role"),
+        ("uid", "text"),
         ("source", "text"),
         ("label", "text"),
-        ("columns", "text"),
+        ("columns", "json"),
         ("format", "text"),
-        ("options", "text"),
-        ("stats", "text"),
-        ("label_counts", "text"),
+        ("format_version", "integer"),
+        ("options", "json"),
+        ("stats", "json"),
+        ("label_counts", "json"),
         ("rows", "bigint"),
         ("skipped", "bigint"),
         ("batches", "bigint"),
         ("bytes", "bigint"),
-        ("storage_table", "text"),
         ("source_signature", "text"),
         ("built_at", "timestamp"),
     ],
+    "grants": [
+        ("model", "name"),
+        ("owner", "role"),
+        ("grantee", "text"),
+        ("granted_at", "timestamp"),
+    ],
+    "settings": [("key", "text"), ("value", "text")],
 }
-JSON_COLUMNS = {
-    "coefficients",
-    "intercept",
-    "feature_names",
-    "classes",
-    "standardization",
-    "options",
-    "history",
-    "timings",
-    "report",
-    "columns",
-    "stats",
-    "label_counts",
-}
+KEYS = {"models": "name", "indexes": "name", "grants": "model, grantee", "settings": "key"}
+STAMPS = {"models": "created_at", "indexes": "built_at", "grants": "granted_at"}
 
 
-def ddl(type_of: Any) -> list[str]:
-    """``CREATE SCHEMA``/``CREATE TABLE`` statements; ``type_of`` maps abstract types."""
-    out = [f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"]
-    for table, cols in TABLES.items():
-        body = ", ".join(
-            f"{c} {type_of(t)}" + (" PRIMARY KEY" if c == "name" else "") for c, t in cols
+def _column(dialect: str, name: str, kind: str) -> str:
+    pg = dialect == "postgres"
+    if kind == "name":
+        check = (
+            f"{name} ~ '^{NAME_PATTERN}$'" if pg else f"regexp_full_match({name}, '{NAME_PATTERN}')"
         )
-        out.append(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.{table} ({body})")
+        return f"{name} text NOT NULL CHECK ({check})"
+    if kind == "role":
+        return f"{name} name NOT NULL DEFAULT current_user" if pg else f"{name} VARCHAR"
+    spelled = {
+        "text": "text",
+        "json": "text",
+        "bigint": "bigint",
+        "integer": "integer",
+        "timestamp": "timestamptz" if pg else "TIMESTAMP",
+    }[kind]
+    return f"{name} {spelled}"
+
+
+def ddl(dialect: str) -> list[str]:
+    """``CREATE SCHEMA``/``CREATE TABLE`` statements of the catalog for ``dialect``."""
+    out = [f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}", f"CREATE SCHEMA IF NOT EXISTS {DATA_SCHEMA}"]
+    for table, cols in TABLES.items():
+        body = ", ".join(_column(dialect, c, t) for c, t in cols)
+        out.append(
+            f"CREATE TABLE IF NOT EXISTS {SCHEMA}.{table} ({body}, PRIMARY KEY ({KEYS[table]}))"
+        )
     return out
 
 
-def _insert(db: Queryable, table: str, row: dict[str, Any]) -> None:
-    cols = [c for c, _ in TABLES[table] if c != "created_at" and c != "built_at"]
-    stamp = "created_at" if table == "models" else "built_at"
-    values = [json.dumps(row.get(c)) if c in JSON_COLUMNS else row.get(c) for c in cols]
+def storage_relation(name: str) -> str:
+    """The storage table of index ``name``: derived from the (checked) name, quoted."""
+    return f"{DATA_SCHEMA}.{quote_ident(check_name(name, 'index'))}"
+
+
+# -- rows <-> records --------------------------------------------------------------------------
+
+
+def _insert(db: Queryable, table: str, values: dict[str, Any]) -> None:
+    cols = [c for c, _ in TABLES[table] if c in values]
+    kinds = dict(TABLES[table])
+    params = [json.dumps(values[c]) if kinds[c] == "json" else values[c] for c in cols]
     marks = ", ".join(f"${i + 1}" for i in range(len(cols)))
+    stamp = STAMPS.get(table)
+    stamp_col, stamp_val = (f", {stamp}", ", CURRENT_TIMESTAMP") if stamp else ("", "")
     db.execute(
-        f"INSERT INTO {SCHEMA}.{table} ({', '.join(cols)}, {stamp}) "
-        f"VALUES ({marks}, CURRENT_TIMESTAMP)",
-        values,
+        f"INSERT INTO {SCHEMA}.{table} ({', '.join(cols)}{stamp_col}) VALUES ({marks}{stamp_val})",
+        params,
     )
 
 
-def _get(db: Queryable, table: str, name: str) -> dict[str, Any] | None:
+def _select(
+    db: Queryable, table: str, where: str, params: list[Any], extra: str | None = None
+) -> list[dict[str, Any]]:
     cols = [c for c, _ in TABLES[table]]
-    rows = db.query(f"SELECT {', '.join(cols)} FROM {SCHEMA}.{table} WHERE name = $1", [name])
+    kinds = dict(TABLES[table])
+    listed = ", ".join(cols) + (f", {extra} AS _version" if extra else "")
+    rows = db.query(f"SELECT {listed} FROM {SCHEMA}.{table} WHERE {where}", params)
+    names = cols + (["_version"] if extra else [])
+    return [
+        {
+            c: json.loads(v) if kinds.get(c) == "json" and v is not None else v
+            for c, v in zip(names, r)
+        }
+        for r in rows
+    ]
+
+
+def _record(cls: Any, row: dict[str, Any]) -> Any:
+    return cls(**{f.name: row[f.name] for f in fields(cls) if f.name in row})
+
+
+def _values(record: Any) -> dict[str, Any]:
+    skip = {"owner", "created_at", "built_at"}
+    return {f.name: getattr(record, f.name) for f in fields(record) if f.name not in skip}
+
+
+# -- models ------------------------------------------------------------------------------------
+
+
+def _missing(what: str, name: str) -> LoomNotFoundError:
+    listing = "models" if what == "model" else "indexes"
+    create = "train it with loom_train" if what == "model" else "create it with loom_create_index"
+    return LoomNotFoundError(
+        f"{what} '{name}' does not exist",
+        hint=f"{create}, or list them with SELECT name FROM {SCHEMA}.{listing}",
+    )
+
+
+def get_model(db: Queryable, name: str) -> ModelRecord:
+    rows = _select(db, "models", "name = $1", [check_name(name, "model")])
     if not rows:
-        return None
-    return {
-        c: (json.loads(v) if c in JSON_COLUMNS and v is not None else v)
-        for c, v in zip(cols, rows[0])
-    }
-
-
-def _delete(db: Queryable, table: str, name: str) -> None:
-    bump()
-    db.execute(f"DELETE FROM {SCHEMA}.{table} WHERE name = $1", [name])
-
-
-_generation = 0
-
-
-def generation() -> int:
-    """Counts this process's writes to the catalog: a cheap invalidation key for caches."""
-    return _generation
-
-
-def bump() -> None:
-    global _generation
-    _generation += 1
-
-
-def put_model(db: Queryable, row: dict[str, Any]) -> None:
-    _delete(db, "models", row["name"])
-    _insert(db, "models", row)
-    bump()
-
-
-def get_model(db: Queryable, name: str) -> dict[str, Any]:
-    row = _get(db, "models", name)
-    if row is None:
-        raise LoomNotFoundError(
-            f"model '{name}' does not exist",
-            hint="train it with loom_train, or list models with SELECT name FROM loom.models",
-        )
-    return row
+        raise _missing("model", name)
+    return _record(ModelRecord, rows[0])
 
 
 def model_exists(db: Queryable, name: str) -> bool:
     return bool(db.query(f"SELECT 1 FROM {SCHEMA}.models WHERE name = $1", [name]))
 
 
+def _version_sql(dialect: str) -> str:
+    """What changes whenever a model's row changes (a retrain, or an UPDATE by hand)."""
+    if dialect == "postgres":
+        return "uid || ':' || xmin::text"
+    return (
+        "uid || ':' || CAST(hash(kind, coefficients, intercept, feature_names, classes, "
+        "standardization) AS VARCHAR)"
+    )
+
+
+def model_version(db: Queryable, name: str) -> str | None:
+    """The model's version (see ``_version_sql``), or None when there is no such model."""
+    rows = db.query(
+        f"SELECT {_version_sql(db.dialect)} FROM {SCHEMA}.models WHERE name = $1", [name]
+    )
+    return str(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
+def get_model_versioned(db: Queryable, name: str) -> tuple[str, ModelRecord]:
+    """The model and its version, read together."""
+    rows = _select(db, "models", "name = $1", [check_name(name, "model")], _version_sql(db.dialect))
+    if not rows:
+        raise _missing("model", name)
+    version = rows[0].pop("_version")
+    return str(version), _record(ModelRecord, rows[0])
+
+
+def put_model(db: Queryable, record: ModelRecord, replace: bool) -> None:
+    """Write a model row (a new uid); ``replace`` first deletes the row of that name."""
+    record.uid = uuid.uuid4().hex
+    if replace:
+        db.execute(f"DELETE FROM {SCHEMA}.models WHERE name = $1", [record.name])
+    try:
+        _insert(db, "models", _values(record))
+    except LoomConflictError:
+        raise _taken("model", record.name) from None
+
+
+def _taken(what: str, name: str) -> LoomConflictError:
+    return LoomConflictError(
+        f"{what} '{name}' was written by another session or belongs to another role",
+        hint=f"choose another {what} name, or retry if another train of it just finished",
+    )
+
+
 def drop_model(db: Queryable, name: str) -> None:
     get_model(db, name)
-    _delete(db, "models", name)
-
-
-def put_index(db: Queryable, row: dict[str, Any]) -> None:
-    _insert(db, "indexes", row)
-
-
-def get_index(db: Queryable, name: str) -> dict[str, Any]:
-    row = _get(db, "indexes", name)
-    if row is None:
-        raise LoomNotFoundError(
-            f"index '{name}' does not exist",
-            hint="create it with loom_create_index or CREATE INDEX … USING; "
-            "list them with SELECT name FROM loom.indexes",
-        )
-    return row
-
-
-def index_exists(db: Queryable, name: str) -> bool:
-    return bool(db.query(f"SELECT 1 FROM {SCHEMA}.indexes WHERE name = $1", [name]))
-
-
-def delete_index(db: Queryable, name: str) -> None:
-    _delete(db, "indexes", name)
+    db.execute(f"DELETE FROM {SCHEMA}.grants WHERE model = $1", [name])
+    db.execute(f"DELETE FROM {SCHEMA}.models WHERE name = $1", [name])
 
 
 def require_absent(db: Queryable, name: str, what: str) -> None:
@@ -178,3 +240,81 @@ def require_absent(db: Queryable, name: str, what: str) -> None:
             f"{what} '{name}' already exists",
             hint=f"drop it first with {drop}('{name}'), or choose another name",
         )
+
+
+def grant(db: Queryable, model: str, grantee: str) -> None:
+    record = get_model(db, model)
+    db.execute(f"DELETE FROM {SCHEMA}.grants WHERE model = $1 AND grantee = $2", [model, grantee])
+    db.execute(
+        f"INSERT INTO {SCHEMA}.grants (model, owner, grantee, granted_at) "
+        "VALUES ($1, $2, $3, CURRENT_TIMESTAMP)",
+        [model, record.owner, grantee],
+    )
+
+
+def revoke(db: Queryable, model: str, grantee: str) -> int:
+    get_model(db, model)
+    before = db.query(
+        f"SELECT count(*) FROM {SCHEMA}.grants WHERE model = $1 AND grantee = $2", [model, grantee]
+    )[0][0]
+    db.execute(f"DELETE FROM {SCHEMA}.grants WHERE model = $1 AND grantee = $2", [model, grantee])
+    return int(before)
+
+
+def grantees(db: Queryable, model: str) -> list[str]:
+    rows = db.query(
+        f"SELECT grantee FROM {SCHEMA}.grants WHERE model = $1 ORDER BY grantee", [model]
+    )
+    return [r[0] for r in rows]
+
+
+# -- indexes -----------------------------------------------------------------------------------
+
+
+def get_index(db: Queryable, name: str) -> IndexInfo:
+    rows = _select(db, "indexes", "name = $1", [check_name(name, "index")])
+    if not rows:
+        raise _missing("index", name)
+    row = rows[0]
+    row["label_counts"] = {float(k): int(v) for k, v in (row["label_counts"] or {}).items()}
+    return _record(IndexInfo, row)
+
+
+def index_exists(db: Queryable, name: str) -> bool:
+    return bool(db.query(f"SELECT 1 FROM {SCHEMA}.indexes WHERE name = $1", [name]))
+
+
+def put_index(db: Queryable, info: IndexInfo) -> None:
+    values = _values(info)
+    values["label_counts"] = {repr(k): v for k, v in info.label_counts.items()}
+    try:
+        _insert(db, "indexes", values)
+    except LoomConflictError:
+        raise _taken("index", info.name) from None
+
+
+def delete_index(db: Queryable, name: str) -> None:
+    db.execute(f"DELETE FROM {SCHEMA}.indexes WHERE name = $1", [name])
+
+
+def index_for(db: Queryable, source: str, fmt: str) -> str | None:
+    """The newest index of format ``fmt`` built on ``source`` (as written), if any."""
+    rows = db.query(
+        f"SELECT name FROM {SCHEMA}.indexes WHERE source = $1 AND format = $2 "
+        "ORDER BY built_at DESC LIMIT 1",
+        [source, fmt],
+    )
+    return rows[0][0] if rows else None
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+
+def setting(db: Queryable, key: str) -> str | None:
+    rows = db.query(f"SELECT value FROM {SCHEMA}.settings WHERE key = $1", [key])
+    return rows[0][0] if rows else None
+
+
+def put_setting(db: Queryable, key: str, value: str) -> None:
+    db.execute(f"DELETE FROM {SCHEMA}.settings WHERE key = $1", [key])
+    db.execute(f"INSERT INTO {SCHEMA}.settings (key, value) VALUES ($1, $2)", [key, value])

@@ -1,8 +1,10 @@
 """The tiny engine-neutral interface the store talks to a database through.
 
-``engines/duckdb`` and ``engines/postgres`` implement it; nothing below ``engines/`` knows which
-engine it runs in.  SQL uses ``$1, $2, …`` placeholders on both engines and abstract type names
-(``TYPES`` keys) resolved by :meth:`Database.type`.
+No paper section.  ``engines/duckdb`` and ``engines/postgres`` implement it; nothing below
+``engines/`` knows which engine it runs in.  SQL uses ``$1, $2, …`` placeholders on both engines
+and abstract type names (``TYPES``) resolved by :meth:`Database.type`.  Engine errors come out
+as loomdb errors: a unique-key or write-write race as ``LoomConflictError``, anything else the
+database refused as ``LoomDatabaseError`` carrying the engine's message (never loomdb's SQL).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-TYPES = ("text", "bigint", "integer", "double", "bytes", "timestamp", "boolean")
+TYPES = ("text", "bigint", "integer", "smallint", "double", "bytes", "timestamp", "boolean")
 
 
 class Queryable(Protocol):
@@ -31,12 +33,14 @@ class Queryable(Protocol):
 
 
 class Database(Queryable, Protocol):
+    identity: str  # this database, for caches: never shared by two databases in one process
+
     def type(self, abstract: str) -> str:
         """The engine's spelling of an abstract type from ``TYPES``."""
         ...
 
-    def stream(self, sql: str, params: Sequence[Any] = (), size: int = 16) -> Iterator[tuple]:
-        """Rows of a query fetched ``size`` at a time (never the whole result at once)."""
+    def insert(self, relation: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
+        """Append ``rows`` to ``relation`` in one round trip (values bound, never pasted)."""
         ...
 
     def atomic(self) -> AbstractContextManager[None]:
@@ -44,7 +48,19 @@ class Database(Queryable, Protocol):
         ...
 
     def notice(self, message: str) -> None:
-        """Report progress (a NOTICE in PostgreSQL, the progress hook in DuckDB)."""
+        """Report progress (a NOTICE in PostgreSQL, a log line or stderr in DuckDB)."""
+        ...
+
+    def check_interrupt(self) -> None:
+        """Raise ``LoomInterrupted`` if the caller cancelled; cheap enough to call per batch."""
+        ...
+
+    def role(self) -> str | None:
+        """The role loomdb acts as (PostgreSQL's current_user); None without roles (DuckDB)."""
+        ...
+
+    def as_role(self, role: str | None) -> AbstractContextManager[None]:
+        """Run the SQL inside as ``role`` (the owner of a catalog row whose SQL is run)."""
         ...
 
     def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
@@ -59,9 +75,7 @@ class Database(Queryable, Protocol):
         shuffle_seed: int | None,
         chunk: int,
     ) -> Iterator[np.ndarray]:
-        """Rows of ``columns`` (quoted SQL expressions) as float64 arrays of ``chunk`` rows.
-
-        With ``shuffle_seed`` the rows come in a seeded pseudo-random order (shuffle once,
-        Bismarck style).  Values travel packed, never one Python object per value.
-        """
+        """Rows of ``columns`` (SQL expressions yielding numbers) as float64 arrays of ``chunk``
+        rows; with ``shuffle_seed`` in a seeded pseudo-random order (Bismarck: shuffle once).
+        Values travel packed, never one Python object per value."""
         ...

@@ -1,7 +1,10 @@
-"""Identifiers from users: validated, then quoted.  Nothing a user typed is pasted into SQL.
+"""Identifiers and sources from users: validated, then quoted.  Nothing typed is pasted into SQL.
 
-Model and index names are plain identifiers.  A ``source`` is either a (schema-qualified) table
-or view name, or one SELECT statement, checked with sqlglot and wrapped as a subquery.
+No paper section.  Model and index names are plain identifiers (:data:`NAME_PATTERN`, also a
+CHECK constraint on the catalog).  A ``source`` is either a (schema-qualified) table or view
+name, which becomes quoted identifiers, or exactly one read-only query, which sqlglot parses
+and *regenerates*: what runs is sqlglot's own text of the one query it understood, never the
+text as given, so a second statement or a data-modifying clause cannot ride along.
 """
 
 from __future__ import annotations
@@ -10,10 +13,10 @@ import re
 
 from loomdb.errors import LoomOptionError
 
-NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-QUALIFIED = re.compile(
-    r'^(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")(?:\.(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")){0,2}$'
-)
+NAME_PATTERN = "[A-Za-z_][A-Za-z0-9_]{0,62}"
+NAME = re.compile(f"^{NAME_PATTERN}$")
+_PART = r'(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")'
+QUALIFIED = re.compile(rf"^{_PART}(?:\.{_PART}){{0,2}}$")
 
 
 def quote_ident(name: str) -> str:
@@ -27,15 +30,20 @@ def literal(text: str) -> str:
 def check_name(name: object, what: str = "model") -> str:
     """A model or index name: letters, digits and underscores, at most 63, not a digit first."""
     if not isinstance(name, str) or not NAME.match(name):
+        shown = repr(name) if not isinstance(name, str) or len(name) < 80 else repr(name[:77])
         raise LoomOptionError(
-            f"invalid {what} name {name!r}",
+            f"invalid {what} name {shown}",
             hint=f"a {what} name is 1-63 letters, digits or underscores, not starting with a digit",
         )
     return name
 
 
+def is_table_name(source: str) -> bool:
+    return bool(QUALIFIED.match(source.strip()))
+
+
 def relation(source: object, dialect: str) -> str:
-    """SQL text for a ``FROM`` clause: a quoted table name or a parenthesised SELECT."""
+    """SQL text for a ``FROM`` clause: a quoted table name or a parenthesised query."""
     if not isinstance(source, str) or not source.strip():
         raise LoomOptionError("source must be a table name or a SELECT statement; got nothing")
     text = source.strip().rstrip(";").strip()
@@ -45,23 +53,37 @@ def relation(source: object, dialect: str) -> str:
             p if p.startswith('"') else quote_ident(p.lower() if dialect == "postgres" else p)
             for p in parts
         )
-    return "(" + _checked_select(text, dialect) + ") AS loom_source"
+    return "(" + checked_query(text, dialect) + ") AS loom_source"
 
 
-def _checked_select(text: str, dialect: str) -> str:
+# Clauses a source query may not hold: it is read, never written through.
+_WRITES = ("Insert", "Update", "Delete", "Merge", "Command", "Create", "Drop", "Alter", "Into")
+
+
+def checked_query(text: str, dialect: str) -> str:
+    """sqlglot's regenerated text of the one read-only query in ``text``."""
     import sqlglot
     from sqlglot import exp
 
+    hint = "pass a table or view name, or one SELECT statement"
     try:
-        statements = sqlglot.parse(text, read=dialect)
-    except sqlglot.errors.ParseError as e:
+        statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
+    except sqlglot.errors.SqlglotError as e:
+        first = str(e).splitlines()[0][:200]
         raise LoomOptionError(
-            f"source is neither a table name nor a SELECT sqlglot can read: {str(e)[:200]}",
-            hint="pass a table or view name, or one SELECT statement",
+            f"source is neither a table name nor a SELECT loomdb can read: {first}", hint=hint
         ) from None
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise LoomOptionError(
             "source must be a table name or exactly one SELECT statement",
             hint="wrap other statements in a view first",
         )
-    return text
+    query = statements[0]
+    for node in query.walk():
+        kind = type(node).__name__
+        if kind in _WRITES or (isinstance(node, exp.Lock)):
+            raise LoomOptionError(
+                f"source must only read: it holds {kind.upper()}",
+                hint="make the query read-only, or wrap it in a view",
+            )
+    return query.sql(dialect=dialect)

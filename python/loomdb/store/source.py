@@ -1,13 +1,14 @@
 """Profile a source before laying it out: resolve columns, count NULLs, gather statistics.
 
-Everything is computed in SQL (one pass for counts and per-column min/max/mean/std, one for the
-label's distinct values) before a single row is written, so bad input fails early and cleanly.
+No paper section.  Everything is computed in SQL (one pass for counts and per-column
+min/max/mean/std, one for the label's distinct values) before a single row is written, so bad
+input fails early and cleanly.  Boolean columns count as numbers (false 0, true 1).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,21 @@ from loomdb.store.db import Database
 from loomdb.store.names import quote_ident, relation
 
 MAX_CLASSES = 1000
+STATS_PER_QUERY = 400  # 4 aggregates each: PostgreSQL allows 1664 entries in a target list
+USABLE = ("numeric", "boolean")
+
+
+def number(column: str, kind: str, double: str) -> str:
+    """SQL for a column as a double (booleans through integer: PostgreSQL has no bool→float)."""
+    quoted = quote_ident(column)
+    if kind == "boolean":
+        return f"CAST(CAST({quoted} AS INTEGER) AS {double})"
+    return f"CAST({quoted} AS {double})"
+
+
+def complete_rows(columns: Sequence[str]) -> str:
+    """The WHERE condition of rows with no NULL among ``columns`` (names, quoted here)."""
+    return "NOT (" + " OR ".join(f"{quote_ident(c)} IS NULL" for c in columns) + ")"
 
 
 @dataclass
@@ -24,19 +40,16 @@ class SourceProfile:
     relation: str
     label: str
     features: list[str]
+    kinds: dict[str, str]
     rows: int
     skipped: int
     stats: dict[str, np.ndarray]
     label_counts: dict[float, int] = field(default_factory=dict)
     where: str | None = None
 
-    @property
-    def columns(self) -> list[str]:
-        """Quoted feature columns followed by the label, as read_matrix takes them."""
-        return [quote_ident(c) for c in self.features] + [quote_ident(self.label)]
-
-    def stats_json(self) -> dict[str, list[float]]:
-        return {k: v.tolist() for k, v in self.stats.items()}
+    def values(self, double: str) -> list[str]:
+        """SQL expressions of the features then the label, as doubles."""
+        return [number(c, self.kinds[c], double) for c in [*self.features, self.label]]
 
 
 def _resolve(name: str, available: dict[str, str], what: str, source: str) -> str:
@@ -51,17 +64,47 @@ def _resolve(name: str, available: dict[str, str], what: str, source: str) -> st
     )
 
 
-STATS_PER_QUERY = 400  # 4 aggregates each: PostgreSQL allows 1664 entries in a target list
+def columns_of(db: Database, source: str) -> tuple[str, dict[str, str]]:
+    """The relation text of ``source`` and its columns' kinds; a clear error if it is absent."""
+    rel = relation(source, db.dialect)
+    try:
+        return rel, dict(db.columns(rel))
+    except LoomNotFoundError:
+        raise
+    except Exception as e:  # the engine's own message, without loomdb's query
+        raise LoomNotFoundError(
+            f"cannot read source {source!r}: {getattr(e, 'message', e)}",
+            hint="pass a table or view you can SELECT from, or one SELECT statement",
+        ) from None
 
 
-def _column_stats(db: Database, rel: str, cols: list[str], where: str | None) -> np.ndarray:
+def _features(
+    source: str, label: str, available: dict[str, str], features: list[str] | None
+) -> list[str]:
+    if features is None:
+        chosen = [c for c, kind in available.items() if kind in USABLE and c != label]
+    else:
+        chosen = [_resolve(f, available, "feature", source) for f in features]
+        bad = [f for f in chosen if available[f] not in USABLE]
+        if bad:
+            raise LoomDataError(
+                f"feature column(s) {', '.join(bad)} of {source} are not numeric",
+                hint="list only numeric columns in 'features', or cast them in a SELECT source",
+            )
+    if not chosen:
+        raise LoomDataError(f"{source} has no numeric feature columns besides '{label}'")
+    if label in chosen:
+        raise LoomOptionError(f"'{label}' is the label; it cannot also be a feature")
+    return chosen
+
+
+def _column_stats(db: Database, rel: str, exprs: list[str], where: str | None) -> np.ndarray:
     """(columns, 4) array of min, max, mean and population std, in SQL."""
-    double = db.type("double")
     out: list[float] = []
-    for start in range(0, len(cols), STATS_PER_QUERY):
+    for start in range(0, len(exprs), STATS_PER_QUERY):
         aggs = ", ".join(
-            f"{fn}(CAST({c} AS {double})) AS s{start + i}_{fn}"
-            for i, c in enumerate(cols[start : start + STATS_PER_QUERY])
+            f"{fn}({c}) AS s{start + i}_{fn}"
+            for i, c in enumerate(exprs[start : start + STATS_PER_QUERY])
             for fn in ("min", "max", "avg", "stddev_pop")
         )
         row = db.query(f"SELECT {aggs} FROM {rel}" + (f" WHERE {where}" if where else ""))[0]
@@ -70,41 +113,22 @@ def _column_stats(db: Database, rel: str, cols: list[str], where: str | None) ->
 
 
 def profile(
-    db: Database,
-    source: str,
-    label: str,
-    features: list[str] | None,
-    nulls: str,
+    db: Database, source: str, label: str, features: list[str] | None, nulls: str
 ) -> SourceProfile:
-    rel = relation(source, db.dialect)
-    available = dict(db.columns(rel))
+    rel, available = columns_of(db, source)
     if not isinstance(label, str) or not label:
         raise LoomOptionError("label must name the column to learn")
     label = _resolve(label, available, "label", source)
-    if available[label] != "numeric":
+    if available[label] not in USABLE:
         raise LoomDataError(
-            f"label column '{label}' is {available[label]}, not numeric",
-            hint="cast it to a number in a SELECT source, e.g. (y = 'yes')::int",
+            f"label column '{label}' is {available[label]}, not numeric or boolean",
+            hint="cast it to a number in a SELECT source, e.g. CASE WHEN y = 'yes' THEN 1 ELSE 0",
         )
-    if features is None:
-        features = [c for c, kind in available.items() if kind == "numeric" and c != label]
-    else:
-        features = [_resolve(f, available, "feature", source) for f in features]
-        bad = [f for f in features if available[f] != "numeric"]
-        if bad:
-            raise LoomDataError(
-                f"feature column(s) {', '.join(bad)} of {source} are not numeric",
-                hint="list only numeric columns in 'features', or cast them in a SELECT source",
-            )
-    if not features:
-        raise LoomDataError(f"{source} has no numeric feature columns besides '{label}'")
-    if label in features:
-        raise LoomOptionError(f"'{label}' is the label; it cannot also be a feature")
-
-    cols = [quote_ident(c) for c in [*features, label]]
-    any_null = " OR ".join(f"{c} IS NULL" for c in cols)
+    chosen = _features(source, label, available, features)
+    kinds = {c: available[c] for c in [*chosen, label]}
+    null = " OR ".join(f"{quote_ident(c)} IS NULL" for c in [*chosen, label])
     total, with_nulls = db.query(
-        f"SELECT count(*) AS n, count(*) FILTER (WHERE {any_null}) AS n_null FROM {rel}"
+        f"SELECT count(*) AS n, count(*) FILTER (WHERE {null}) AS n_null FROM {rel}"
     )[0]
     if total == 0:
         raise LoomDataError(f"{source} is empty: there is nothing to learn from")
@@ -113,74 +137,52 @@ def profile(
             f"{with_nulls} of {total} rows of {source} have NULL features or labels",
             hint='pass {"nulls": "skip"} to skip (and count) them, or fill them in first',
         )
-    where = f"NOT ({any_null})" if with_nulls else None
     if total == with_nulls:
         raise LoomDataError(f"every row of {source} has a NULL feature or label")
-
-    values = _column_stats(db, rel, cols, where)
+    where = complete_rows([*chosen, label]) if with_nulls else None
+    prof = SourceProfile(source, rel, label, chosen, kinds, int(total - with_nulls), 0, {})
+    prof.skipped, prof.where = int(with_nulls), where
     double = db.type("double")
-    bad_cols = [
-        n
-        for n, (lo, hi) in zip([*features, label], values[:, :2])
-        if not (np.isfinite(lo) and np.isfinite(hi))
+    values = _column_stats(db, rel, prof.values(double), where)
+    bad = [
+        n for n, (lo, hi) in zip([*chosen, label], values[:, :2]) if not np.isfinite([lo, hi]).all()
     ]
-    if bad_cols:
+    if bad:
         raise LoomDataError(
-            f"column(s) {', '.join(bad_cols)} of {source} hold NaN or infinite values",
+            f"column(s) {', '.join(bad)} of {source} hold NaN or infinite values",
             hint="filter them out in a SELECT source, e.g. WHERE x = x AND abs(x) < 'Infinity'",
         )
-    stats = {
+    prof.stats = {
         "min": values[:-1, 0],
         "max": values[:-1, 1],
         "mean": values[:-1, 2],
         "std": np.nan_to_num(values[:-1, 3]),
+        "label": np.nan_to_num(values[-1]),
     }
-    lab = quote_ident(label)
+    prof.label_counts = _label_counts(db, rel, prof.values(double)[-1], where)
+    return prof
+
+
+def _label_counts(db: Database, rel: str, label: str, where: str | None) -> dict[float, int]:
     rows = db.query(
-        f"SELECT CAST({lab} AS {double}) AS v, count(*) AS n FROM {rel}"
+        f"SELECT {label} AS v, count(*) AS n FROM {rel}"
         + (f" WHERE {where}" if where else "")
         + f" GROUP BY 1 ORDER BY 1 LIMIT {MAX_CLASSES + 1}"
     )
-    counts = {float(v): int(n) for v, n in rows} if len(rows) <= MAX_CLASSES else {}
-    return SourceProfile(
-        source=source,
-        relation=rel,
-        label=label,
-        features=features,
-        rows=int(total - with_nulls),
-        skipped=int(with_nulls),
-        stats=stats,
-        label_counts=counts,
-        where=where,
-    )
+    return {float(v): int(n) for v, n in rows} if len(rows) <= MAX_CLASSES else {}
 
 
-def profile_from_index(info: dict[str, Any]) -> SourceProfile:
-    """The profile recorded when an index was built (no query needed)."""
-    stats = {k: np.asarray(v, dtype=np.float64) for k, v in info["stats"].items()}
-    return SourceProfile(
-        source=info["source"],
-        relation="",
-        label=info["label"],
-        features=list(info["columns"]),
-        rows=int(info["rows"]),
-        skipped=int(info["skipped"]),
-        stats=stats,
-        label_counts={float(k): int(v) for k, v in (info["label_counts"] or {}).items()},
-    )
-
-
-def classes(profile: SourceProfile) -> list[float]:
+def classes(label: str, label_counts: dict[float, int]) -> list[float]:
     """The sorted classes of a classification source; errors when it cannot be one."""
-    if not profile.label_counts:
+    if not label_counts:
         raise LoomDataError(
-            f"label '{profile.label}' has more than {MAX_CLASSES} distinct values",
+            f"label '{label}' has more than {MAX_CLASSES} distinct values",
             hint='train a regression with {"model": "linear"}',
         )
-    if len(profile.label_counts) < 2:
-        only = next(iter(profile.label_counts))
+    if len(label_counts) < 2:
+        only = next(iter(label_counts))
         raise LoomDataError(
-            f"label '{profile.label}' has a single class ({only:g}): a classifier needs two",
+            f"label '{label}' has a single class ({only:g}): a classifier needs two",
             hint="check the source's filter, or train a linear model",
         )
-    return sorted(profile.label_counts)
+    return sorted(label_counts)

@@ -1,40 +1,54 @@
 """The ``fpga-sim`` backend: trains on an mlweaving index the way the MLWeaving engine would.
 
-The hardware owns the epoch loop, so this backend implements ``fit`` (the trainer's
-whole-epoch entry point) instead of per-batch products.  Each stored block is one mini-batch:
-its s planes are unwoven to truncated codes and run through the bit-exact engine; per epoch
-the performance model adds simulated cycles, bytes and seconds, and the full report is kept in
-``last_report`` (stored with the model, shown by ``loom_model_info``).
+The hardware owns the epoch, so this backend implements ``run_epoch`` (the trainer's loop still
+keeps the history, validation, ``tol`` and the divergence guard).  Each stored block is one
+mini-batch: its s planes are unwoven to truncated codes and run through the bit-exact engine;
+per epoch the performance model adds simulated cycles, bytes and seconds, kept in the report
+stored with the model (``loom_model_info``).
 
-Like the paper's engine it trains without an intercept, with λ = 2^−j (the ``lr`` option is
-rounded to the nearest power of two); least squares is the paper's loss, logistic and hinge are
-loomdb's extensions of the engine's serial part.  Class labels become 0/1 targets first.
+Like the paper's engine it has no intercept, no regulariser and no per-sample weights; the step
+is λ = 2^−j, the largest power of two not above ``lr``.  loomdb honours ``fit_intercept`` by a
+constant feature the host appends to every sample, code 0x80000000 (exactly ½ at every
+precision): its weight is twice the intercept.  What the engine cannot do is refused by
+``check``, never dropped: l1/l2 > 0, class weights, adam, a standardisation other than the
+index's min–max (the engine computes on the stored codes), more than two classes.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from loomdb.accel.fpga_sim.engine import Engine, to_float
-from loomdb.accel.fpga_sim.job import Job
+from loomdb.accel.fpga_sim.engine import Engine
+from loomdb.accel.fpga_sim.fixed_point import model_to_fixed, to_float
+from loomdb.accel.fpga_sim.job import MAX_DIMENSION, Job
 from loomdb.accel.fpga_sim.perf import simulate
-from loomdb.batch import Batch
 from loomdb.errors import LoomOptionError
 from loomdb.learn.losses import LOSSES
-from loomdb.learn.model import LinearModel
+from loomdb.seams import Batch, EpochStep
+
+HALF = np.uint32(1 << 31)  # the intercept feature's code: ½ at every precision
+REFUSED = {
+    "l1": (0.0, "the engine has no regulariser"),
+    "l2": (0.0, "the engine has no regulariser"),
+    "class_weight": ("none", "the engine has no per-sample weights"),
+    "optimizer": ("sgd", "the engine runs plain SGD"),
+    "standardize": ("minmax", "the engine computes on the index's min–max codes"),
+}
+
+
+def step_shift(lr: float) -> int:
+    """j of the largest λ = 2^−j not above ``lr`` (0 ≤ j ≤ 30)."""
+    return max(0, min(30, math.ceil(-math.log2(lr))))
 
 
 class FpgaSimBackend:
     name = "fpga-sim"
     description = "bit-exact, cycle-level model of the MLWeaving FPGA SGD engine"
-
-    def __init__(self) -> None:
-        self.last_report: dict[str, Any] | None = None
+    defaults = {name: value for name, (value, _) in REFUSED.items()}
 
     def available(self) -> tuple[bool, str]:
         return True, ""
@@ -42,81 +56,67 @@ class FpgaSimBackend:
     def supports(self, fmt: str) -> bool:
         return fmt == "mlweaving"
 
+    def check(self, options: dict[str, Any], k: int) -> None:
+        for name, (allowed, why) in REFUSED.items():
+            if options.get(name, allowed) != allowed:
+                raise LoomOptionError(
+                    f"backend 'fpga-sim' cannot honour {name} = {options[name]!r}: {why}",
+                    hint=f"leave '{name}' out (it is {allowed!r} on fpga-sim), or use cpu",
+                )
+        if k != 1:
+            raise LoomOptionError(
+                "fpga-sim trains one model at a time: binary classes or a regression",
+                hint="binarise the label (one-vs-rest) or use the cpu backend",
+            )
+
     def margins(self, batch: Batch, W: np.ndarray) -> np.ndarray:  # inference: host side
         return np.asarray(batch.X @ W).reshape(batch.rows, -1)
 
     def gradient(self, batch: Batch, R: np.ndarray) -> np.ndarray:
         raise LoomOptionError("fpga-sim runs whole epochs: it has no per-batch gradient")
 
-    def fit(self, source: Any, problem: Any, config: Any, progress: Callable | None):
-        if problem.k != 1:
-            raise LoomOptionError(
-                "fpga-sim trains one model at a time: binary classes or a regression",
-                hint="binarise the label (one-vs-rest) or use the cpu backend",
+    def run_epoch(
+        self, batches: Iterable[Batch], W: np.ndarray, b: np.ndarray, step: EpochStep
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+        m = W.shape[0]
+        extra = 1 if step.fit_intercept else 0
+        if m + extra > MAX_DIMENSION:
+            raise LoomOptionError(f"fpga-sim holds at most {MAX_DIMENSION} weights; got {m}")
+        weights = np.concatenate([W[:, 0], 2.0 * b[:1]] if extra else [W[:, 0]])
+        model = model_to_fixed(weights).astype(np.int64)
+        shift = step_shift(step.lr)
+        loss, rows, nbytes, job = 0.0, 0, 0, None
+        for batch in batches:
+            U = batch.X.quantized()
+            if extra:
+                U = np.hstack([U, np.full((batch.rows, 1), HALF, dtype=np.uint32)])
+            job = Job(
+                samples=batch.rows,
+                dimension=m + extra,
+                bits=batch.X.s,
+                mini_batch=max(8, 1 << (batch.rows - 1).bit_length()),
+                step_shift=shift,
+                loss=step.kind,
             )
-        shift = max(0, min(30, round(-math.log2(config.lr))))
-        m = len(problem.features)
-        model = np.zeros(m, dtype=np.int64)
-        if problem.init is not None:
-            model = np.floor(problem.init.W[:, 0] * 2.0**23).astype(np.int64)
-        history: list[dict[str, Any]] = []
-        reports = []
-        job: Job | None = None
-        for epoch in range(config.epochs):
-            started = time.perf_counter()
-            rows, nbytes, loss, precision = 0, 0, 0.0, 32
-            for batch in source.train_batches(epoch, history):
-                precision = int(batch.meta.get("precision", 32))
-                job = Job(
-                    samples=batch.rows,
-                    dimension=m,
-                    bits=precision,
-                    mini_batch=_power_of_two(batch.rows),
-                    step_shift=shift,
-                    loss=config.kind,
-                )
-                U = batch.X.quantized()
-                target = problem.targets(batch.y)[0][:, 0]  # classes → 0/1; values as they are
-                model = Engine(job).run_epoch(U, target, model)
-                w = to_float(model)
-                Z = (batch.X @ w)[:, None]
-                loss += float(LOSSES[config.kind].value(Z, target[:, None]).sum())
-                rows += batch.rows
-                nbytes += batch.nbytes
-            seconds = time.perf_counter() - started
-            if job is None:
-                break
+            target = step.targets(batch.y)[0][:, 0]  # classes → 0/1; values as they are
+            model = Engine(job).run_epoch(U, target, model)
+            w = to_float(model)
+            Z = batch.X @ w[:m] + (0.5 * w[m] if extra else 0.0)
+            loss += float(LOSSES[step.kind].value(Z[:, None], target[:, None]).sum())
+            rows, nbytes = rows + batch.rows, nbytes + batch.nbytes
+        w = to_float(model)
+        W_out, b_out = w[:m].reshape(m, 1), np.array([0.5 * w[m] if extra else 0.0])
+        totals: dict[str, Any] = {"loss": loss, "rows": rows, "bytes": nbytes, "lr": 2.0**-shift}
+        if job is not None:
             sim = simulate(
                 Job(
                     samples=rows,
-                    dimension=m,
-                    bits=precision,
+                    dimension=m + extra,
+                    bits=job.bits,
                     mini_batch=job.mini_batch,
                     step_shift=shift,
                 )
             )
-            reports.append(sim)
-            entry = {
-                "epoch": epoch + 1,
-                "loss": loss / max(rows, 1),
-                "rows": rows,
-                "seconds": round(seconds, 6),
-                "rows_per_s": rows / seconds if seconds else None,
-                "lr": 2.0**-shift,
-                "bytes_read": nbytes,
-                "precision": precision,
-                "simulated_seconds": sim["seconds_per_epoch"],
-                "simulated_cycles": sim["cycles_per_epoch"],
-            }
-            history.append(entry)
-            if progress is not None:
-                progress({**entry, "epochs": config.epochs})
-        self.last_report = {"engine": "MLWeaving (simulated)", "epochs": reports}
-        W = to_float(model).reshape(m, 1)
-        return LinearModel(
-            config.kind, problem.features, W, np.zeros(1), problem.scaling, problem.classes
-        ), history
-
-
-def _power_of_two(rows: int) -> int:
-    return max(8, 1 << (max(rows, 1) - 1).bit_length())
+            totals["simulated_seconds"] = sim["seconds_per_epoch"]
+            totals["simulated_cycles"] = sim["cycles_per_epoch"]
+        return W_out, b_out, totals

@@ -1,61 +1,136 @@
 """``loomdb.connect()``: DuckDB with loomdb's functions, catalog and SQL front-end.
 
-``Connection.execute``/``sql`` run loomdb's front-end first (``CREATE INDEX … USING
-mlweaving``… become function calls) and return what DuckDB's own would.  ``.duckdb`` is the raw
-connection; ``register(con)`` equips an existing one (e.g. from a dbt-duckdb plugin).
+No paper section.  ``Connection.execute``/``sql`` run loomdb's front-end first (``CREATE INDEX
+… USING mlweaving``… become function calls), raise a loomdb function's own error, and return
+what DuckDB's own would.  ``.duckdb`` is the raw connection; ``register(con)`` equips an
+existing one (e.g. from a dbt-duckdb plugin's ``configure_connection``).
+
+A read-only database works: the catalog is created only where the database is writable, and
+writing functions say why they cannot run.  Explicit transactions opened through this
+connection (``BEGIN``, ``con.begin()``) are tracked, and writing functions refuse to run inside
+one (their writes commit on a connection of their own; a ROLLBACK could not undo them).
+``interrupt()`` stops a running loomdb call within a batch.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import duckdb
 
-from loomdb.engines.duckdb.database import TYPES, DuckDatabase
+from loomdb.engines.duckdb.database import DuckDatabase, translate
 from loomdb.engines.duckdb.functions import raised_in_udf, register_functions
+from loomdb.engines.duckdb.state import ConnectionState
+from loomdb.errors import LoomInterrupted
 from loomdb.store import catalog
+
+OPEN = {"BEGIN", "START"}
+CLOSE = {"COMMIT", "END", "ROLLBACK", "ABORT"}
 
 
 @contextmanager
 def loom_errors() -> Iterator[None]:
     """Re-raise a loomdb UDF's own error (LoomOptionError…) instead of DuckDB's wrapper."""
-    raised_in_udf()
     try:
         yield
+    except duckdb.InterruptException as e:
+        raise LoomInterrupted("interrupted: the statement was cancelled") from e
     except duckdb.Error as e:
-        original = raised_in_udf()
+        original = raised_in_udf(e)
         if original is not None:
-            raise original from e
+            raise original.with_traceback(None) from None
         raise
 
 
-def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Create loomdb's catalog in ``con``'s database and register every loom_* function."""
-    for statement in catalog.ddl(lambda t: TYPES[t]):
-        con.execute(statement)
-    register_functions(con)
-    return con
+def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
+    rows = con.execute(
+        "SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()  # fetch to the end: an unfinished result blocks the connection's cursors
+    return bool(rows and rows[0][0])
+
+
+def _identity(con: duckdb.DuckDBPyConnection, read_only: bool) -> str:
+    """The database's own id (kept in loom.settings), so caches never mix two databases."""
+    (has_catalog,) = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = $1 AND table_name = 'settings'"
+        " AND database_name = current_database()",
+        [catalog.SCHEMA],
+    ).fetchall()[0]
+    if has_catalog:
+        rows = con.execute(
+            f"SELECT value FROM {catalog.SCHEMA}.settings WHERE key = 'database_id'"
+        ).fetchall()
+        if rows:
+            return str(rows[0][0])
+    fresh = uuid.uuid4().hex
+    if not read_only:
+        con.execute(
+            f"INSERT INTO {catalog.SCHEMA}.settings (key, value) VALUES ('database_id', $1)",
+            [fresh],
+        )
+    return fresh
+
+
+def register(con: duckdb.DuckDBPyConnection, progress: bool = True) -> ConnectionState:
+    """Create loomdb's catalog in ``con``'s database (if writable), register every function."""
+    read_only = _read_only(con)
+    try:
+        if not read_only:
+            for statement in catalog.ddl("duckdb"):
+                con.execute(statement)
+        state = ConnectionState(_identity(con, read_only), read_only, progress)
+    except duckdb.Error as e:
+        raise translate(e) from None
+    register_functions(con, state)
+    return state
 
 
 class Connection:
     """A DuckDB connection whose statements pass through loomdb's SQL front-end."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection):
-        self.duckdb = register(con)
+    def __init__(self, con: duckdb.DuckDBPyConnection, progress: bool = True):
+        self.duckdb = con
+        self.state = register(con, progress)
+
+    def _track(self, statement: str) -> None:
+        first = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else ""
+        if first in OPEN:
+            self.state.in_transaction = True
+        elif first in CLOSE:
+            self.state.in_transaction = False
 
     def _run(self, sql: str, last: Any) -> Any:
         """Run every statement but the last, then ``last(statement)`` on the last one."""
         from loomdb.engines.duckdb.frontend_catalog import statements
 
         pending = None
+        self.state.interrupted.clear()
         with loom_errors():
             for statement in statements(self, sql):
                 if pending is not None:
+                    self._track(pending)
                     self.duckdb.execute(pending).fetchall()  # results stream: finish each one
                 pending = statement
-            return last(pending) if pending is not None else None
+            if pending is None:
+                return None
+            self._track(pending)
+            return last(pending)
+
+    def each(self, sql: str) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Run a script statement by statement, yielding each one's result (fetch it before
+        the next): what ``loomdb sql`` prints."""
+        from loomdb.engines.duckdb.frontend_catalog import statements
+
+        self.state.interrupted.clear()
+        with loom_errors():
+            for statement in statements(self, sql):
+                self._track(statement)
+                result = self.duckdb.execute(statement)
+                yield result
+                result.fetchall()  # whatever the caller left: a result must end before the next
 
     def execute(self, sql: str, parameters: Any = None) -> duckdb.DuckDBPyConnection:
         result = self._run(sql, lambda s: self.duckdb.execute(s, parameters))
@@ -64,8 +139,28 @@ class Connection:
     def sql(self, sql: str) -> Any:
         return self._run(sql, self.duckdb.sql)
 
+    def begin(self) -> Connection:
+        self.duckdb.begin()
+        self.state.in_transaction = True
+        return self
+
+    def commit(self) -> Connection:
+        self.state.in_transaction = False
+        self.duckdb.commit()
+        return self
+
+    def rollback(self) -> Connection:
+        self.state.in_transaction = False
+        self.duckdb.rollback()
+        return self
+
+    def interrupt(self) -> None:
+        """Stop the running statement, a loomdb call included (within one batch)."""
+        self.state.interrupted.set()
+        self.duckdb.interrupt()
+
     def database(self) -> DuckDatabase:
-        return DuckDatabase(self.duckdb.cursor(), cache_key=self.duckdb)  # catalog reads only
+        return DuckDatabase(self.duckdb.cursor(), self.state)  # catalog reads only
 
     def close(self) -> None:
         self.duckdb.close()
@@ -80,5 +175,7 @@ class Connection:
         return getattr(self.duckdb, name)
 
 
-def connect(path: str | None = None, **config: Any) -> Connection:
-    return Connection(duckdb.connect(path or ":memory:", config=config or {}))
+def connect(path: str | None = None, *, progress: bool = True, **config: Any) -> Connection:
+    read_only = bool(config.pop("read_only", False))
+    con = duckdb.connect(path or ":memory:", read_only=read_only, config=config or {})
+    return Connection(con, progress)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from loomdb.api.sql_catalog import DbCatalog
 from loomdb.frontend import statements as rewritten
+from loomdb.store.sql_catalog import DbCatalog
 
 
 def statements(conn: Any, sql: str) -> Iterator[str]:

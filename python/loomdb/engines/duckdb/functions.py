@@ -1,17 +1,25 @@
-"""Bind the UDF catalogue to a DuckDB connection.
+"""Bind the UDF catalogue to a DuckDB connection.  No paper section.
 
-Scalar UDFs run once per call with a :class:`DuckDatabase` on a fresh cursor of the same
-database; vectorised ones (``loom_predict``…) are arrow UDFs that receive whole vectors, so
-prediction in SELECT never calls Python per row.
+Each function is a Python UDF under a hidden name (``loom_train__udf``) and a temporary MACRO
+under its SQL name that fills in the catalogue's defaults, so ``loom_train(m, src, label)``
+works as in PostgreSQL.  Vectorised functions (``loom_predict``…) are arrow UDFs receiving whole
+vectors; their macro also passes ``txid_current()``, the statement's transaction, so every
+vector of one statement is scored by one version of the model.
+
+A loomdb error raised in a UDF — on whatever DuckDB worker thread ran it — is kept in a small
+table under a number that travels in DuckDB's error text (``[loomdb error 17]``); the
+connection's ``execute`` finds it and raises the original ``LoomError`` subclass.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import inspect
+import itertools
+import re
 import threading
 import weakref
+from collections import OrderedDict
 from typing import Any
 
 import duckdb
@@ -21,8 +29,38 @@ import pyarrow.compute as pc
 
 from loomdb.engines.calls import feature_rows, vectorized
 from loomdb.engines.duckdb.database import TYPES, DuckDatabase
+from loomdb.engines.duckdb.state import ConnectionState
 from loomdb.errors import LoomError
 from loomdb.udfs import Udf, load
+
+HIDDEN = "{}__udf"
+KEPT_ERRORS = 1024
+_TAG = re.compile(r"\[loomdb error (\d+)\]")
+_errors: OrderedDict[int, LoomError] = OrderedDict()
+_errors_lock = threading.Lock()
+_numbers = itertools.count(1)
+
+
+class CarriedError(Exception):
+    """What a UDF raises to DuckDB: the LoomError's text and the number it is kept under."""
+
+
+def _carry(error: LoomError) -> CarriedError:
+    number = next(_numbers)
+    with _errors_lock:
+        _errors[number] = error
+        while len(_errors) > KEPT_ERRORS:
+            _errors.popitem(last=False)
+    return CarriedError(f"{error} [loomdb error {number}]")
+
+
+def raised_in_udf(error: BaseException) -> LoomError | None:
+    """The LoomError a UDF raised, found through DuckDB's error text (then forgotten)."""
+    match = _TAG.search(str(error))
+    if match is None:
+        return None
+    with _errors_lock:
+        return _errors.pop(int(match.group(1)), None)
 
 
 def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -38,28 +76,6 @@ def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return feature_rows(column.to_pylist())
 
 
-_last_error = threading.local()
-
-
-def raised_in_udf() -> LoomError | None:
-    """The LoomError the last failing loomdb UDF on this thread raised (then forgotten)."""
-    error = getattr(_last_error, "value", None)
-    _last_error.value = None
-    return error
-
-
-def _remember(fn):
-    @functools.wraps(fn)
-    def wrapper(*args: Any) -> Any:
-        try:
-            return fn(*args)
-        except LoomError as e:
-            _last_error.value = e
-            raise
-
-    return wrapper
-
-
 def _connection(ref: Any) -> Any:
     con = ref()
     if con is None:
@@ -67,57 +83,85 @@ def _connection(ref: Any) -> Any:
     return con
 
 
-def _vector_fn(udf: Udf, ref: Any):
-    def fn(models: pa.Array, features: pa.Array) -> pa.Array:
-        db = DuckDatabase(_connection(ref).cursor(), cache_key=ref)
-        X, ok = _features(features)
-        names: str | list[Any]
-        distinct = pc.unique(models)
-        if len(distinct) == 1 and distinct[0].is_valid:
-            names = distinct[0].as_py()  # the usual case: one constant model name
-        else:
-            names = models.to_pylist()
-            ok &= np.array([n is not None for n in names], dtype=bool)
-        out = vectorized(udf, db, names, X, ok)
-        return pa.array(out, mask=~ok | np.isnan(out))
+def _guarded(fn, names: list[str]):
+    def wrapper(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except LoomError as e:
+            raise _carry(e) from None
 
-    return _remember(fn)
+    wrapper.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+    )
+    return wrapper
 
 
-def _scalar_fn(udf: Udf, ref: Any):
-    defaults = [a.default.strip("'") if a.default else None for a in udf.args]
-
-    def fn(*args: Any) -> Any:
-        args = tuple(d if v is None and d is not None else v for v, d in zip(args, defaults))
+def _vector_fn(udf: Udf, ref: Any, state: ConnectionState):
+    def fn(models: pa.Array, features: pa.Array, statement: pa.Array) -> pa.Array:
         cur = _connection(ref).cursor()
         try:
-            return udf.callable()(DuckDatabase(cur, cache_key=ref), *args)
+            db = DuckDatabase(cur, state)
+            X, ok = _features(features)
+            names: str | list[Any]
+            distinct = pc.unique(models)
+            if len(distinct) == 1 and distinct[0].is_valid:
+                names = distinct[0].as_py()  # the usual case: one constant model name
+            else:
+                names = models.to_pylist()
+                ok &= np.array([n is not None for n in names], dtype=bool)
+            out = vectorized(udf, db, names, X, ok, statement[0].as_py())
+            return pa.array(out, mask=~ok | np.isnan(out))
         finally:
             cur.close()
 
-    wrapped = _remember(fn)
-    wrapped.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in udf.args]
-    )
-    return wrapped
+    return _guarded(fn, ["models", "features", "statement"])
+
+
+def _scalar_fn(udf: Udf, ref: Any, state: ConnectionState):
+    def fn(*args: Any) -> Any:
+        if udf.volatility == "volatile" and udf.name not in READ_ONLY:
+            state.may_write(udf.name)
+        cur = _connection(ref).cursor()
+        try:
+            return udf.callable()(DuckDatabase(cur, state), *args)
+        finally:
+            cur.close()
+
+    return _guarded(fn, [a.name for a in udf.args])
+
+
+READ_ONLY = {"loom_backends"}  # volatile (their answer may change) but they write nothing
 
 
 def _type(name: str) -> Any:
     return duckdb.sqltype(TYPES[name])
 
 
-def register_functions(con: Any) -> None:
+def _macro(udf: Udf) -> str:
+    params = ", ".join(a.name + (f" := {a.default}" if a.default else "") for a in udf.args)
+    passed = [a.name for a in udf.args] + (
+        ["CAST(txid_current() AS BIGINT)"] if udf.vectorized else []
+    )
+    return (
+        f"CREATE OR REPLACE TEMP MACRO {udf.name}({params}) AS "
+        f"{HIDDEN.format(udf.name)}({', '.join(passed)})"
+    )
+
+
+def register_functions(con: Any, state: ConnectionState) -> None:
     # The functions hold the connection weakly: a strong reference would be a cycle
     # (connection → function → connection) that outlives close() and leaks at exit.
     ref = weakref.ref(con)
     for udf in load():
-        fn = _vector_fn(udf, ref) if udf.vectorized else _scalar_fn(udf, ref)
+        hidden = HIDDEN.format(udf.name)
+        fn = _vector_fn(udf, ref, state) if udf.vectorized else _scalar_fn(udf, ref, state)
+        types = [_type(a.type) for a in udf.args] + ([_type("bigint")] if udf.vectorized else [])
         with contextlib.suppress(Exception):  # not registered yet
-            con.remove_function(udf.name)
+            con.remove_function(hidden)
         con.create_function(
-            udf.name,
+            hidden,
             fn,
-            [_type(a.type) for a in udf.args],
+            types,
             _type(udf.returns),
             type="arrow" if udf.vectorized else "native",
             # vectorised UDFs mask NULL rows themselves (a NULL element NULLs the row too)
@@ -125,3 +169,4 @@ def register_functions(con: Any) -> None:
             exception_handling="default",
             side_effects=udf.volatility == "volatile",
         )
+        con.execute(_macro(udf))

@@ -8,7 +8,18 @@ from typing import Any
 import numpy as np
 
 from loomdb.errors import LoomFormatError
-from loomdb.udfs.pgsql import PG_TYPES
+
+PG_TYPES = {
+    "text": "text",
+    "double": "double precision",
+    "double[]": "double precision[]",
+    "bigint": "bigint",
+    "integer": "integer",
+    "smallint": "smallint",
+    "boolean": "boolean",
+    "bytes": "bytea",
+    "timestamp": "timestamptz",
+}
 
 NUMERIC_OIDS = {20, 21, 23, 700, 701, 1700}  # int8 int2 int4 float4 float8 numeric
 BOOL_OID = 16

@@ -1,26 +1,24 @@
-"""Install loomdb into a PostgreSQL server: ``loomdb pg install --dsn DSN``.
+"""Install loomdb into a PostgreSQL server: ``loomdb pg install --dsn DSN``.  No paper section.
 
-The PostgreSQL side of loomdb is a plpython3u extension.  Its functions import loomdb inside the
-server, so installing it means, in order:
+The PostgreSQL side of loomdb is a plpython3u extension whose functions import loomdb inside
+the server.  Installing it means, in order:
 
 1. check the server: a superuser connection to a server on this machine, plpython3u available,
    the extension directory writable (run as root otherwise);
-2. make (or reuse) a virtual environment from the server's Python and install loomdb, numpy,
-   numba and sqlglot there (``venv.py``); with ``source`` the server imports loomdb from a
-   source tree instead, for development;
-3. open that environment to the server's OS user and give it a writable numba cache directory;
-4. copy the extension files (``loomdb.control``, ``loomdb--<version>.sql``) into the server's
-   ``SHAREDIR/extension``;
-5. point the extension's bootstrap at them with two server-wide settings,
-   ``loomdb.python_path`` (directories prepended to ``sys.path``) and ``loomdb.numba_cache_dir``
-   (``ALTER SYSTEM`` + ``pg_reload_conf()``);
-6. check, inside the server (plpython3u), that its Python matches the environment's and imports
-   loomdb, numpy and numba, and that the numba cache is writable;
-7. ``CREATE EXTENSION loomdb`` in the DSN's database (``ALTER EXTENSION … UPDATE`` when
-   present, drop and create again with ``reinstall``).
+2. make (or reuse) a virtual environment from the server's Python, install numpy, numba,
+   sqlglot and zstandard there, and copy in the loomdb this command runs (from a wheel or a
+   checkout; ``--source`` makes the server import a checkout instead, for development);
+3. open the environment to the server's OS user for reading, and give it a numba cache
+   directory of its own (owner the server's OS user, mode 0700);
+4. write the extension files into ``SHAREDIR/extension``, with where loomdb lives fixed in the
+   install script's ``loom.settings`` — written only by superusers, never a setting a role can
+   change (loomdb 0.1's ``loomdb.*`` server settings are removed);
+5. check inside the server that its Python imports loomdb, numpy and numba from there;
+6. ``CREATE EXTENSION loomdb`` in the DSN's database (``ALTER EXTENSION … UPDATE`` and new
+   settings when present; drop and create again with ``reinstall``);
+7. check, in a new session, that a train and a prediction run (rolled back).
 
-Every step is idempotent: running it again reuses the environment and leaves the database as
-it is.  Progress lines go to ``log`` (stderr by default).
+Every step is idempotent.  Progress lines go to ``log`` (stderr by default).
 """
 
 from __future__ import annotations
@@ -32,19 +30,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from loomdb.engines.postgres import extension_files, server_setup
+from loomdb.engines.postgres import extension, server_setup
 from loomdb.engines.postgres.venv import (
+    copy_loomdb,
     ensure_venv,
-    install_loomdb,
     install_requirements,
     make_readable,
 )
 from loomdb.errors import LoomOptionError
 
-DEFAULT_VENV = "/var/lib/loomdb/venv"
+DEFAULT_VENV = extension.DEFAULT_VENV
 DEFAULT_PYTHON = "/usr/bin/python3"
-#: Name of the numba cache directory made inside the environment.
-NUMBA_CACHE = "numba-cache"
 
 Log = Callable[[str], None]
 
@@ -76,51 +72,48 @@ def install(
     numba_cache_dir: str | None = None,
     log: Log = _stderr,
 ) -> dict[str, Any]:
-    """Install loomdb into the server (and database) of ``dsn``; return what was done.
-
-    ``venv`` is where the server's virtual environment goes (default /var/lib/loomdb/venv),
-    ``python`` the interpreter plpython3u runs, ``source`` a loomdb checkout the server imports
-    loomdb from instead of the environment (development), ``reinstall`` drops and creates the
-    extension again, ``numba_cache_dir`` overrides ``<venv>/numba-cache``.
-    """
+    """Install loomdb into the server (and database) of ``dsn``; return what was done."""
     venv = os.path.abspath(venv or DEFAULT_VENV)
     source_dir = source_python_dir(source) if source is not None else None
-    cache_dir = os.path.abspath(numba_cache_dir or os.path.join(venv, NUMBA_CACHE))
-    files = extension_files.load()
+    settings = extension.default_settings(venv)
+    if numba_cache_dir:
+        settings["numba_cache_dir"] = os.path.abspath(numba_cache_dir)
+    settings["extra_path"] = source_dir or ""
 
     log(f"checking the server at {server_setup.describe_dsn(dsn)}")
     server = server_setup.inspect_server(dsn)
     log(
-        f"PostgreSQL {server.version}, data directory {server.data_directory} "
-        f"(OS user {server.os_user}), extensions in {server.extension_dir}"
+        f"PostgreSQL {server.version} (OS user {server.os_user}), extensions in "
+        f"{server.extension_dir}"
     )
 
     env = ensure_venv(venv, python, log)
     caller_python = f"{sys.version_info[0]}.{sys.version_info[1]}"
     packages = install_requirements(env, caller_python, log)
-    if source_dir is None:
-        loomdb_from = install_loomdb(env, log)
-    else:
-        loomdb_from = source_dir
-        log(f"the server will import loomdb from the source tree {source_dir}")
-    python_path = ":".join(([source_dir] if source_dir else []) + list(env.site_packages))
-
-    log(f"opening {venv} to the server and making {cache_dir} writable by {server.os_user}")
+    loomdb_from = copy_loomdb(env, log)
+    if source_dir:
+        log(f"the server will import loomdb from the source tree {source_dir} first")
     make_readable(venv)
-    server_setup.make_writable_by(cache_dir, server.os_uid, server.os_gid)
+    cache = settings["numba_cache_dir"]
+    server_setup.make_private_to(cache, server.os_uid, server.os_gid)
+    log(f"numba cache {cache}: owned by {server.os_user}, mode 0700")
 
-    written = extension_files.write(files, server.extension_dir)
-    log(f"copied {', '.join(sorted(written))} into {server.extension_dir}")
+    written = extension.write(extension.files(settings), server.extension_dir)
+    log(f"wrote {', '.join(sorted(written))} into {server.extension_dir}")
+    removed = server_setup.reset_old_settings(dsn)
+    if removed:
+        log(f"removed the old server settings {', '.join(removed)}")
 
-    settings = {"loomdb.python_path": python_path, "loomdb.numba_cache_dir": cache_dir}
-    server_setup.set_server_settings(dsn, settings)
-    log(f"set {', '.join(f'{k} = {v!r}' for k, v in settings.items())} and reloaded")
-
-    found = server_setup.check_server_python(dsn, env.version)
+    paths = [p for p in (source_dir,) if p] + list(env.site_packages)
+    found = server_setup.check_server_python(dsn, env.version, paths, cache)
     log(f"the server imports loomdb from {found['loomdb']} (numpy {found['numpy']})")
 
     action, version = server_setup.create_extension(dsn, reinstall=reinstall)
+    if action in ("updated", "already installed"):
+        server_setup.write_settings(dsn, settings)
     log(f"extension loomdb {version}: {action}")
+    server_setup.check_functions_run(dsn)
+    log("checked: a train and a prediction run in a new session")
     return {
         "dsn": server_setup.describe_dsn(dsn),
         "venv": venv,
@@ -128,8 +121,7 @@ def install(
         "python_version": env.version,
         "packages": packages,
         "loomdb_from": loomdb_from,
-        "python_path": python_path,
-        "numba_cache_dir": cache_dir,
+        "settings": settings,
         "extension_dir": server.extension_dir,
         "extension_files": sorted(written),
         "extension_version": version,
@@ -152,7 +144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source",
         default=None,
-        help="development: the server imports loomdb from this checkout instead of the venv",
+        help="development: the server imports loomdb from this checkout before the venv",
     )
     parser.add_argument(
         "--numba-cache-dir", default=None, help="numba cache directory (default <venv>/numba-cache)"
@@ -176,8 +168,9 @@ def run(args: argparse.Namespace) -> int:
         numba_cache_dir=getattr(args, "numba_cache_dir", None),
     )
     print(f"loomdb {done['extension_version']} {done['action']} in {done['dsn']}")
-    print(f"  loomdb.python_path     = {done['python_path']}")
-    print(f"  loomdb.numba_cache_dir = {done['numba_cache_dir']}")
+    print(f"  server environment  {done['venv']}")
+    print(f"  numba cache         {done['settings']['numba_cache_dir']}")
+    print(f"  users: GRANT {extension.ROLE} TO <role>;  (see the README's 'Several users')")
     return 0
 
 

@@ -1,15 +1,20 @@
-"""``Database`` over ``plpy``, inside the PostgreSQL server (plpython3u).
+"""``Database`` over ``plpy``, inside the PostgreSQL server (plpython3u).  No paper section.
 
 Values are bound through ``plpy.prepare`` with typed parameters (plans cached per statement
 text and types); rows stream through ``plpy.cursor(...).fetch(n)``; minibatch rows travel from
 SQL packed as one ``bytea`` per chunk (``array_send`` of a float8[] per row, concatenated by
-``string_agg``), never as one Python object per value.
+``string_agg``), never as one Python object per value, and are written back as arrays
+(``unnest``), one statement per page.  Errors PostgreSQL raises come out as loomdb errors
+carrying its message; a cancel (``pg_cancel_backend``, ``statement_timeout``) as
+``LoomInterrupted``, noticed within ``INTERRUPT_EVERY_S`` because ``check_interrupt`` runs a
+trivial statement (which is where PostgreSQL checks for a pending cancel).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -22,16 +27,33 @@ from loomdb.engines.postgres.dialect import (
     signature_query,
     type_name,
 )
+from loomdb.errors import LoomConflictError, LoomDatabaseError, LoomError, LoomInterrupted
 
+INTERRUPT_EVERY_S = 0.1
+CONFLICTS = {"23505", "40001", "40P01"}  # unique key, serialization, deadlock
 _plans: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+def translate(error: Exception) -> LoomError:
+    state = getattr(error, "sqlstate", None)
+    message = str(error.args[0]) if error.args else str(error)
+    if state == "57014":
+        return LoomInterrupted("interrupted: the statement was cancelled")
+    if state in CONFLICTS:
+        return LoomConflictError(
+            f"another session changed the same rows first: {message}",
+            hint="nothing was written; run the call again",
+        )
+    return LoomDatabaseError(message)
 
 
 class PlpyDatabase:
     dialect = "postgres"
-    cache_key = "postgres-server"
+    identity = "postgres-session"  # a session is bound to one database
 
     def __init__(self, plpy: Any):
         self.plpy = plpy
+        self._checked = time.monotonic()
 
     def type(self, abstract: str) -> str:
         return type_name(abstract)
@@ -45,9 +67,12 @@ class PlpyDatabase:
         return plan
 
     def _run(self, sql: str, params: Sequence[Any]) -> Any:
-        if not params:
-            return self.plpy.execute(sql)
-        return self.plpy.execute(self._plan(sql, params), list(params))
+        try:
+            if not params:
+                return self.plpy.execute(sql)
+            return self.plpy.execute(self._plan(sql, params), list(params))
+        except self.plpy.SPIError as e:
+            raise translate(e) from None
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         result = self._run(sql, params)
@@ -62,20 +87,34 @@ class PlpyDatabase:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         self._run(sql, params)
 
+    def insert(self, relation: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
+        arrays = [[r[i] for r in rows] for i in range(len(columns))]
+        kinds = [param_type(a[0]) + "[]" if a else "text[]" for a in arrays]
+        unnest = ", ".join(f"${i + 1}::{k}" for i, k in enumerate(kinds))
+        sql = f"INSERT INTO {relation} ({', '.join(columns)}) SELECT * FROM unnest({unnest})"
+        try:
+            plan = self.plpy.prepare(sql, kinds)
+            self.plpy.execute(plan, arrays)
+        except self.plpy.SPIError as e:
+            raise translate(e) from None
+
     def stream(self, sql: str, params: Sequence[Any] = (), size: int = 16) -> Iterator[tuple]:
-        if params:
-            cursor = self.plpy.cursor(self._plan(sql, params), list(params))
-        else:
-            cursor = self.plpy.cursor(sql)
-        cols: list[str] | None = None
-        while True:
-            rows = cursor.fetch(size)
-            if not rows:
-                break
-            if cols is None:  # fetch() results carry no column list: rows are ordered dicts
-                cols = list(rows[0].keys())
-            for row in rows:
-                yield tuple(row[c] for c in cols)
+        try:
+            if params:
+                cursor = self.plpy.cursor(self._plan(sql, params), list(params))
+            else:
+                cursor = self.plpy.cursor(sql)
+            cols: list[str] | None = None
+            while True:
+                rows = cursor.fetch(size)
+                if not rows:
+                    break
+                if cols is None:  # fetch() results carry no column list: rows are ordered dicts
+                    cols = list(rows[0].keys())
+                for row in rows:
+                    yield tuple(row[c] for c in cols)
+        except self.plpy.SPIError as e:
+            raise translate(e) from None
 
     def atomic(self) -> AbstractContextManager[Any]:
         return self.plpy.subtransaction()
@@ -83,8 +122,33 @@ class PlpyDatabase:
     def notice(self, message: str) -> None:
         self.plpy.notice(message)
 
+    def check_interrupt(self) -> None:
+        now = time.monotonic()
+        if now - self._checked >= INTERRUPT_EVERY_S:
+            self._checked = now
+            self._run("SELECT 1", ())
+
+    def role(self) -> str | None:
+        return str(self.query("SELECT current_user")[0][0])
+
+    def is_superuser(self) -> bool:
+        rows = self.query("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user")
+        return bool(rows and rows[0][0])
+
+    @contextmanager
+    def as_role(self, role: str | None) -> Iterator[None]:
+        if role is None or role == self.role():
+            yield
+            return
+        previous = self.query("SELECT current_setting('role')")[0][0]
+        self.execute("SELECT set_config('role', $1, true)", [role])
+        try:
+            yield
+        finally:
+            self.execute("SELECT set_config('role', $1, true)", [previous])
+
     def columns(self, relation: str) -> list[tuple[str, str]]:
-        result = self.plpy.execute(f"SELECT * FROM {relation} LIMIT 0")
+        result = self._run(f"SELECT * FROM {relation} LIMIT 0", ())
         return [(n, column_kind(t)) for n, t in zip(result.colnames(), result.coltypes())]
 
     def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:

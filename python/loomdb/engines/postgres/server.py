@@ -1,4 +1,4 @@
-"""The entry point of every loomdb function inside PostgreSQL.
+"""The entry point of every loomdb function inside PostgreSQL.  No paper section.
 
 The generated function bodies call ``call(plpy, name, *args)``; it finds the catalogued UDF,
 wraps ``plpy`` in a :class:`PlpyDatabase`, runs the engine-neutral callable and turns a

@@ -11,7 +11,7 @@ import json
 import os
 import pwd
 import struct
-import time
+import uuid
 from dataclasses import dataclass
 
 import psycopg
@@ -19,9 +19,6 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from loomdb.errors import LoomStateError
-
-#: How long to wait for ``pg_reload_conf()`` to reach new sessions.
-RELOAD_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -122,48 +119,51 @@ def _check_local(dsn: str, data_directory: str, system_id: int) -> None:
         )
 
 
-def make_writable_by(path: str, uid: int, gid: int) -> None:
-    """Create directory ``path`` and let the OS user ``uid`` write into it."""
-    os.makedirs(path, mode=0o755, exist_ok=True)
-    if os.geteuid() == uid:
-        return
-    if os.geteuid() == 0:
-        for directory, dirs, files in os.walk(path):
-            for name in [directory] + [os.path.join(directory, n) for n in dirs + files]:
+def make_private_to(path: str, uid: int, gid: int) -> None:
+    """Create directory ``path`` owned by the OS user ``uid`` and closed to everyone else.
+
+    numba reads its cache index with pickle: a directory anyone else could write would let
+    them choose code the server runs.
+    """
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if os.geteuid() not in (0, uid):
+        raise LoomStateError(
+            f"cannot give the numba cache directory {path} to the server's OS user",
+            hint="run loomdb pg install as root (or as the server's OS user)",
+        )
+    for directory, dirs, files in os.walk(path):
+        for name in [directory] + [os.path.join(directory, n) for n in dirs + files]:
+            if os.geteuid() == 0:
                 os.lchown(name, uid, gid)
-        return
-    os.chmod(path, 0o1777)  # neither root nor the server's user: open it, sticky like /tmp
+    os.chmod(path, 0o700)
 
 
-def set_server_settings(dsn: str, settings: dict[str, str]) -> None:
-    """``ALTER SYSTEM SET`` each setting, reload, and wait until new sessions see them."""
+OLD_SETTINGS = ("loomdb.python_path", "loomdb.numba_cache_dir")
+
+
+def reset_old_settings(dsn: str) -> list[str]:
+    """Remove the server-wide settings loomdb 0.1 used (any role could override them)."""
     with connect(dsn) as conn:
-        for name, value in settings.items():
-            # Before PostgreSQL 17 ALTER SYSTEM only knows a custom setting once this session
-            # has one: SET it here first to create the placeholder.
-            conn.execute("SELECT set_config(%s, %s, false)", [name, value])
-            conn.execute(
-                sql.SQL("ALTER SYSTEM SET {} = {}").format(
-                    sql.Identifier(*name.split(".")), sql.Literal(value)
-                )
-            )
-        conn.execute("SELECT pg_reload_conf()")
-    deadline = time.monotonic() + RELOAD_TIMEOUT_S
-    while True:
-        with connect(dsn) as conn:
-            seen = {
-                name: conn.execute("SELECT current_setting(%s, true)", [name]).fetchone()
-                for name in settings
-            }
-        if all(row is not None and row[0] == settings[name] for name, row in seen.items()):
-            return
-        if time.monotonic() > deadline:
-            raise LoomStateError(
-                "the server did not pick up the loomdb settings after pg_reload_conf()",
-                hint="restart PostgreSQL, or check that no database- or role-level "
-                "setting overrides loomdb.python_path",
-            )
-        time.sleep(0.1)
+        present = [
+            name
+            for (name,) in conn.execute(
+                "SELECT DISTINCT name FROM pg_file_settings WHERE name = ANY(%s)",
+                [list(OLD_SETTINGS)],
+            ).fetchall()
+        ]
+        for name in present:
+            conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(*name.split("."))))
+        if present:
+            conn.execute("SELECT pg_reload_conf()")
+    return present
+
+
+def write_settings(dsn: str, settings: dict[str, str]) -> None:
+    """Point an existing loomdb extension at ``settings`` (loom.settings, superuser-only)."""
+    with connect(dsn) as conn, conn.transaction():
+        for key, value in settings.items():
+            conn.execute("DELETE FROM loom.settings WHERE key = %s", [key])
+            conn.execute("INSERT INTO loom.settings (key, value) VALUES (%s, %s)", [key, value])
 
 
 def create_extension(dsn: str, *, reinstall: bool = False) -> tuple[str, str]:
@@ -208,31 +208,35 @@ if have != WANT:
     plpy.error('the server runs Python ' + have + ' but its loomdb environment has Python ' + WANT,
                hint='run loomdb pg install again with --python set to the Python ' + have
                + ' that plpython3u is linked with')
-row = plpy.execute("SELECT current_setting('loomdb.python_path', true) AS path, "
-                   "current_setting('loomdb.numba_cache_dir', true) AS cache")[0]
-for entry in reversed([p for p in (row['path'] or '').split(':') if p]):
+for entry in reversed(PATHS):
     if entry not in sys.path:
         sys.path.insert(0, entry)
-os.environ.setdefault('NUMBA_CACHE_DIR', row['cache'] or '')
+os.environ['NUMBA_CACHE_DIR'] = CACHE
 try:
     import loomdb, numpy, numba
 except Exception as exc:
     plpy.error('the server cannot import loomdb, numpy and numba: %s: %s'
                % (type(exc).__name__, exc),
-               hint='check that every directory in loomdb.python_path is readable by the '
-               'server OS user, then run loomdb pg install again')
-if not os.access(os.environ['NUMBA_CACHE_DIR'], os.W_OK):
-    plpy.error('the server cannot write the numba cache ' + os.environ['NUMBA_CACHE_DIR'],
-               hint='make loomdb.numba_cache_dir writable by the server OS user')
+               hint='check that the environment is readable by the server OS user, '
+               'then run loomdb pg install again')
+if not os.access(CACHE, os.W_OK):
+    plpy.error('the server cannot write the numba cache ' + CACHE,
+               hint='the directory must belong to the server OS user')
 plpy.notice('loomdb-check ' + json.dumps({'loomdb': loomdb.__file__,
+                                          'version': loomdb.__version__,
                                           'numpy': numpy.__version__,
                                           'numba': numba.__version__}))
 """
 
 
-def check_server_python(dsn: str, python_version: str) -> dict[str, str]:
+def check_server_python(
+    dsn: str, python_version: str, paths: list[str], cache: str
+) -> dict[str, str]:
     """Import loomdb, numpy and numba in the server as the bootstrap would; say where from."""
-    code = f"WANT = {json.dumps(python_version)}\n{_CHECK}"
+    code = (
+        f"WANT = {json.dumps(python_version)}\nPATHS = {json.dumps(paths)}\n"
+        f"CACHE = {json.dumps(cache)}\n{_CHECK}"
+    )
     notices: list[str] = []
     with connect(dsn) as conn:
         conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
@@ -249,3 +253,30 @@ def check_server_python(dsn: str, python_version: str) -> dict[str, str]:
         if notice.startswith("loomdb-check "):
             return dict(json.loads(notice.removeprefix("loomdb-check ")))
     raise LoomStateError("the server's Python check printed nothing", hint="see the server log")
+
+
+def check_functions_run(dsn: str) -> dict[str, str]:
+    """Train and predict on a tiny temporary table in a new session, then roll it all back."""
+    name = f"loom_install_check_{uuid.uuid4().hex[:12]}"
+    options = '{"epochs": 1, "progress": false}'
+    with connect(dsn) as conn:
+        try:
+            with conn.transaction(force_rollback=True):
+                version = str(_one(conn, "SELECT loom_version()"))
+                conn.execute(
+                    sql.SQL(
+                        "CREATE TEMPORARY TABLE {} AS SELECT g::float8 AS x, (g % 2)::float8 AS y "
+                        "FROM generate_series(1, 8) AS g"
+                    ).format(sql.Identifier(name))
+                )
+                conn.execute("SELECT loom_train(%s, %s, 'y', %s)", [name, name, options])
+                row = conn.execute("SELECT loom_predict(%s, ARRAY[1.0])", [name]).fetchone()
+        except psycopg.Error as exc:
+            raise LoomStateError(
+                f"loomdb is installed but its functions fail: {exc.diag.message_primary or exc}",
+                hint=exc.diag.message_hint or "see the server log",
+                detail=exc.diag.message_detail,
+            ) from exc
+    if row is None or row[0] not in (0.0, 1.0):
+        raise LoomStateError(f"loomdb's check model predicted {row!r} instead of a class")
+    return {"version": version}

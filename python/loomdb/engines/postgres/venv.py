@@ -10,8 +10,7 @@ bootstrap prepends the environment's site-packages to ``sys.path`` (setting
 * ``install_requirements`` installs what the server side imports (numpy, numba, sqlglot,
   zstandard),
   pinned to the versions the calling interpreter has so both sides behave alike;
-* ``install_loomdb`` installs loomdb itself (non-editable) from the source checkout the caller
-  runs from, or from the package index at the caller's version;
+* ``copy_loomdb`` puts the loomdb the caller runs (from a wheel or a checkout) into it;
 * ``make_readable`` opens the tree to the server's OS user.
 """
 
@@ -23,7 +22,6 @@ import os
 import shutil
 import stat
 import subprocess
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +32,6 @@ from loomdb.errors import LoomStateError
 SERVER_PACKAGES = ("numpy", "numba", "sqlglot", "zstandard")
 
 Log = Callable[[str], None]
-
-#: Top-level files of a checkout that building loomdb reads (besides python/).
-_BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "NOTICE", "setup.cfg", "MANIFEST.in")
 
 _PROBE = (
     "import json, sys, sysconfig; "
@@ -180,50 +175,34 @@ def _describe(versions: dict[str, str | None]) -> str:
     return ", ".join(f"{name} {version}" for name, version in versions.items())
 
 
-def project_root() -> Path | None:
-    """The source checkout loomdb is imported from (``<root>/python/loomdb``), if any."""
+def copy_loomdb(venv: ServerVenv, log: Log) -> str:
+    """Put the loomdb this process runs into ``venv``: the same files, wherever they came from
+    (a wheel's site-packages or a source checkout), compiled, with a minimal dist-info."""
     import loomdb
 
     package = Path(loomdb.__file__).resolve().parent
-    root = package.parent.parent
-    if package.parent.name == "python" and (root / "pyproject.toml").is_file():
-        return root
-    return None
-
-
-def _copy_project(root: Path, target: Path) -> Path:
-    """Copy what building loomdb needs, so the build leaves nothing in the checkout."""
-    skip = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
-    target.mkdir()
-    for entry in root.iterdir():
-        if entry.name in _BUILD_INPUTS and entry.is_file():
-            shutil.copy2(entry, target / entry.name)
-    shutil.copytree(root / "python", target / "python", ignore=skip)
-    return target
-
-
-def install_loomdb(venv: ServerVenv, log: Log) -> str:
-    """Install loomdb itself into ``venv`` (non-editable, no dependencies); say from where."""
-    import loomdb
-
-    root = project_root()
-    if root is not None:
-        log(f"installing loomdb from the source checkout {root} into {venv.path}")
-        with tempfile.TemporaryDirectory(prefix="loomdb-build-") as scratch:
-            copy = _copy_project(root, Path(scratch) / "loomdb")
-            _pip(
-                venv,
-                ["--no-deps", "--force-reinstall", str(copy)],
-                f"install loomdb from {root}",
-            )
-        return str(root)
-    spec = f"loomdb=={loomdb.__version__}"
-    if installed_versions(venv, ["loomdb"])["loomdb"] == loomdb.__version__:
-        log(f"loomdb {loomdb.__version__} already installed in {venv.path}")
-        return spec
-    log(f"installing {spec} into {venv.path}")
-    _pip(venv, ["--no-deps", spec], f"install {spec}")
-    return spec
+    site = Path(venv.site_packages[0])
+    target = site / "loomdb"
+    log(f"copying loomdb {loomdb.__version__} from {package} into {site}")
+    for old in [target, *site.glob("loomdb-*.dist-info"), *site.glob("__editable__*loomdb*")]:
+        if old.is_dir():
+            shutil.rmtree(old)
+        elif old.exists():
+            old.unlink()
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(package, target, ignore=skip)
+    info = site / f"loomdb-{loomdb.__version__}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: loomdb\nVersion: {loomdb.__version__}\n"
+    )
+    (info / "INSTALLER").write_text("loomdb pg install\n")
+    _run(
+        [venv.python, "-m", "compileall", "-q", str(target)],
+        "compile loomdb's modules",
+        "check that the environment's Python works",
+    )
+    return str(package)
 
 
 def make_readable(path: str) -> None:

@@ -8,29 +8,37 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from loomdb.codecs import toc
-from loomdb.options import Option, one_of
-from loomdb.store.formats.base import RowBatchFormat
+from loomdb.errors import LoomFormatError, LoomOptionError
+from loomdb.options import Choices, Option, Options
+from loomdb.store.formats.base import Encoder, Format
 
 
-class TocFormat(RowBatchFormat):
+class TocFormat(Format):
     name = "toc"
-    default_batch_size = 250  # the paper's minibatch size
-    OPTIONS = [
+    options = Options(
+        "layout",
         Option(
             "entropy",
-            (str,),
+            Choices(["zstd"]),
             None,
-            one_of("zstd"),
-            "'zstd'",
             doc="an entropy stage over TOC's packed integer arrays",
         ),
-    ]
+    )
 
-    def encode(self, X: np.ndarray, options: dict[str, Any]) -> bytes:
-        return toc.encode(X, entropy=options.get("entropy"))
+    def check(self, options: dict[str, Any]) -> None:
+        if options.get("dtype", "float64") != "float64":
+            raise LoomOptionError(
+                "a toc index stores float64 values exactly: 'dtype' does not apply",
+                hint="leave 'dtype' out (it is for the dense format)",
+            )
 
-    def payload(self, blob: bytes, options: dict[str, Any]) -> Any:
-        return toc.TocMatrix.from_bytes(bytes(blob))
+    def encoder(self, stats: dict[str, Any], options: dict[str, Any]) -> Encoder:
+        entropy = options.get("entropy")
+        return lambda X: [toc.encode(X, entropy=entropy)]
+
+    def payload(self, parts: list[bytes], rows: int, n_features: int, precision: int) -> Any:
+        X = toc.TocMatrix.from_bytes(parts[0])
+        if X.shape != (rows, n_features):
+            raise LoomFormatError(f"a toc minibatch holds {X.shape}, not ({rows}, {n_features})")
+        return X

@@ -1,0 +1,176 @@
+"""The PostgreSQL extension, generated from the UDF catalogue, and writing it where the server
+looks.  No paper section.
+
+``files(settings)`` returns ``loomdb.control`` and ``loomdb--<version>.sql``.  The install
+script creates the catalog (``store.catalog.ddl``), the multi-user rules (``security.sql``),
+``loom.settings`` holding where the server imports loomdb from — fixed here, at install time,
+and writable only by the installing superuser (never a setting a role could change) — the
+bootstrap that reads it, and one function per catalogued UDF whose body is one line of
+dispatch.  Every function is executable by ``loomdb_user`` only.
+
+``python -m loomdb.engines.postgres.extension DIR`` writes the files with the default settings
+(the committed ``extension/`` folder; a test checks it is current).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from importlib import resources
+from pathlib import Path
+
+import loomdb
+from loomdb.engines.postgres.dialect import PG_TYPES
+from loomdb.errors import LoomStateError
+from loomdb.store import catalog
+from loomdb.udfs import Udf, load
+
+DEFAULT_VENV = "/var/lib/loomdb/venv"
+NUMBA_CACHE = "numba-cache"
+ROLE = "loomdb_user"
+
+CONTROL = """\
+comment = 'in-database machine learning: compressed layouts, any-precision training, predict in SELECT'
+default_version = '{version}'
+requires = 'plpython3u'
+superuser = true
+relocatable = false
+"""
+
+BOOTSTRAP = """\
+CREATE FUNCTION loom._bootstrap() RETURNS void
+LANGUAGE plpython3u VOLATILE AS $fn$
+import os, sys
+conf = {r['key']: r['value'] for r in plpy.execute(
+    "SELECT key, value FROM loom.settings WHERE key IN ('venv', 'numba_cache_dir', 'extra_path')")}
+if not conf.get('venv') or not conf.get('numba_cache_dir'):
+    plpy.error('loomdb is not configured in this database',
+               hint='a superuser runs: loomdb pg install --dsn "dbname=..."')
+site = os.path.join(conf['venv'], 'lib', 'python%d.%d' % sys.version_info[:2], 'site-packages')
+for path in reversed([p for p in (conf.get('extra_path') or '').split(':') if p] + [site]):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+os.environ['NUMBA_CACHE_DIR'] = conf['numba_cache_dir']
+try:
+    from loomdb.engines.postgres import server
+except ImportError as e:
+    plpy.error('loomdb cannot be imported by the server\\'s Python: %s' % e,
+               hint='a superuser runs "loomdb pg install --dsn ..." on the server machine')
+GD['loomdb'] = server
+$fn$;
+REVOKE ALL ON FUNCTION loom._bootstrap() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom._bootstrap() TO {role};
+COMMENT ON FUNCTION loom._bootstrap() IS 'load loomdb into this session''s Python (called by every loomdb function once)';
+"""
+
+
+def default_settings(venv: str = DEFAULT_VENV) -> dict[str, str]:
+    return {"venv": venv, "numba_cache_dir": os.path.join(venv, NUMBA_CACHE), "extra_path": ""}
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _signature(u: Udf, defaults: bool) -> str:
+    parts = []
+    for a in u.args:
+        text = f"{a.name} {PG_TYPES[a.type]}"
+        if defaults and a.default is not None:
+            text += f" DEFAULT {a.default}"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+def function_sql(u: Udf) -> str:
+    names = "".join(f", {a.name}" for a in u.args)
+    flags = [u.volatility.upper(), f"PARALLEL {u.parallel.upper()}"]
+    if u.strict:
+        flags.append("STRICT")
+    body = (
+        "if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')\n"
+        f"return GD['loomdb'].call(plpy, '{u.name}'{names})"
+    )
+    types = ", ".join(PG_TYPES[a.type] for a in u.args)
+    return (
+        f"CREATE FUNCTION {u.name}({_signature(u, True)}) RETURNS {PG_TYPES[u.returns]}\n"
+        f"LANGUAGE plpython3u {' '.join(flags)} AS $fn$\n{body}\n$fn$;\n"
+        f"REVOKE ALL ON FUNCTION {u.name}({types}) FROM PUBLIC;\n"
+        f"GRANT EXECUTE ON FUNCTION {u.name}({types}) TO {ROLE};\n"
+        f"COMMENT ON FUNCTION {u.name}({types}) IS {_literal(u.comment)};\n"
+    )
+
+
+def install_script(settings: dict[str, str]) -> str:
+    ddl = [s + ";" for s in catalog.ddl("postgres")]
+    dumps = [
+        f"SELECT pg_catalog.pg_extension_config_dump('{catalog.SCHEMA}.{t}', '');"
+        for t in ("models", "indexes", "grants")
+    ]
+    values = ", ".join(f"({_literal(k)}, {_literal(v)})" for k, v in sorted(settings.items()))
+    security = resources.files("loomdb.engines.postgres").joinpath("security.sql").read_text()
+    parts = [
+        f"-- loomdb {loomdb.__version__}: generated from loomdb/udfs/catalogue.toml by"
+        " loomdb.engines.postgres.extension; do not edit by hand.",
+        '\\echo Use "CREATE EXTENSION loomdb" to load this file. \\quit',
+        "",
+        *ddl,
+        f"INSERT INTO {catalog.SCHEMA}.settings (key, value) VALUES {values};",
+        *dumps,
+        "",
+        security,
+        BOOTSTRAP.replace("{role}", ROLE),
+        *[function_sql(u) for u in load()],
+    ]
+    return "\n".join(parts)
+
+
+def files(settings: dict[str, str] | None = None) -> dict[str, str]:
+    v = loomdb.__version__
+    return {
+        "loomdb.control": CONTROL.format(version=v),
+        f"loomdb--{v}.sql": install_script(settings or default_settings()),
+    }
+
+
+def write(files: dict[str, str], extension_dir: str) -> list[str]:
+    """Write ``files`` into ``extension_dir`` (world-readable); return their names."""
+    for name in files:
+        if os.path.basename(name) != name or not name.startswith("loomdb"):
+            raise LoomStateError(
+                f"refusing to write the extension file {name!r}",
+                hint="extension files are plain names starting with 'loomdb'",
+            )
+    for name, text in files.items():
+        target = os.path.join(extension_dir, name)
+        partial = target + ".partial"
+        try:
+            with open(partial, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.chmod(partial, 0o644)
+            os.replace(partial, target)
+        except OSError as exc:
+            raise LoomStateError(
+                f"cannot write the extension file {target}: {exc.strerror}",
+                hint="pass the server's extension directory (pg_config --sharedir, + /extension) "
+                "and run as a user who may write it (root)",
+            ) from exc
+    return list(files)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m loomdb.engines.postgres.extension DIR [SETTINGS_JSON]``."""
+    if not 1 <= len(argv) <= 2:
+        print("usage: python -m loomdb.engines.postgres.extension DIR [SETTINGS_JSON]")
+        return 2
+    settings = json.loads(argv[1]) if len(argv) == 2 else None
+    out = Path(argv[0])
+    out.mkdir(parents=True, exist_ok=True)
+    for name in write(files(settings), str(out)):
+        print(out / name)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

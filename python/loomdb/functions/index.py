@@ -1,0 +1,73 @@
+"""``loom_create_index``, ``loom_drop_index``, ``loom_reindex``: lay a source out for learning.
+
+No paper section of its own: the layout is ``store.layout``'s, the formats cite theirs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from loomdb.options import Boolean, Option, Options, parse_json
+from loomdb.seams import IndexInfo
+from loomdb.store import catalog, formats, layout
+from loomdb.store.names import check_name
+
+INDEX = Options("loom_create_index", Option("if_not_exists", Boolean(), False))
+
+
+def _summary(info: IndexInfo, seconds: float | None = None) -> str:
+    out: dict[str, Any] = {
+        "name": info.name,
+        "source": info.source,
+        "label": info.label,
+        "format": info.format,
+        "rows": info.rows,
+        "skipped": info.skipped,
+        "batches": info.batches,
+        "bytes": info.bytes,
+        "batch_size": info.options.get("batch_size"),
+        "features": info.columns,
+    }
+    if seconds is not None:
+        out["seconds"] = round(seconds, 6)
+    return json.dumps(out)
+
+
+def create_index(
+    db: Any, name: str, source: str | None, label: str | None, options: str | None
+) -> str:
+    check_name(name, "index")
+    given = parse_json(options)
+    fmt = formats.get(given.get("format") if isinstance(given.get("format"), str) else None)
+    opts = (INDEX + layout.options_of(fmt)).parse(given)
+    exists = opts.pop("if_not_exists")
+    if catalog.index_exists(db, name):
+        if exists:
+            return _summary(catalog.get_index(db, name))
+        catalog.require_absent(db, name, "index")
+    started = time.perf_counter()
+    with db.atomic():
+        info = layout.build(db, name, source or "", label or "", opts, f"loom_create_index {name}")
+    seconds = time.perf_counter() - started
+    db.notice(
+        f"index {name}: {info.rows} rows ({info.skipped} skipped) laid out as {info.format} "
+        f"in {info.batches} batches, {info.bytes:,} bytes"
+    )
+    return _summary(info, seconds)
+
+
+def drop_index(db: Any, name: str) -> str:
+    check_name(name, "index")
+    with db.atomic():
+        layout.drop(db, name)
+    return json.dumps({"dropped": name})
+
+
+def reindex(db: Any, name: str) -> str:
+    check_name(name, "index")
+    started = time.perf_counter()
+    with db.atomic():
+        info = layout.rebuild(db, name, f"loom_reindex {name}")
+    return _summary(info, time.perf_counter() - started)

@@ -1,0 +1,86 @@
+"""The model catalog functions: info, drop, grant/revoke, and what the server runs.
+
+No paper section.  ``loom_grant(model, role)`` lets ``role`` (or ``public``) see and predict
+with a model; only its owner (or a superuser) may grant.  DuckDB has no roles: every model of a
+database file is its opener's, so granting is refused there with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from loomdb.errors import LoomStateError
+from loomdb.store import catalog
+from loomdb.store.names import check_name
+
+
+def model_info(db: Any, name: str) -> str:
+    record = catalog.get_model(db, check_name(name, "model"))
+    out = {k: v for k, v in vars(record).items()}
+    out["created_at"] = str(record.created_at)
+    if db.role() is not None:
+        out["granted_to"] = catalog.grantees(db, name)
+    return json.dumps(out, default=str)
+
+
+def drop_model(db: Any, name: str) -> str:
+    check_name(name, "model")
+    with db.atomic():
+        catalog.drop_model(db, name)
+    return json.dumps({"dropped": name})
+
+
+def _roles(db: Any, what: str) -> None:
+    if db.role() is None:
+        raise LoomStateError(
+            f"{what} needs roles, and DuckDB has none: whoever opens the database file "
+            "sees every model in it",
+            hint="share a DuckDB model by sharing the file; grant models in PostgreSQL",
+        )
+
+
+def _role_name(db: Any, role: str) -> str:
+    if role == "public":
+        return role
+    if not isinstance(role, str) or not db.query(
+        "SELECT 1 FROM pg_roles WHERE rolname = $1", [role]
+    ):
+        raise LoomStateError(
+            f"role {role!r} does not exist", hint="name an existing role or public"
+        )
+    return role
+
+
+def grant(db: Any, name: str, role: str) -> str:
+    check_name(name, "model")
+    _roles(db, "loom_grant")
+    with db.atomic():
+        owner = catalog.get_model(db, name).owner
+        if owner != db.role() and not db.is_superuser():
+            raise LoomStateError(
+                f"only the owner of model '{name}' ({owner}) may grant it",
+                hint="ask its owner to run loom_grant",
+            )
+        catalog.grant(db, name, _role_name(db, role))
+    return json.dumps({"model": name, "granted_to": role})
+
+
+def revoke(db: Any, name: str, role: str) -> str:
+    check_name(name, "model")
+    _roles(db, "loom_revoke")
+    with db.atomic():
+        removed = catalog.revoke(db, name, role)
+    return json.dumps({"model": name, "revoked_from": role, "grants_removed": removed})
+
+
+def version(db: Any) -> str:
+    import loomdb
+
+    return loomdb.__version__
+
+
+def backends(db: Any) -> str:
+    from loomdb.accel import registry
+
+    return json.dumps(registry.describe())

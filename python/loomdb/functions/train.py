@@ -1,0 +1,212 @@
+"""``loom_train``: options parsed once, a layout found or made, the trainer run, the model kept.
+
+No paper section of its own (the layout is Bismarck's, the formats and backends cite theirs).
+Everything happens inside one (sub)transaction: a failed train leaves the catalog and the
+tables exactly as they were, and a model whose coefficients are not finite is never stored.
+The catalog records the options actually used — the automatic step size, the minibatch size,
+the standardisation — not the ones asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import numpy as np
+
+from loomdb.accel import registry
+from loomdb.errors import LoomDataError, LoomOptionError
+from loomdb.functions.train_plan import Plan, plan
+from loomdb.learn.model import LinearModel
+from loomdb.learn.problem import Problem
+from loomdb.learn.scaling import Scaling
+from loomdb.learn.step_size import auto_step
+from loomdb.learn.trainer import TrainConfig, fit
+from loomdb.options import parse_json
+from loomdb.seams import IndexInfo, ModelRecord
+from loomdb.store import catalog, layout
+from loomdb.store.epochs import Epochs
+from loomdb.store.names import check_name
+from loomdb.store.source import classes as classes_of
+
+
+def train(db: Any, name: str, source: str | None, label: str | None, options: str | None) -> str:
+    check_name(name, "model")
+    p = plan(parse_json(options))
+    started = time.perf_counter()
+    with db.atomic():
+        exists = catalog.model_exists(db, name)
+        if exists and not (p.opts["warm_start"] or p.opts["replace"]):
+            catalog.require_absent(db, name, "model")
+        what = f"loom_train {name}"
+        laid = _layout(db, p, source, label, what)
+        try:
+            laid_out = time.perf_counter()
+            model, history, used = _fit(db, name, p, laid, exists, what)
+        finally:
+            laid.close()
+        finished = time.perf_counter()
+        timings = {
+            "layout_s": round(laid_out - started, 6),
+            "train_s": round(finished - laid_out, 6),
+            "total_s": round(finished - started, 6),
+        }
+        record = _record(name, p, laid.info, model, history, used, timings, source)
+        catalog.put_model(db, record, replace=exists)
+    return json.dumps(_summary(record, model))
+
+
+def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) -> layout.Layout:
+    if p.opts["index"]:
+        laid = layout.open_index(db, check_name(p.opts["index"], "index"), p.opts["allow_stale"])
+        p.check_index(laid.info, source, label)
+    else:
+        if not source:
+            raise LoomOptionError(
+                "loom_train needs a source (a table, view or SELECT) or an index",
+                hint='pass the source, or {"index": "name"} to train on an index',
+            )
+        quiet = not p.opts["progress"]
+        laid = layout.scratch(db, source, label or "", p.layout_options, p.cache_bytes, what, quiet)
+    p.check_layout(laid)
+    return laid
+
+
+def _problem(db: Any, name: str, p: Plan, info: IndexInfo, exists: bool) -> Problem:
+    kind = p.opts["model"]
+    cls = classes_of(info.label, info.label_counts) if p.loss.classifier else []
+    init = _warm_start(db, name, kind, info.columns, cls) if p.opts["warm_start"] else None
+    method = init.scaling.method if init else p.opts["standardize"]
+    over = layout.formats.get(info.format).value_map == "minmax"
+    scaling = (
+        Scaling.over_minmax(method, info.stats) if over else Scaling.from_stats(method, info.stats)
+    )
+    label = info.stats.get("label", [0.0, 0.0, 0.0, 1.0])
+    return Problem(
+        features=info.columns,
+        scaling=scaling,
+        classes=cls,
+        class_weights=p.class_weights(info.label_counts, cls) if cls else None,
+        init=init,
+        label_moments=(float(label[2]), float(label[3])),
+    )
+
+
+def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, exists: bool, what: str):
+    info = laid.info
+    problem = _problem(db, name, p, info, exists)
+    p.check_backend(problem.k)
+    backend = registry.get(p.opts["backend"])
+    safe = auto_step(
+        p.opts["model"],
+        info.stats.get("sq_norm", {}).get(problem.scaling.method),
+        p.opts["fit_intercept"],
+        p.opts["l2"],
+    )
+    lr = p.opts["lr"] if p.opts["lr"] is not None else p.default_lr(safe)
+    config = TrainConfig(
+        kind=p.opts["model"],
+        epochs=p.opts["epochs"],
+        tol=p.opts["tol"],
+        lr=lr,
+        lr_schedule=p.opts["lr_schedule"],
+        lr_decay=p.lr_decay,
+        optimizer=p.opts["optimizer"],
+        l1=p.opts["l1"],
+        l2=p.opts["l2"],
+        fit_intercept=p.opts["fit_intercept"],
+        precision=p.opts["precision"] if p.opts["precision"] is not None else 32,
+        safe_lr=safe,
+    )
+    epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes)
+    progress = _progress(db, what) if p.opts["progress"] else None
+    model, history = fit(epochs, problem, config, backend, progress, db.check_interrupt)
+    if not (np.isfinite(model.W).all() and np.isfinite(model.b).all()):
+        raise LoomDataError(
+            f"model '{name}' has non-finite coefficients and was not stored",
+            hint="give a smaller lr, standardize the features, or lower l2",
+        )
+    used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method}
+    model.scaling = Scaling.from_stats(problem.scaling.method, info.stats)
+    return model, history, used
+
+
+def _warm_start(db: Any, name: str, kind: str, features: list[str], cls: list) -> LinearModel:
+    model = model_of(catalog.get_model(db, name))
+    if model.kind != kind or model.features != features or model.classes != cls:
+        raise LoomOptionError(
+            f"cannot warm-start model '{name}': it is a {model.kind} model over "
+            f"{len(model.features)} features and {len(model.classes)} classes",
+            hint="warm_start needs the same model kind, features and classes",
+        )
+    return model
+
+
+def model_of(record: ModelRecord) -> LinearModel:
+    return LinearModel.from_dict(
+        {
+            "kind": record.kind,
+            "features": record.feature_names,
+            "coef": record.coefficients,
+            "intercept": record.intercept,
+            "scaling": record.standardization,
+            "classes": record.classes,
+        }
+    )
+
+
+def _record(name, p, info, model, history, used, timings, source) -> ModelRecord:
+    simulated = [h["simulated_seconds"] for h in history if "simulated_seconds" in h]
+    return ModelRecord(
+        name=name,
+        kind=model.kind,
+        coefficients=model.W.tolist(),
+        intercept=model.b.tolist(),
+        feature_names=model.features,
+        classes=model.classes,
+        standardization=model.scaling.to_dict(),
+        options=used,
+        history=history,
+        rows_processed=info.rows,
+        rows_skipped=info.skipped,
+        timings=timings,
+        storage_format=info.format,
+        backend=p.opts["backend"],
+        source=source or info.source,
+        label=info.label,
+        report={"engine": "MLWeaving (simulated)", "simulated_seconds": simulated}
+        if simulated
+        else None,
+    )
+
+
+def _summary(record: ModelRecord, model: LinearModel) -> dict[str, Any]:
+    epochs = [h for h in record.history if "epoch" in h]
+    return {
+        "model": record.name,
+        "kind": record.kind,
+        "features": len(model.features),
+        "classes": model.classes,
+        "epochs": len(epochs),
+        "loss": epochs[-1]["loss"] if epochs else None,
+        "restarts": len(record.history) - len(epochs),
+        "rows": record.rows_processed,
+        "skipped": record.rows_skipped,
+        "format": record.storage_format,
+        "backend": record.backend,
+        "lr": record.options["lr"],
+        "seconds": record.timings["total_s"],
+    }
+
+
+def _progress(db: Any, what: str):
+    def report(e: dict[str, Any]) -> None:
+        rate = f", {e['rows_per_s']:,.0f} rows/s" if e.get("rows_per_s") else ""
+        val = f", validation loss {e['val_loss']:.6g}" if "val_loss" in e else ""
+        db.notice(
+            f"{what}: epoch {e['epoch']}/{e['epochs']}, loss {e['loss']:.6g}{val}{rate}, "
+            f"precision {e['precision']}"
+        )
+
+    return report

@@ -1,0 +1,71 @@
+"""Every option ``loom_train`` accepts, declared once; choices come from the registries.
+
+No paper section.  The layout options (``store.layout.OPTIONS``) and the format's own options
+are accepted too: a train without an index lays its source out with them.  ``None`` defaults
+are decided from the data or the backend (the automatic step size, a backend's own defaults)
+and the catalog records the values actually used.
+"""
+
+from __future__ import annotations
+
+from loomdb.accel import registry
+from loomdb.learn.losses import LOSSES
+from loomdb.learn.optimizers import OPTIMIZERS
+from loomdb.learn.precision import SCHEDULES as PRECISION_SCHEDULES
+from loomdb.learn.scaling import METHODS
+from loomdb.learn.schedules import SCHEDULES
+from loomdb.options import (
+    AnyOf,
+    Boolean,
+    Choices,
+    Interval,
+    Option,
+    Options,
+    Text,
+    WeightMap,
+)
+
+TRAIN = Options(
+    "loom_train",
+    Option("model", Choices(LOSSES), "logistic", "linear (least squares), logistic or svm"),
+    Option("epochs", Interval(True, 1, 100_000), 20, "passes over the data at most"),
+    Option(
+        "tol",
+        Interval(False, 0),
+        None,
+        "stop when the (validation) loss improves by less than this fraction",
+    ),
+    Option("lr", Interval(False, 0, low_open=True), None, "the step size (default: from the data)"),
+    Option("lr_schedule", Choices(SCHEDULES), "inverse-t", "how the step size decays per epoch"),
+    Option("lr_decay", Interval(False, 0), None, "the schedule's decay"),
+    Option("optimizer", Choices(OPTIMIZERS), "sgd"),
+    Option("l1", Interval(False, 0), 0.0, "L1 penalty (a proximal step)"),
+    Option("l2", Interval(False, 0), 1e-4, "L2 penalty on the weights"),
+    Option("fit_intercept", Boolean(), True),
+    Option(
+        "class_weight",
+        AnyOf(Choices(["none", "balanced"]), WeightMap()),
+        "none",
+        "'balanced' or an object of label: weight",
+    ),
+    Option("standardize", Choices(METHODS), None, "zscore (default), minmax or none"),
+    Option("warm_start", Boolean(), False, "continue training the model of this name"),
+    Option("replace", Boolean(), False, "overwrite the model of this name"),
+    Option("validation_fraction", Interval(False, 0, 0.9), 0.0, "hold out the last batches"),
+    Option("index", Text(), None, "train over an existing index (loom_create_index)"),
+    Option("backend", Choices(registry.names), "cpu", "see loom_backends()"),
+    Option("progress", Boolean(), True, "report layout and epochs (NOTICE in PostgreSQL)"),
+    Option(
+        "precision",
+        AnyOf(Interval(True, 1, 32), Choices(PRECISION_SCHEDULES)),
+        None,
+        "bits read per value from an mlweaving index",
+    ),
+    Option(
+        "cache_mb",
+        Interval(True, 0, 1_000_000),
+        256,
+        "keep up to this many MB of batches between epochs (0: read every epoch)",
+    ),
+    Option("allow_stale", Boolean(), False, "train on an index whose source changed"),
+)

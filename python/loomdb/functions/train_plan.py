@@ -1,0 +1,129 @@
+"""A train's options, checked once against the format, the index and the backend.
+
+No paper section.  Honour or refuse, never drop: an option the format or backend cannot honour
+is an error naming it; on an index, layout options equal to what the index was built with are
+accepted and only a conflict is refused; a backend's own defaults (fpga-sim: no L2, min–max)
+apply where the user gave nothing, and ``used`` is what the catalog records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from loomdb.accel import registry
+from loomdb.errors import LoomOptionError
+from loomdb.functions.train_options import TRAIN
+from loomdb.learn.losses import LOSSES, Loss
+from loomdb.learn.optimizers import DEFAULT_LR
+from loomdb.learn.schedules import DEFAULT_DECAY
+from loomdb.seams import IndexInfo
+from loomdb.store import formats, layout
+from loomdb.store.formats.base import Format
+
+DEFAULT_STANDARDIZE = "zscore"
+
+
+@dataclass
+class Plan:
+    given: dict[str, Any]
+    opts: dict[str, Any]
+    fmt: Format
+
+    @property
+    def loss(self) -> Loss:
+        return LOSSES[self.opts["model"]]
+
+    @property
+    def layout_options(self) -> dict[str, Any]:
+        """The layout options of a train without an index."""
+        return {k: self.opts[k] for k in layout.options_of(self.fmt).names()}
+
+    @property
+    def cache_bytes(self) -> int:
+        return int(self.opts["cache_mb"]) * 1_000_000
+
+    @property
+    def lr_decay(self) -> float:
+        decay = self.opts["lr_decay"]
+        return DEFAULT_DECAY[self.opts["lr_schedule"]] if decay is None else float(decay)
+
+    def default_lr(self, safe: float) -> float:
+        return safe if self.opts["optimizer"] == "sgd" else DEFAULT_LR[self.opts["optimizer"]]
+
+    def check_index(self, info: IndexInfo, source: str | None, label: str | None) -> None:
+        if source and source != info.source:
+            raise LoomOptionError(
+                f"index '{info.name}' was built on {info.source!r}, not {source!r}",
+                hint="pass the index's source (or NULL) as the source argument",
+            )
+        if label and label.lower() != info.label.lower():
+            raise LoomOptionError(f"index '{info.name}' has label '{info.label}', not '{label}'")
+        built = {**info.options, "features": info.columns}
+        for key in layout.options_of(formats.get(info.format)).names():
+            if key in self.given and self.given[key] != built.get(key):
+                raise LoomOptionError(
+                    f"index '{info.name}' was built with {key} = {built.get(key)!r}; "
+                    f"this train asks for {self.given[key]!r}",
+                    hint=f"rebuild the index to change '{key}', or leave it out",
+                )
+
+    def check_layout(self, laid: layout.Layout) -> None:
+        fmt = laid.fmt
+        if self.opts["precision"] is not None and not fmt.any_precision:
+            raise LoomOptionError(
+                f"'precision' applies to any-precision indexes (mlweaving); this is {fmt.name}",
+                hint='build one with {"format": "mlweaving"} or CREATE INDEX … USING mlweaving',
+            )
+        backend = registry.get(self.opts["backend"])
+        if not backend.supports(fmt.name):
+            raise LoomOptionError(
+                f"backend '{backend.name}' cannot train on the {fmt.name} format",
+                hint="choose another backend or format; see loom_backends()",
+            )
+
+    def check_backend(self, k: int) -> None:
+        backend = registry.get(self.opts["backend"])
+        check = getattr(backend, "check", None)
+        if check is not None:
+            check(self.opts, k)
+
+    def class_weights(self, counts: dict[float, int], cls: list[float]) -> np.ndarray | None:
+        cw = self.opts["class_weight"]
+        if cw == "none":
+            return None
+        if cw == "balanced":
+            n = np.array([counts[c] for c in cls], dtype=np.float64)
+            return n.sum() / (len(cls) * n)
+        weights = np.ones(len(cls))
+        for key, w in cw.items():
+            try:
+                weights[cls.index(float(key))] = float(w)
+            except ValueError:
+                raise LoomOptionError(
+                    f"class_weight names label {key!r}, which is not a class of the source",
+                    hint=f"classes: {', '.join(f'{c:g}' for c in cls)}",
+                ) from None
+        return weights
+
+    def used(self, info: IndexInfo) -> dict[str, Any]:
+        """Every option with the value this train used (layout ones from the layout)."""
+        out = {k: v for k, v in self.opts.items() if v is not None}
+        out.update({k: v for k, v in info.options.items() if v is not None})
+        out["lr_decay"] = self.lr_decay
+        out.pop("features", None)
+        return out
+
+
+def plan(given: dict[str, Any]) -> Plan:
+    fmt = formats.get(given.get("format") if isinstance(given.get("format"), str) else None)
+    opts = (TRAIN + layout.options_of(fmt)).parse(given)
+    backend = registry.get(opts["backend"])
+    for key, value in getattr(backend, "defaults", {}).items():
+        if key not in given:
+            opts[key] = value
+    if opts["standardize"] is None:
+        opts["standardize"] = DEFAULT_STANDARDIZE
+    return Plan(given, opts, fmt)

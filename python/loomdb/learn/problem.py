@@ -1,0 +1,59 @@
+"""What the data says about a task: features, classes, targets, weights, scaling, a start.
+
+No paper section.  Classification targets are 0/1 columns (one per class for one-vs-rest,
+one column for two classes); regression targets are the values.  ``baseline_loss`` is the
+loss of the zero model, against which the trainer's guard tells an exploding loss.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from loomdb.learn.model import LinearModel
+from loomdb.learn.scaling import Scaling
+
+
+@dataclass
+class Problem:
+    features: list[str]
+    scaling: Scaling
+    classes: list[Any]
+    class_weights: np.ndarray | None = None
+    init: LinearModel | None = None
+    label_moments: tuple[float, float] = (0.0, 1.0)  # mean and std of a regression label
+
+    @property
+    def k(self) -> int:
+        return 1 if len(self.classes) <= 2 else len(self.classes)
+
+    def initial(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.init is not None:
+            return self.init.W.copy(), self.init.b.copy()
+        return np.zeros((len(self.features), self.k)), np.zeros(self.k)
+
+    def targets(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(T, sample_weight)`` for raw labels ``y``: 0/1 one-vs-rest columns or values."""
+        if not self.classes:
+            return y.reshape(-1, 1).astype(np.float64), np.ones(len(y))
+        idx = np.searchsorted(np.asarray(self.classes, dtype=np.float64), y)
+        if self.k == 1:
+            T = (idx == 1).astype(np.float64).reshape(-1, 1)
+        else:
+            T = np.zeros((len(y), self.k))
+            T[np.arange(len(y)), idx] = 1.0
+        w = self.class_weights[idx] if self.class_weights is not None else np.ones(len(y))
+        return T, w
+
+    def baseline_loss(self, kind: str) -> float:
+        """The mean loss of the all-zero model (per row, summed over the k target columns)."""
+        weight = 1.0 if self.class_weights is None else float(np.max(self.class_weights))
+        if kind == "logistic":
+            return self.k * math.log(2.0) * weight
+        if kind == "svm":
+            return self.k * weight
+        mean, std = self.label_moments
+        return max(0.5 * (mean * mean + std * std), 1e-12)

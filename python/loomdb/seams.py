@@ -1,0 +1,156 @@
+"""The seams where loomdb's layers meet: batches, backends, storage formats, catalog records.
+
+No paper section; this is the contract (ARCHITECTURE "Seams").  A storage format lays a source
+out and yields :class:`Batch` objects for an epoch at a precision the trainer chose; a backend
+computes on them; the trainer only loops; the catalog keeps :class:`IndexInfo` and
+:class:`ModelRecord` rows.  Formats and backends are found by name through registries with
+entry points (``loomdb.formats``, ``loomdb.backends``), so third parties plug in here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+class MatrixLike(Protocol):
+    """A batch payload: dense array, ``TocMatrix``, woven planes read at precision s…"""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    def __matmul__(self, other: np.ndarray) -> np.ndarray: ...
+
+    def __rmatmul__(self, other: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass
+class Batch:
+    """One minibatch: the format's payload ``X``, its labels and the bytes read for it."""
+
+    X: Any
+    y: np.ndarray
+    number: int = 0
+    nbytes: int = 0
+    scratch: dict[str, Any] = field(default_factory=dict)  # a backend's working space
+
+    @property
+    def rows(self) -> int:
+        return int(self.y.shape[0])
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Computes the two products a GLM needs on a batch of a format it supports.
+
+    * ``margins(batch, W)``  → ``batch.X @ W``, ``W`` (features, k) → (rows, k);
+    * ``gradient(batch, R)`` → ``Xᵀ·R``, ``R`` (rows, k) → (features, k).
+
+    A backend whose hardware owns the epoch (fpga-sim) also has ``run_epoch`` (see
+    :class:`EpochKernel`); the trainer's loop still owns history, stopping and validation.
+    """
+
+    name: str
+
+    def available(self) -> tuple[bool, str]: ...
+
+    def supports(self, fmt: str) -> bool: ...
+
+    def margins(self, batch: Batch, W: np.ndarray) -> np.ndarray: ...
+
+    def gradient(self, batch: Batch, R: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass
+class EpochStep:
+    """What a hardware epoch needs of the trainer: targets, step size and the model form."""
+
+    kind: str
+    lr: float
+    l2: float
+    fit_intercept: bool
+    targets: Any  # callable: labels → (T (rows, k), sample weights (rows,))
+
+
+class EpochKernel(Protocol):
+    """A backend that runs a whole epoch itself: returns the new (W, b) and its report."""
+
+    def run_epoch(
+        self, batches: Iterable[Batch], W: np.ndarray, b: np.ndarray, step: EpochStep
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]: ...
+
+
+@dataclass
+class IndexInfo:
+    """A laid-out source, as the catalog records it (``loom.indexes``)."""
+
+    name: str
+    source: str
+    label: str
+    columns: list[str]
+    format: str
+    format_version: int
+    options: dict[str, Any]
+    stats: dict[str, Any]
+    label_counts: dict[float, int]
+    rows: int
+    skipped: int
+    batches: int
+    bytes: int
+    source_signature: str
+    uid: str = ""
+    owner: str | None = None
+    built_at: Any = None
+
+
+@dataclass
+class ModelRecord:
+    """A trained model, as the catalog records it (``loom.models``)."""
+
+    name: str
+    kind: str
+    coefficients: list[list[float]]
+    intercept: list[float]
+    feature_names: list[str]
+    classes: list[float]
+    standardization: dict[str, Any]
+    options: dict[str, Any]
+    history: list[dict[str, Any]]
+    rows_processed: int
+    rows_skipped: int
+    timings: dict[str, float]
+    storage_format: str
+    backend: str
+    source: str
+    label: str
+    report: dict[str, Any] | None = None
+    uid: str = ""
+    owner: str | None = None
+    created_at: Any = None
+
+
+class StorageFormat(Protocol):
+    """How a profiled source becomes stored minibatch rows, and how they are read back.
+
+    ``columns`` are the storage table's ``(name, abstract type)``; ``encode`` turns one
+    minibatch (features then the label, float64) into the rows to store; ``read`` yields the
+    batches of ``[first, stop)`` at ``precision`` bits (formats that store values at one
+    precision ignore it and say so with ``any_precision = False``), checking what it reads.
+    """
+
+    name: str
+    version: int
+    any_precision: bool
+    options: Any  # loomdb.options.Options: what this format accepts at layout time
+    columns: list[tuple[str, str]]
+
+    def encoder(self, stats: dict[str, Any], options: dict[str, Any]) -> Any: ...
+
+    def decode(self, rows: list[tuple], precision: int, n_features: int) -> Batch: ...
+
+    def read(
+        self, db: Any, relation: str, first: int, stop: int, precision: int, n_features: int
+    ) -> Iterator[Batch]: ...

@@ -1,0 +1,306 @@
+"""Lay a source out in a storage format, find it again, read an epoch of it.
+
+No paper section of its own: Bismarck's "shuffle once, then scan" (rows come out of the engine
+in a seeded pseudo-random order and are cut into minibatches once) with each format's encoding.
+A layout is stored (an index: ``build``, ``open_index``) or, for a train without an index,
+kept in memory when it fits ``cache_mb`` and in a temporary table otherwise (``scratch``); the
+trainer reads either through :class:`Layout`.
+
+Any SQL derived from a catalog row — the index's source, re-run to rebuild it or to tell that it
+is stale, and its storage table — runs as the row's owner (``db.as_role``), so a superuser
+acting on another role's index can never be made to run that role's code with its own rights.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from loomdb.errors import LoomDataError, LoomStateError
+from loomdb.options import Choices, Interval, Names, Option, Options
+from loomdb.seams import Batch, IndexInfo
+from loomdb.store import catalog, formats, storage
+from loomdb.store.db import Database
+from loomdb.store.formats.base import Format
+from loomdb.store.norms import RowNorms
+from loomdb.store.source import SourceProfile, complete_rows, profile
+from loomdb.store.source import number as as_double
+
+CHUNK = 8192  # rows per chunk read from the source
+FLUSH_BYTES = 16 << 20  # stored rows are inserted this much at a time
+PROGRESS_S = 2.0
+
+OPTIONS = Options(
+    "layout",
+    Option("format", Choices(formats.names), "dense", "storage format"),
+    Option("features", Names(), None, "the feature columns (default: every numeric one)"),
+    Option(
+        "batch_size",
+        Interval(True, 1, 1_000_000),
+        256,
+        "rows per stored minibatch (256 for every format, chosen by measurement)",
+    ),
+    Option("seed", Interval(True, 0, 2**31 - 1), 42, "the seed of the one-time shuffle"),
+    Option("nulls", Choices(["error", "skip"]), "error", "what rows with NULLs do"),
+    Option("dtype", Choices(["float64", "float32"]), "float64", "the dense format's values"),
+)
+BUILT_WITH = ("format", "features", "batch_size", "seed", "nulls", "dtype")
+
+
+def options_of(fmt: Format) -> Options:
+    """The shared layout options plus what ``fmt`` accepts."""
+    return OPTIONS + fmt.options
+
+
+@dataclass
+class Layout:
+    """Minibatches laid out once: the index row (or a scratch one) and where its rows are."""
+
+    info: IndexInfo
+    fmt: Format
+    read_stored: Callable[[int, int, int], Iterator[storage.Stored]]
+    close: Callable[[], None] = lambda: None
+
+    def batches(self, first: int, stop: int, precision: int) -> Iterator[Batch]:
+        m = len(self.info.columns)
+        for stored in self.read_stored(first, stop, self.fmt.parts(precision)):
+            yield self.fmt.decode(stored, m, precision)
+
+
+class Progress:
+    """Plain progress lines for a long layout: at most one every ``PROGRESS_S`` seconds."""
+
+    def __init__(self, db: Database, what: str, total: int, quiet: bool = False):
+        self.db, self.what, self.total, self.quiet = db, what, total, quiet
+        self.last = time.monotonic()
+
+    def rows(self, done: int) -> None:
+        self.db.check_interrupt()
+        now = time.monotonic()
+        if not self.quiet and now - self.last >= PROGRESS_S:
+            self.last = now
+            pct = 100.0 * done / max(self.total, 1)
+            self.db.notice(f"{self.what}: laid out {done:,} of {self.total:,} rows ({pct:.0f}%)")
+
+
+def _minibatches(chunks: Iterable[np.ndarray], size: int) -> Iterator[np.ndarray]:
+    """Re-cut a stream of row chunks into minibatches of ``size`` rows (the last shorter)."""
+    pending: list[np.ndarray] = []
+    held = 0
+    for chunk in chunks:
+        pending.append(chunk)
+        held += len(chunk)
+        while held >= size:
+            rows = np.concatenate(pending) if len(pending) > 1 else pending[0]
+            yield rows[:size]
+            rest = rows[size:]
+            pending, held = ([rest] if len(rest) else []), len(rest)
+    if held:
+        yield np.concatenate(pending) if len(pending) > 1 else pending[0]
+
+
+def _encoded(
+    db: Database, prof: SourceProfile, fmt: Format, opts: dict[str, Any], progress: Progress
+) -> Iterator[tuple[int, np.ndarray, list[bytes]]]:
+    """``(number, features, parts)`` of every minibatch of the shuffled source."""
+    encode = fmt.encoder(prof.stats, opts)
+    chunks = db.read_matrix(
+        prof.relation, prof.values(db.type("double")), prof.where, opts["seed"], CHUNK
+    )
+    done = 0
+    for number, rows in enumerate(_minibatches(chunks, opts["batch_size"])):
+        if not np.isfinite(rows).all():
+            raise LoomDataError(f"{prof.source} holds NaN or infinite values")
+        X = rows[:, :-1]
+        yield number, X, [fmt.encode_labels(rows[:, -1]), *encode(X)]
+        done += len(rows)
+        progress.rows(done)
+
+
+def _info(name: str, prof: SourceProfile, fmt: Format, opts: dict[str, Any]) -> IndexInfo:
+    return IndexInfo(
+        name=name,
+        source=prof.source,
+        label=prof.label,
+        columns=prof.features,
+        format=fmt.name,
+        format_version=fmt.version,
+        options={k: v for k, v in opts.items() if k != "features"},
+        stats={k: v.tolist() for k, v in prof.stats.items()},
+        label_counts=prof.label_counts,
+        rows=prof.rows,
+        skipped=prof.skipped,
+        batches=0,
+        bytes=0,
+        source_signature="",
+        uid=uuid.uuid4().hex,
+    )
+
+
+def _lay_out(
+    db: Database,
+    info: IndexInfo,
+    prof: SourceProfile,
+    fmt: Format,
+    opts: dict[str, Any],
+    sink: Callable[[list[tuple]], None],
+    progress: Progress,
+) -> None:
+    norms = RowNorms(prof.stats)
+    pending: list[tuple] = []
+    size = 0
+    for number, X, parts in _encoded(db, prof, fmt, opts, progress):
+        norms.add(X)
+        pending += storage.rows_of(info.uid, number, len(X), fmt.version, parts)
+        size += sum(len(p) for p in parts)
+        info.batches, info.bytes = number + 1, info.bytes + sum(len(p) for p in parts)
+        if size >= FLUSH_BYTES:
+            sink(pending)
+            pending, size = [], 0
+    sink(pending)
+    info.stats["sq_norm"] = norms.summary()
+
+
+def _signature(db: Database, info: IndexInfo, kinds: dict[str, str]) -> str:
+    from loomdb.store.names import relation
+
+    cols = [*info.columns, info.label]
+    exprs = [as_double(c, kinds.get(c, "numeric"), db.type("double")) for c in cols]
+    where = complete_rows(cols) if info.options.get("nulls") == "skip" else None
+    return db.signature(relation(info.source, db.dialect), exprs, where)
+
+
+def build(
+    db: Database,
+    name: str,
+    source: str,
+    label: str,
+    opts: dict[str, Any],
+    what: str,
+    quiet: bool = False,
+) -> IndexInfo:
+    """Profile ``source``, write its minibatches as index ``name``, record it in the catalog."""
+    fmt = formats.get(opts["format"])
+    fmt.check(opts)
+    prof = profile(db, source, label, opts["features"], opts["nulls"])
+    info = _info(name, prof, fmt, opts)
+    relation = catalog.storage_relation(name)
+    storage.create(db, relation)
+    _lay_out(
+        db,
+        info,
+        prof,
+        fmt,
+        opts,
+        lambda rows: storage.write(db, relation, rows),
+        Progress(db, what, prof.rows, quiet),
+    )
+    info.source_signature = _signature(db, info, prof.kinds)
+    catalog.put_index(db, info)
+    return catalog.get_index(db, name)
+
+
+def scratch(
+    db: Database,
+    source: str,
+    label: str,
+    opts: dict[str, Any],
+    budget: int,
+    what: str,
+    quiet: bool = False,
+) -> Layout:
+    """A layout for one train: in memory when the raw rows fit ``budget`` bytes, else in a
+    temporary table (dropped with the session or by ``close``)."""
+    fmt = formats.get(opts["format"])
+    fmt.check(opts)
+    prof = profile(db, source, label, opts["features"], opts["nulls"])
+    info = _info("", prof, fmt, opts)
+    progress = Progress(db, what, prof.rows, quiet)
+    if prof.rows * (len(prof.features) + 1) * 8 <= budget:
+        kept: list[tuple] = []
+        _lay_out(db, info, prof, fmt, opts, kept.extend, progress)
+        return Layout(info, fmt, _memory_reader(kept))
+    relation = storage.scratch_relation(db, info.uid)
+    storage.create(db, relation)
+    _lay_out(db, info, prof, fmt, opts, lambda rows: storage.write(db, relation, rows), progress)
+    reader = storage.Reader(db, relation, what, info.uid, fmt.version, None)
+    layout = Layout(info, fmt, _stored_reader(reader, info))
+    layout.close = lambda: db.execute(f"DROP TABLE IF EXISTS {relation}")
+    return layout
+
+
+def _memory_reader(rows: list[tuple]) -> Callable[[int, int, int], Iterator[storage.Stored]]:
+    by_batch: dict[int, storage.Stored] = {}
+    for batch, _part, n, _version, payload, _crc in rows:
+        by_batch.setdefault(batch, storage.Stored(batch, n, [])).parts.append(payload)
+
+    def read(first: int, stop: int, parts: int) -> Iterator[storage.Stored]:
+        for b in range(first, stop):
+            s = by_batch[b]
+            yield storage.Stored(b, s.rows, s.parts[: parts + 1])
+
+    return read
+
+
+def _stored_reader(reader: storage.Reader, info: IndexInfo):
+    per_batch = info.bytes // max(info.batches, 1)
+
+    def read(first: int, stop: int, parts: int) -> Iterator[storage.Stored]:
+        total = 0
+        for stored in reader.read(first, stop, parts, per_batch):
+            total += stored.rows
+            yield stored
+        if first == 0 and stop == info.batches and total != info.rows:
+            raise storage.damaged(reader.index, f"it holds {total} rows, not {info.rows}")
+
+    return read
+
+
+def open_index(db: Database, name: str, allow_stale: bool = False) -> Layout:
+    """Index ``name`` from the catalog, refused when its source changed (unless allowed)."""
+    info = catalog.get_index(db, name)
+    fmt = formats.get(info.format)
+    if info.format_version != fmt.version:
+        raise storage.damaged(
+            name, f"it was laid out as {info.format} version {info.format_version}"
+        )
+    if not allow_stale:
+        check_fresh(db, info)
+    relation = catalog.storage_relation(name)
+    reader = storage.Reader(db, relation, name, info.uid, fmt.version, info.owner)
+    return Layout(info, fmt, _stored_reader(reader, info))
+
+
+def check_fresh(db: Database, info: IndexInfo) -> None:
+    from loomdb.store.source import columns_of
+
+    with db.as_role(info.owner):
+        _, kinds = columns_of(db, info.source)
+        now = _signature(db, info, kinds)
+    if now != info.source_signature:
+        raise LoomStateError(
+            f"index '{info.name}' is older than the last change to {info.source}",
+            hint=f"rebuild it with loom_reindex('{info.name}'), "
+            'or pass {"allow_stale": true} to train on it as it is',
+        )
+
+
+def drop(db: Database, name: str) -> IndexInfo:
+    info = catalog.get_index(db, name)
+    with db.as_role(info.owner):
+        db.execute(f"DROP TABLE IF EXISTS {catalog.storage_relation(name)}")
+    catalog.delete_index(db, name)
+    return info
+
+
+def rebuild(db: Database, name: str, what: str) -> IndexInfo:
+    """Lay index ``name`` out again from its source, as its owner, with the same options."""
+    info = drop(db, name)
+    opts = {**info.options, "features": info.columns}
+    with db.as_role(info.owner):
+        return build(db, name, info.source, info.label, opts, what)

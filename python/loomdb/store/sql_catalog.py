@@ -1,0 +1,29 @@
+"""What loomdb's SQL front-end needs to know of a database, answered from the catalog.
+
+No paper section.  The front-end (``loomdb.frontend``) never queries a database itself.
+"""
+
+from __future__ import annotations
+
+from loomdb.store import catalog
+from loomdb.store.db import Queryable
+from loomdb.store.names import NAME, relation
+
+
+class DbCatalog:
+    """The front-end's ``Catalog`` over any engine's database."""
+
+    def __init__(self, db: Queryable):
+        self.db = db
+
+    def is_index(self, name: str) -> bool:
+        return bool(NAME.match(name)) and catalog.index_exists(self.db, name)
+
+    def index_for(self, table: str, format: str) -> str | None:
+        return catalog.index_for(self.db, table, format)
+
+    def default_label(self, table: str) -> str:
+        return self.db.columns(relation(table, self.db.dialect))[-1][0]
+
+    def model_features(self, model: str) -> list[str]:
+        return list(catalog.get_model(self.db, model).feature_names)

@@ -1,0 +1,141 @@
+"""Bad input gets a clear error on both engines, and a failed train changes nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.postgres
+
+X = np.array([[1.0, 2.0], [2.0, 1.0], [3.0, 4.0], [4.0, 3.0], [5.0, 6.0], [6.0, 5.0]])
+Y = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
+
+
+def error_of(engine, sql: str) -> str:
+    with pytest.raises(engine.errors) as info:
+        engine.rows(sql)
+    return str(info.value)
+
+
+def catalog_state(engine):
+    models = engine.rows("SELECT name, uid FROM loom.models ORDER BY name")
+    indexes = engine.rows("SELECT name FROM loom.indexes ORDER BY name")
+    return models, indexes
+
+
+@pytest.fixture
+def good(engine):
+    engine.load("good", X, Y)
+    engine.scalar("SELECT loom_train('keep', 'good', 'y', '{\"epochs\": 2}')")
+    return engine
+
+
+def train_error(engine, source: str, options: str = "{}", label: str = "y", name: str = "m"):
+    before = catalog_state(engine)
+    message = error_of(engine, f"SELECT loom_train('{name}', '{source}', '{label}', '{options}')")
+    assert catalog_state(engine) == before, "a failed train must leave the catalog as it was"
+    return message
+
+
+def test_null_features_and_labels(good):
+    Xn = X.copy()
+    Xn[2, 1] = np.nan  # loaded as NULL
+    good.load("nulls", Xn, Y)
+    msg = train_error(good, "nulls")
+    assert "NULL" in msg and "1 of 6 rows" in msg and "skip" in msg
+    good.scalar("SELECT loom_train('m', 'nulls', 'y', '{\"nulls\": \"skip\", \"epochs\": 1}')")
+    assert good.rows("SELECT rows_processed, rows_skipped FROM loom.models WHERE name = 'm'") == [
+        (5, 1)
+    ]
+
+
+def test_nan_and_infinity(good):
+    good.rows("CREATE TABLE weird AS SELECT x0, x1, y FROM good")
+    good.rows("UPDATE weird SET x0 = CAST('NaN' AS DOUBLE PRECISION) WHERE y = 1 AND x0 = 2")
+    assert "NaN or infinite" in train_error(good, "weird")
+    good.rows("UPDATE weird SET x0 = CAST('Infinity' AS DOUBLE PRECISION) WHERE x0 <> x0")
+    assert "x0" in train_error(good, "weird")
+
+
+def test_non_numeric_features(good):
+    good.rows("CREATE TABLE texty AS SELECT x0, CAST(x1 AS VARCHAR(10)) AS name, y FROM good")
+    msg = train_error(good, "texty", '{"features": ["x0", "name"]}')
+    assert "not numeric" in msg and "name" in msg
+    # by default non-numeric columns are simply not features
+    good.scalar("SELECT loom_train('m', 'texty', 'y', '{\"epochs\": 1}')")
+    assert "x0" in good.scalar("SELECT feature_names FROM loom.models WHERE name = 'm'")
+
+
+def test_empty_source_and_single_class(good):
+    assert "empty" in train_error(good, "SELECT * FROM good WHERE x0 > 100")
+    msg = train_error(good, "SELECT * FROM good WHERE y = 1")
+    assert "single class" in msg
+
+
+def test_unknown_options_models_and_values(good):
+    msg = train_error(good, "good", '{"epoch": 3}')
+    assert "unknown loom_train option 'epoch'" in msg and "epochs" in msg
+    assert "'model' option must be" in train_error(good, "good", '{"model": "forest"}')
+    assert "'epochs' option must be" in train_error(good, "good", '{"epochs": -1}')
+    assert "JSON" in train_error(good, "good", "not json")
+    assert "already exists" in train_error(good, "good", "{}", name="keep")
+    assert "not a column" in train_error(good, "good", "{}", label="nope")
+
+
+def test_predict_errors(good):
+    msg = error_of(good, "SELECT loom_predict('keep', ARRAY[1.0, 2.0, 3.0])")
+    assert "expects 2 features" in msg
+    msg = error_of(good, "SELECT loom_predict('nosuch', ARRAY[1.0, 2.0])")
+    assert "model 'nosuch' does not exist" in msg
+    assert "does not exist" in error_of(good, "SELECT loom_model_info('nosuch')")
+    assert "does not exist" in error_of(good, "SELECT loom_drop_model('nosuch')")
+    assert "no probabilities" not in error_of(
+        good, "SELECT loom_predict_proba('nosuch', ARRAY[1.0])"
+    )
+
+
+def test_svm_has_no_probabilities(good):
+    good.scalar("SELECT loom_train('s', 'good', 'y', '{\"model\": \"svm\", \"epochs\": 1}')")
+    assert "no probabilities" in error_of(good, "SELECT loom_predict_proba('s', ARRAY[1.0, 2.0])")
+
+
+def test_null_feature_rows_predict_null(good):
+    rows = good.rows("SELECT loom_predict('keep', ARRAY[1.0, NULL]), loom_predict('keep', NULL)")
+    assert rows == [(None, None)]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "x'; DROP TABLE good; --",
+        'a"b',
+        "1abc",
+        "",
+        "a" * 64,
+        "robert'); DELETE FROM loom.models;--",
+    ],
+)
+def test_injection_attempts_in_names(good, name):
+    quoted = name.replace("'", "''")
+    before = catalog_state(good)
+    assert "invalid model name" in error_of(
+        good, f"SELECT loom_train('{quoted}', 'good', 'y', '{{}}')"
+    )
+    assert "invalid index name" in error_of(
+        good, f"SELECT loom_create_index('{quoted}', 'good', 'y', '{{}}')"
+    )
+    assert catalog_state(good) == before
+    assert good.scalar("SELECT count(*) FROM good") == 6
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["good; DROP TABLE good", "good WHERE 1=1; DELETE FROM loom.models", "SELECT 1; SELECT 2"],
+)
+def test_injection_attempts_in_sources(good, source):
+    quoted = source.replace("'", "''")
+    before = catalog_state(good)
+    with pytest.raises(good.errors):
+        good.rows(f"SELECT loom_train('m', '{quoted}', 'y', '{{}}')")
+    assert catalog_state(good) == before
+    assert good.scalar("SELECT count(*) FROM good") == 6

@@ -1,0 +1,138 @@
+"""``loomdb sql`` and ``sql/demo.sql`` on both engines, and psql on the same script."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "sql" / "demo.sql"
+LOOMDB = [sys.executable, "-m", "loomdb.cli.main"]
+
+
+def run(args, **kw):
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300, **kw)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+def check_demo_output(out: str) -> None:
+    assert '"accuracy": 0.9' in out  # the iris classifier's metrics
+    assert '"r2": 0.' in out
+    assert "likely_virginica" in out and "compiled_expression" in out
+    assert re.search(r"iris_species\s*\|\s*logistic\s*\|\s*dense\s*\|\s*cpu\s*\|\s*150", out)
+
+
+def test_demo_on_duckdb(tmp_path):
+    out = run([*LOOMDB, "sql", "--duckdb", str(tmp_path / "demo.duckdb"), "-f", str(DEMO)])
+    check_demo_output(out)
+    # twice on the same file: the demo cleans up after itself
+    check_demo_output(
+        run([*LOOMDB, "sql", "--duckdb", str(tmp_path / "demo.duckdb"), "-f", str(DEMO)])
+    )
+
+
+@pytest.mark.postgres
+def test_demo_with_psql_and_loomdb_sql(pg_dsn):
+    psql = shutil.which("psql")
+    if psql is None:
+        pytest.skip("psql is not installed")
+    out = run([psql, pg_dsn, "-v", "ON_ERROR_STOP=1", "-f", str(DEMO)])
+    check_demo_output(out)
+    check_demo_output(run([*LOOMDB, "sql", "--dsn", pg_dsn, "-f", str(DEMO)]))
+
+
+@pytest.mark.postgres
+def test_create_index_statement_through_loomdb_sql(pg_dsn, tmp_path):
+    script = """
+    DROP TABLE IF EXISTS pts;
+    CREATE TABLE pts AS SELECT CAST(i AS DOUBLE PRECISION) AS a,
+                               CAST(i % 7 AS DOUBLE PRECISION) AS b,
+                               CAST(i % 2 AS INTEGER) AS y
+                        FROM generate_series(1, 200) AS g(i);
+    CREATE INDEX pts_ix ON pts USING dense (a, b) WITH (label = y, batch_size = 50);
+    SELECT name, format, rows, batches FROM loom.indexes;
+    REINDEX INDEX pts_ix;
+    SELECT loom_train('pm', NULL, 'y', '{"index": "pts_ix", "epochs": 2}') IS NOT NULL AS trained;
+    DROP INDEX pts_ix;
+    SELECT count(*) AS left_over FROM loom.indexes;
+    """
+    for out in on_both_engines(script, pg_dsn, tmp_path):
+        assert re.search(r"pts_ix\s*\|\s*dense\s*\|\s*200\s*\|\s*4", out)
+        assert out.rstrip().splitlines()[-2].strip() == "0"
+
+
+def on_both_engines(script: str, dsn: str, tmp_path) -> list[str]:
+    """``loomdb sql -c script`` on PostgreSQL and on DuckDB (generate_series → range)."""
+    duck = re.sub(
+        r"generate_series\((\d+), (\d+)\)", lambda m: f"range({m[1]}, {int(m[2]) + 1})", script
+    )
+    return [
+        run([*LOOMDB, "sql", "--dsn", dsn, "-c", script]),
+        run([*LOOMDB, "sql", "--duckdb", str(tmp_path / "x.duckdb"), "-c", duck]),
+    ]
+
+
+def test_errors_exit_non_zero_with_hint(tmp_path):
+    done = subprocess.run(
+        [
+            *LOOMDB,
+            "sql",
+            "--duckdb",
+            str(tmp_path / "e.duckdb"),
+            "-c",
+            "SELECT loom_train('m', 'nosuch', 'y', '{\"epoch\": 1}')",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "ERROR:  unknown loom_train option 'epoch'" in done.stderr
+    assert "HINT:  did you mean 'epochs'?" in done.stderr
+    assert "[loomdb error" not in done.stderr and "CarriedError" not in done.stderr
+
+
+def test_progress_is_plain_lines_when_stderr_is_not_a_terminal(tmp_path):
+    sql = (
+        "CREATE TABLE t AS SELECT i::DOUBLE AS x, (i % 2)::DOUBLE AS y FROM range(100) r(i);"
+        "SELECT loom_train('m', 't', 'y', '{\"epochs\": 3}')"
+    )
+    done = subprocess.run(
+        [*LOOMDB, "sql", "--duckdb", str(tmp_path / "p.duckdb"), "-c", sql],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "epoch" in line]
+    assert len(lines) == 3 and lines[0].startswith("loom_train m: epoch 1/3, loss ")
+
+
+@pytest.mark.postgres
+def test_mlweaving_ddl_and_doppiodb_forms_through_loomdb_sql(pg_dsn, tmp_path):
+    script = """
+    DROP TABLE IF EXISTS t1;
+    CREATE TABLE t1 AS SELECT CAST(i % 10 AS DOUBLE PRECISION) / 10 AS a,
+                              CAST(i % 7 AS DOUBLE PRECISION) / 7 AS b,
+                              CAST(i % 2 AS DOUBLE PRECISION) AS y
+                       FROM generate_series(1, 256) AS g(i);
+    CREATE INDEX w ON create_mlweaving('t1');
+    CREATE INDEX m ON train_mlweaving('t1', 3, 4);
+    SELECT count(*) AS inferred, count(prediction) AS predicted
+      FROM (SELECT * FROM infer_mlweaving(m, 't1', 2)) AS q;
+    CREATE INDEX w2 ON t1 USING mlweaving (a, b) WITH (label = y, batch_size = 64);
+    SELECT name, format FROM loom.indexes ORDER BY name;
+    DROP INDEX w;
+    DROP INDEX w2;
+    SELECT count(*) AS indexes_left FROM loom.indexes;
+    """
+    for out in on_both_engines(script, pg_dsn, tmp_path):
+        assert re.search(r"256\s*\|\s*256", out), out
+        assert re.search(r"w2\s*\|\s*mlweaving", out)
+        assert out.rstrip().splitlines()[-2].strip() == "0"

@@ -1,0 +1,71 @@
+"""fpga-sim through SQL on both engines: ``loom_simulate`` and training with backend "fpga-sim".
+
+The engine and performance model themselves are tested in ``test_fpga_sim.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from loomdb.codecs import weave
+
+# cpu vs fpga-sim at 32 bits: observed ~1e-5; fpga_sim.engine.tolerance derives a looser bound
+TOLERANCE = 1e-4
+
+
+@pytest.fixture
+def woven(engine):
+    rng = np.random.default_rng(0)
+    X = rng.random((1024, 100))  # whole mini-batches: the engine pads a short last one
+    engine.load("sim_t", X, (X[:, :5].sum(axis=1) > 2.5).astype(float))
+    engine.scalar(
+        "SELECT loom_create_index('sw', 'sim_t', 'y', "
+        '\'{"format": "mlweaving", "batch_size": 64}\')'
+    )
+    return engine
+
+
+@pytest.mark.postgres
+def test_loom_simulate_from_sql(woven):
+    report = json.loads(woven.scalar("SELECT loom_simulate('sw', '{\"precision\": 4}')"))
+    assert report["bytes_per_epoch"] == weave.epoch_bytes(1024, 100, 4)
+    assert report["job"]["mini_batch"] == 64 and report["cycles_per_epoch"] > 0
+    with pytest.raises(woven.errors, match="precision"):
+        woven.scalar("SELECT loom_simulate('sw', '{\"precision\": 40}')")
+
+
+@pytest.mark.postgres
+def test_training_on_the_simulator_matches_cpu_and_keeps_its_report(woven):
+    for backend in ("cpu", "fpga-sim"):
+        opts = {
+            "index": "sw",
+            "precision": 32,
+            "epochs": 3,
+            "model": "linear",
+            "backend": backend,
+            "lr": 2**-6,
+            "lr_schedule": "constant",
+            "l2": 0.0,
+            "fit_intercept": False,
+            "standardize": "minmax",
+            "progress": False,
+        }
+        name = backend.replace("-", "_")
+        woven.scalar(f"SELECT loom_train('{name}', NULL, 'y', '{json.dumps(opts)}')")
+    rows = dict(woven.rows("SELECT backend, coefficients FROM loom.models"))
+    cpu, sim = (np.asarray(json.loads(rows[b])) for b in ("cpu", "fpga-sim"))
+    assert np.abs(cpu - sim).max() < TOLERANCE
+    info = json.loads(woven.scalar("SELECT loom_model_info('fpga_sim')"))
+    assert len(info["report"]["simulated_seconds"]) == 3
+    assert info["history"][0]["simulated_seconds"] > 0
+    # logistic: loomdb's extension of the engine's serial part, trained from SQL too
+    woven.scalar(
+        'SELECT loom_train(\'lg\', NULL, \'y\', \'{"index": "sw", "backend": "fpga-sim", '
+        '"model": "logistic", "precision": 8, "epochs": 10, "lr": 0.5}\')'
+    )
+    assert json.loads(woven.scalar("SELECT loom_evaluate('lg', 'sim_t')"))["accuracy"] > 0.8
+    with pytest.raises(woven.errors, match="cannot train on the dense format"):
+        woven.scalar("SELECT loom_train('x', 'sim_t', 'y', '{\"backend\": \"fpga-sim\"}')")

@@ -1,0 +1,170 @@
+"""The SQL surface end to end, the same statements on DuckDB and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def cancer(engine):
+    d = load_breast_cancer()
+    cols = engine.load("cancer", d.data, d.target.astype(float))
+    return engine, cols, d
+
+
+def test_train_predict_evaluate(cancer):
+    engine, cols, d = cancer
+    summary = json.loads(
+        engine.scalar("SELECT loom_train('bc', 'cancer', 'y', '{\"epochs\": 15, \"seed\": 3}')")
+    )
+    assert summary["rows"] == 569 and summary["format"] == "dense"
+    assert summary["classes"] == [0.0, 1.0]
+    metrics = json.loads(engine.scalar("SELECT loom_evaluate('bc', 'cancer')"))
+    assert metrics["accuracy"] > 0.95 and metrics["roc_auc"] > 0.98
+    arr = engine.array(cols)
+    acc = engine.scalar(
+        f"SELECT avg(CASE WHEN loom_predict('bc', {arr}) = y THEN 1.0 ELSE 0.0 END) FROM cancer"
+    )
+    assert abs(float(acc) - metrics["accuracy"]) < 1e-12
+    # usable in WHERE
+    n_pos = engine.scalar(f"SELECT count(*) FROM cancer WHERE loom_predict('bc', {arr}) = 1")
+    assert 300 < n_pos < 420
+    # the catalog row
+    row = engine.rows(
+        "SELECT kind, storage_format, backend, rows_processed, rows_skipped FROM loom.models"
+    )
+    assert row == [("logistic", "dense", "cpu", 569, 0)]
+    info = json.loads(engine.scalar("SELECT loom_model_info('bc')"))
+    assert len(info["history"]) == 15 and info["feature_names"] == cols
+    assert info["history"][-1]["loss"] < info["history"][0]["loss"]
+    # the scratch layout is gone
+    assert engine.scalar("SELECT count(*) FROM loom.indexes") == 0
+
+
+def test_compiled_expression_matches_udf(cancer):
+    engine, cols, _ = cancer
+    engine.scalar("SELECT loom_train('bc', 'cancer', 'y', '{\"epochs\": 5}')")
+    arr = engine.array(cols)
+    for udf, compiled in (
+        ("loom_predict", "loom_predict_sql"),
+        ("loom_predict_proba", "loom_predict_proba_sql"),
+    ):
+        expr = engine.scalar(f"SELECT {compiled}('bc')")
+        diff = engine.scalar(f"SELECT max(abs({expr} - {udf}('bc', {arr}))) FROM cancer")
+        assert float(diff) <= 1e-9
+
+
+def test_multiclass_one_vs_rest_compiles(engine):
+    from sklearn.datasets import load_iris
+
+    d = load_iris()
+    cols = engine.load("iris", d.data, d.target.astype(float))
+    engine.scalar(
+        "SELECT loom_train('ir', 'iris', 'y', '{\"epochs\": 100, \"batch_size\": 8, "
+        '"lr": 0.5, "lr_schedule": "constant"}\')'
+    )
+    arr = engine.array(cols)
+    acc = float(
+        engine.scalar(
+            f"SELECT avg(CASE WHEN loom_predict('ir', {arr}) = y THEN 1.0 ELSE 0.0 END) FROM iris"
+        )
+    )
+    assert acc > 0.9
+    expr = engine.scalar("SELECT loom_predict_sql('ir')")
+    same = engine.scalar(f"SELECT count(*) FROM iris WHERE {expr} = loom_predict('ir', {arr})")
+    assert same == 150
+
+
+def test_linear_regression_and_select_source(engine):
+    d = load_diabetes()
+    engine.load("diab", d.data, d.target)
+    engine.scalar(
+        "SELECT loom_train('dia', 'SELECT * FROM diab WHERE y > 0', 'y', "
+        '\'{"model": "linear", "epochs": 30, "lr": 0.05}\')'
+    )
+    m = json.loads(engine.scalar("SELECT loom_evaluate('dia', 'diab')"))
+    assert set(m) >= {"mse", "mae", "r2"} and m["r2"] > 0.45
+
+
+def test_drop_model(cancer):
+    engine, _, _ = cancer
+    engine.scalar("SELECT loom_train('bc', 'cancer', 'y', '{\"epochs\": 1}')")
+    engine.scalar("SELECT loom_drop_model('bc')")
+    assert engine.scalar("SELECT count(*) FROM loom.models") == 0
+
+
+def test_explicit_dense_index(cancer):
+    engine, cols, _ = cancer
+    info = json.loads(
+        engine.scalar("SELECT loom_create_index('bc_idx', 'cancer', 'y', '{\"batch_size\": 50}')")
+    )
+    assert info["batches"] == 12 and info["rows"] == 569
+    engine.scalar("SELECT loom_train('bc', NULL, 'y', '{\"index\": \"bc_idx\", \"epochs\": 3}')")
+    assert engine.scalar("SELECT storage_format FROM loom.models") == "dense"
+    engine.scalar("SELECT loom_drop_index('bc_idx')")
+    assert engine.scalar("SELECT count(*) FROM loom.indexes") == 0
+
+
+def test_postgres_reports_progress_notices(pg_dsn):
+    from conftest import PgEngine
+
+    engine = PgEngine(pg_dsn)
+    engine.load("tiny", np.arange(20.0).reshape(10, 2), np.arange(10.0) % 2)
+    engine.scalar("SELECT loom_train('t', 'tiny', 'y', '{\"epochs\": 3, \"batch_size\": 4}')")
+    epochs = [n for n in engine.notices if "epoch" in n]
+    assert len(epochs) == 3 and "rows/s" in epochs[0] and "loss" in epochs[0]
+    engine.close()
+
+
+def test_wide_table_profiles_in_several_queries(engine):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 450))
+    y = (X[:, 0] > 0).astype(float)
+    engine.load("wide", X, y)
+    summary = json.loads(engine.scalar("SELECT loom_train('w', 'wide', 'y', '{\"epochs\": 2}')"))
+    assert summary["features"] == 450
+    stats = json.loads(engine.scalar("SELECT standardization FROM loom.models"))
+    assert np.allclose(stats["shift"], X.mean(axis=0))
+
+
+def test_stale_index_is_refused_until_reindexed(cancer):
+    engine, _, _ = cancer
+    engine.scalar("SELECT loom_create_index('ix', 'cancer', 'y', '{}')")
+    train = "SELECT loom_train('{}', NULL, 'y', '{{\"index\": \"ix\", \"epochs\": 1{}}}')"
+    engine.scalar(train.format("a", ""))
+    engine.rows("UPDATE cancer SET x0 = x0 + 1 WHERE y = 0")
+    with pytest.raises(engine.errors) as e:
+        engine.scalar(train.format("b", ""))
+    assert "older than the last change" in str(e.value) and "loom_reindex" in str(e.value)
+    engine.scalar(train.format("b", ', "allow_stale": true'))
+    engine.scalar("SELECT loom_reindex('ix')")
+    engine.scalar(train.format("c", ""))
+    assert engine.scalar("SELECT count(*) FROM loom.models") == 3
+
+
+def test_later_epochs_reuse_decoded_batches_within_the_cache_budget(cancer):
+    engine, _, _ = cancer
+    for name, budget in (("cached", 256), ("uncached", 0)):
+        opts = json.dumps({"epochs": 3, "cache_mb": budget, "seed": 1})
+        engine.scalar(f"SELECT loom_train('{name}', 'cancer', 'y', '{opts}')")
+    history = {n: json.loads(h) for n, h in engine.rows("SELECT name, history FROM loom.models")}
+    read = [h["bytes_read"] for h in history["cached"]]
+    assert read[0] > 0 and read[1:] == [0, 0]
+    assert [h["bytes_read"] for h in history["uncached"]] == [read[0]] * 3
+    coef = {n: c for n, c in engine.rows("SELECT name, coefficients FROM loom.models")}
+    assert coef["cached"] == coef["uncached"]  # the same batches, the same model
+
+
+def test_a_train_never_touches_a_users_index_with_a_similar_name(cancer):
+    engine, _, _ = cancer
+    engine.scalar("SELECT loom_create_index('tmp_bc', 'cancer', 'y', '{}')")
+    engine.scalar("SELECT loom_create_index('train_bc', 'cancer', 'y', '{}')")
+    engine.scalar("SELECT loom_train('bc', 'cancer', 'y', '{\"epochs\": 1}')")
+    names = [r[0] for r in engine.rows("SELECT name FROM loom.indexes ORDER BY name")]
+    assert names == ["tmp_bc", "train_bc"]

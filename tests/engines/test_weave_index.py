@@ -1,0 +1,153 @@
+"""The mlweaving index through SQL on both engines: bytes read ∝ precision (Eq. 4),
+any-precision training, prediction on raw rows, staleness and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from loomdb.codecs import weave
+from loomdb.datasets import load_mnist
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def mnist(engine, datasets):
+    X, digits = load_mnist(datasets, limit=2000)
+    y = (digits < 5).astype(float)
+    engine.load("mn", X, y)
+    engine.scalar("SELECT loom_create_index('wi', 'mn', 'y', '{\"format\": \"mlweaving\"}')")
+    return engine, X, y
+
+
+def train(engine, name, **options):
+    opts = {
+        "index": "wi",
+        "model": "linear",
+        "epochs": 20,
+        "lr": 0.01,
+        "lr_schedule": "constant",
+        "l2": 0.0,
+        "standardize": "minmax",
+        "progress": False,
+        **options,
+    }
+    engine.scalar(f"SELECT loom_train('{name}', NULL, 'y', '{json.dumps(opts)}')")
+    return json.loads(engine.scalar(f"SELECT history FROM loom.models WHERE name = '{name}'"))
+
+
+def test_index_catalog_row_and_size(mnist):
+    engine, X, _ = mnist
+    row = engine.rows("SELECT format, rows, bytes, columns FROM loom.indexes WHERE name = 'wi'")
+    fmt, rows, nbytes, columns = row[0]
+    assert (fmt, rows) == ("mlweaving", 2000) and len(json.loads(columns)) == 784
+    # every plane of every block, plus 4-byte labels
+    assert nbytes == weave.index_size(2000, 784) + 2000 * 4
+
+
+@pytest.mark.parametrize("s", [1, 3, 8, 32])
+def test_bytes_read_per_epoch_follow_eq4(mnist, s):
+    engine, X, _ = mnist
+    history = train(engine, f"b{s}", precision=s, epochs=2, cache_mb=0)
+    expected = weave.epoch_bytes(2000, 784, s)  # 2000 rows: whole groups of 8, no padding
+    for epoch in history:
+        assert epoch["precision"] == s
+        assert epoch["bytes_read"] == expected
+
+
+def test_low_precision_trains_almost_as_well(mnist):
+    engine, _, _ = mnist
+    mse = {}
+    for s in (1, 4, 32):
+        train(engine, f"p{s}", precision=s)
+        mse[s] = json.loads(engine.scalar(f"SELECT loom_evaluate('p{s}', 'mn')"))["mse"]
+    assert abs(mse[4] - mse[32]) <= 0.02 * mse[32]  # 4 bits: within 2% of 32 bits
+    assert mse[1] > 1.1 * mse[32]  # 1 bit: clearly worse
+
+
+def test_adaptive_schedule_is_recorded(mnist):
+    engine, _, _ = mnist
+    history = train(engine, "ad", precision="adaptive", epochs=10, cache_mb=0)
+    assert [h["precision"] for h in history] == [2, 2, 2, 2, 3, 3, 3, 3, 4, 4]
+    assert history[0]["bytes_read"] == weave.epoch_bytes(2000, 784, 2)
+    plateau = train(engine, "pl", precision="adaptive-plateau", epochs=12)
+    bits = [h["precision"] for h in plateau]
+    assert bits[0] == 2 and bits == sorted(bits)
+
+
+def test_32_bits_match_dense_training_on_the_quantised_data(mnist):
+    engine, X, y = mnist
+    mins, maxs = weave.column_ranges(X)
+    engine.load("mq", weave.dequantize(weave.quantize(X, mins, maxs)), y)
+    train(engine, "w32", precision=32, epochs=3)
+    dense = {
+        "model": "linear",
+        "epochs": 3,
+        "lr": 0.01,
+        "lr_schedule": "constant",
+        "l2": 0.0,
+        "standardize": "none",
+        "batch_size": 256,
+        "progress": False,
+    }
+    engine.scalar(f"SELECT loom_train('d32', 'mq', 'y', '{json.dumps(dense)}')")
+    coef = {
+        n: np.asarray(json.loads(c))
+        for n, c in engine.rows("SELECT name, coefficients FROM loom.models")
+    }
+    assert np.allclose(coef["w32"], coef["d32"], rtol=1e-9, atol=1e-12)
+    # and the weave model predicts on raw rows through the stored min-max scaling
+    cols = [f"x{i}" for i in range(784)]
+    arr = engine.array(cols)
+    raw = np.asarray([r[0] for r in engine.rows(f"SELECT loom_predict('w32', {arr}) FROM mn")])
+    quantised = np.asarray(
+        [r[0] for r in engine.rows(f"SELECT loom_predict('d32', {arr}) FROM mq")]
+    )
+    assert np.allclose(raw, quantised, atol=1e-6)
+
+
+def test_bad_precision_unknown_index_and_wrong_format(mnist):
+    engine, _, _ = mnist
+    for bad in ("0", "33", '"fast"'):
+        with pytest.raises(engine.errors, match="precision"):
+            engine.scalar(
+                f"SELECT loom_train('x', NULL, 'y', '{{\"index\": \"wi\", \"precision\": {bad}}}')"
+            )
+    with pytest.raises(engine.errors, match="index 'nope' does not exist"):
+        engine.scalar("SELECT loom_train('x', NULL, 'y', '{\"index\": \"nope\"}')")
+    with pytest.raises(engine.errors, match="applies to any-precision"):
+        engine.scalar("SELECT loom_train('x', 'mn', 'y', '{\"precision\": 4}')")
+    with pytest.raises(engine.errors, match="multiple of 8"):  # raised while writing …
+        engine.scalar(
+            "SELECT loom_create_index('w2', 'mn', 'y', "
+            '\'{"format": "mlweaving", "batch_size": 12}\')'
+        )
+    # … after the storage table was created: the transaction took it back with it
+    assert (
+        engine.scalar(
+            "SELECT count(*) FROM information_schema.tables "
+            "WHERE table_schema = 'loom_data' AND table_name = 'w2'"
+        )
+        == 0
+    )
+    assert engine.scalar("SELECT count(*) FROM loom.indexes WHERE name = 'w2'") == 0
+
+
+def test_failed_create_index_leaves_nothing(engine):
+    engine.rows("CREATE TABLE mixed AS SELECT 1.5 AS a, 'x' AS b, 1 AS y")
+    before = engine.scalar(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'loom_data'"
+    )
+    with pytest.raises(engine.errors, match="not numeric"):
+        engine.scalar(
+            "SELECT loom_create_index('bad', 'mixed', 'y', "
+            '\'{"format": "mlweaving", "features": ["a", "b"]}\')'
+        )
+    assert engine.scalar("SELECT count(*) FROM loom.indexes") == 0
+    after = engine.scalar(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'loom_data'"
+    )
+    assert after == before

@@ -1,0 +1,71 @@
+"""The gpu backend: skipped with its reason without a GPU; parity with cpu with one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from loomdb.accel import registry
+from loomdb.accel.cpu import CpuBackend
+from loomdb.accel.gpu import GpuBackend
+from loomdb.learn.trainer import TrainConfig, fit
+from loomdb.seams import Batch
+from support.arrays import ArraySource, problem
+
+usable, why = GpuBackend().available()
+needs_gpu = pytest.mark.skipif(not usable, reason=f"gpu backend unavailable: {why}")
+
+
+def test_listed_with_its_reason():
+    entry = next(b for b in registry.describe() if b["name"] == "gpu")
+    assert entry["available"] == usable
+    assert usable or entry["reason"]
+
+
+@needs_gpu
+def test_products_match_cpu():
+    rng = np.random.default_rng(0)
+    batch = Batch(rng.normal(size=(100, 37)), np.zeros(100))
+    W, R = rng.normal(size=(37, 3)), rng.normal(size=(100, 3))
+    gpu, cpu = GpuBackend(), CpuBackend()
+    assert np.allclose(gpu.margins(batch, W), cpu.margins(batch, W), rtol=1e-12, atol=1e-12)
+    assert np.allclose(gpu.gradient(batch, R), cpu.gradient(batch, R), rtol=1e-12, atol=1e-12)
+
+
+@needs_gpu
+@pytest.mark.parametrize("kind", ["linear", "logistic", "svm"])
+def test_training_matches_cpu(kind):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(512, 20))
+    y = (X @ rng.normal(size=20) > 0).astype(float) if kind != "linear" else X[:, 0] * 2.0
+    classes = [0.0, 1.0] if kind != "linear" else []
+    task = problem(X, classes, y=y)
+    cfg = TrainConfig(kind=kind, epochs=5, lr=0.05)
+    on_gpu, _ = fit(ArraySource(X, y, 64), task, cfg, GpuBackend())
+    on_cpu, _ = fit(ArraySource(X, y, 64), task, cfg, CpuBackend())
+    # parity tolerance: float64 on both; only summation order differs
+    assert np.allclose(on_gpu.W, on_cpu.W, rtol=1e-9, atol=1e-9)
+    assert np.allclose(on_gpu.b, on_cpu.b, rtol=1e-9, atol=1e-9)
+
+
+@needs_gpu
+def test_sql_training_on_gpu_matches_cpu():
+    import json
+
+    import loomdb
+    from loomdb.bench.tables import load_duckdb
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(2000, 50))
+    y = (X @ rng.normal(size=50) > 0).astype(float)
+    con = loomdb.connect()
+    load_duckdb(con.duckdb, "t", X, y)
+    for backend in ("cpu", "gpu"):
+        con.execute(
+            f"SELECT loom_train('m_{backend}', 't', 'y', "
+            f'\'{{"backend": "{backend}", "epochs": 3}}\')'
+        )
+    rows = dict(con.execute("SELECT backend, coefficients FROM loom.models").fetchall())
+    assert set(rows) == {"cpu", "gpu"}
+    assert np.allclose(json.loads(rows["gpu"]), json.loads(rows["cpu"]), rtol=1e-9, atol=1e-9)
+    con.close()

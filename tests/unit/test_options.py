@@ -1,0 +1,63 @@
+"""Options: one object checks a value and says what it accepts; JSON is read strictly."""
+
+from __future__ import annotations
+
+import pytest
+
+from loomdb.errors import LoomOptionError
+from loomdb.functions.train_options import TRAIN
+from loomdb.options import AnyOf, Choices, Interval, parse_json
+from loomdb.store import layout
+
+
+def test_constraints_describe_what_they_check():
+    assert Interval(True, 1, 32).describe() == "an integer from 1 to 32"
+    assert Interval(False, 0, low_open=True).describe() == "a number > 0"
+    assert Choices(["a", "b", "c"]).describe() == "'a', 'b' or 'c'"
+    assert not Interval(False, 0).check(float("inf"))
+    assert not Interval(False, 0).check(float("nan"))
+    assert not Interval(True, 0).check(True)
+    either = AnyOf(Interval(True, 1, 32), Choices(["adaptive"]))
+    assert either.check(4) and either.check("adaptive") and not either.check(0)
+
+
+def test_choices_come_from_the_registries():
+    model = TRAIN.by_name["model"].constraint
+    assert isinstance(model, Choices) and set(model.values) == {"linear", "logistic", "svm"}
+    backend = TRAIN.by_name["backend"].constraint
+    assert {"cpu", "fpga-sim", "gpu"} <= set(backend.values)  # type: ignore[attr-defined]
+
+
+def test_option_validation_messages():
+    with pytest.raises(LoomOptionError, match="unknown loom_train option 'lr_shedule'") as e:
+        TRAIN.parse({"lr_shedule": "constant"})
+    assert "lr_schedule" in (e.value.hint or "")
+    with pytest.raises(LoomOptionError, match="'l2' option must be a number >= 0; got -1"):
+        TRAIN.parse({"l2": -1})
+    with pytest.raises(LoomOptionError, match="'fit_intercept' option must be true or false"):
+        TRAIN.parse({"fit_intercept": 1})
+    opts = TRAIN.parse({"lr": 1})
+    assert opts["lr"] == 1.0 and opts["model"] == "logistic" and opts["lr"] is not 1  # noqa: F632
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("[1, 2]", "JSON object"),
+        ('{"l2": Infinity}', "may not hold Infinity"),
+        ('{"lr": NaN}', "may not hold NaN"),
+        ("[" * 100000 + "]" * 100000, "nested more than"),
+        ('{"a": ' * 20 + "1" + "}" * 20, "nested more than"),
+        ("not json", "could not parse"),
+    ],
+)
+def test_json_is_read_strictly(text, match):
+    with pytest.raises(LoomOptionError, match=match):
+        parse_json(text)
+
+
+def test_huge_numbers_are_refused_by_their_bounds():
+    with pytest.raises(LoomOptionError, match="'seed' option must be an integer from 0"):
+        (TRAIN + layout.OPTIONS).parse({"seed": 10**30})
+    with pytest.raises(LoomOptionError, match="'lr' option must be a number > 0"):
+        TRAIN.parse({"lr": 0})

@@ -1,0 +1,46 @@
+"""The compiled SQL expression: quoted names, exact constants, NULL for non-finite features."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+
+from loomdb.functions.predict_sql import predict_expression, proba_expression
+from loomdb.learn.model import LinearModel
+from loomdb.learn.scaling import Scaling
+
+
+def _model() -> LinearModel:
+    return LinearModel(
+        "logistic",
+        ['we"ird', "b", "unused"],
+        np.array([[1.5], [-0.25], [0.0]]),
+        np.array([0.1]),
+        Scaling("zscore", np.array([1.0, 2.0, 0.0]), np.array([0.5, 4.0, 1.0])),
+        [0.0, 1.0],
+    )
+
+
+def test_names_are_quoted_and_constants_exact():
+    expr = predict_expression(_model())
+    assert '"we""ird"' in expr and "CASE WHEN" in expr
+    folded, b = _model().folded()
+    assert f"{folded[0, 0]:.17e}" in expr and f"{b[0]:.17e}".lstrip("-") in expr
+
+
+def test_expression_equals_the_model_and_nulls_non_finite_rows():
+    model = _model()
+    rows = [(1.0, 2.0, 3.0), (2.5, -1.0, 0.0), (float("nan"), 1.0, 1.0), (1.0, 1.0, float("inf"))]
+    con = duckdb.connect()
+    con.execute('CREATE TABLE t ("we""ird" DOUBLE, b DOUBLE, unused DOUBLE)')
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
+    got = con.execute(
+        f"SELECT {predict_expression(model)}, {proba_expression(model)} FROM t"
+    ).fetchall()
+    X = np.array(rows)
+    want = list(zip(model.predict(X), model.predict_proba(X)))
+    for (label, proba), (wl, wp) in zip(got, want):
+        if np.isnan(wl):
+            assert label is None and proba is None
+        else:
+            assert label == wl and abs(proba - wp) <= 1e-12
