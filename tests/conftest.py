@@ -37,9 +37,12 @@ def wheel_python(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_dsn(wheel_python) -> Iterator[str]:
+def pg_dsn(request) -> Iterator[str]:
+    def cli() -> Path:  # built only when loomdb must be installed
+        return request.getfixturevalue("wheel_python").parent / "loomdb"
+
     try:
-        with pgserver.provision(wheel_python.parent / "loomdb") as dsn:
+        with pgserver.provision(cli) as dsn:
             yield dsn
     except pgserver.PostgresUnavailable as e:
         need(f"PostgreSQL: {e}")

@@ -1,24 +1,25 @@
-"""``loomdb pg install``: the server imports loomdb, the settings are set, reinstalling is safe.
+"""``loomdb pg install``: as the README runs it, from a wheel; idempotent; refuses non-superusers.
 
-The server tests use the session's ``pg_dsn`` (tests/pgserver.py provisions it); the install is
-only run again on a throwaway cluster that provisioning made itself.
+The session's server (tests/support/pgserver.py) was installed with the README's exact command
+from a fresh virtual environment holding a wheel of this checkout; these tests check what that
+left behind, and install again only into a cluster the test run made itself.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 import psycopg
 import pytest
 
 import loomdb
-from loomdb.engines.postgres import extension_files, server_setup
+from loomdb.engines.postgres import extension, server_setup
 from loomdb.engines.postgres import install as pg_install
 from loomdb.errors import LoomOptionError, LoomStateError
+from loomdb.udfs import load
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 # -- without a server --------------------------------------------------------------------------
@@ -31,17 +32,10 @@ def test_source_accepts_checkout_or_its_python_dir():
         pg_install.source_python_dir(str(REPO / "tests"))
 
 
-def test_extension_files_have_control_and_script():
-    files = extension_files.load()
-    assert "loomdb.control" in files
-    assert any(name.startswith("loomdb--") and name.endswith(".sql") for name in files)
-    assert "plpython3u" in files["loomdb.control"]
-
-
-def test_copy_extension_files_refuses_paths(tmp_path):
+def test_writing_extension_files_refuses_paths(tmp_path):
     with pytest.raises(LoomStateError, match="refusing"):
-        extension_files.write({"../evil.sql": ""}, str(tmp_path))
-    written = extension_files.write({"loomdb.control": "x"}, str(tmp_path))
+        extension.write({"../evil.sql": ""}, str(tmp_path))
+    written = extension.write({"loomdb.control": "x"}, str(tmp_path))
     assert written == ["loomdb.control"]
     assert (tmp_path / "loomdb.control").stat().st_mode & 0o777 == 0o644
 
@@ -64,87 +58,76 @@ def test_cli_arguments():
     assert args.venv == pg_install.DEFAULT_VENV and args.python == pg_install.DEFAULT_PYTHON
 
 
-# -- against the provisioned server ------------------------------------------------------------
-
-
-def _scalar(conn: psycopg.Connection, query: str, params: list[str] | None = None) -> object:
-    row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
-    assert row is not None
-    return row[0]
-
-
-def _settings(dsn: str) -> dict[str, object]:
-    with psycopg.connect(dsn) as conn:
-        return {
-            name: _scalar(conn, "SELECT current_setting(%s, true)", [name])
-            for name in ("loomdb.python_path", "loomdb.numba_cache_dir")
-        }
+# -- the provisioned server --------------------------------------------------------------------
 
 
 @pytest.mark.postgres
-def test_loom_version_runs_in_the_server(pg_dsn):
-    with psycopg.connect(pg_dsn) as conn:
-        assert _scalar(conn, "SELECT loom_version()") == loomdb.__version__
+def test_the_readme_install_reported_a_checked_server(pg_dsn):
+    from support import pgserver
+
+    if pgserver.cluster is None:
+        pytest.skip("the server was not installed by this test run")
+    out = pgserver.cluster["output"]
+    assert "checked: a train and a prediction run" in out
+    assert "created" in out and "--source" not in out
 
 
 @pytest.mark.postgres
-def test_server_python_imports_numpy_and_numba(pg_dsn):
+def test_the_server_runs_the_installed_loomdb(pg_dsn):
     notices: list[str] = []
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
-        conn.execute("SELECT loom_version()")  # bootstraps sys.path in this backend
+        assert conn.execute("SELECT loom_version()").fetchone() == (loomdb.__version__,)
+        settings = dict(conn.execute("SELECT key, value FROM loom.settings").fetchall())
         conn.execute(
             "DO $$\n"
-            "import os, sys, numpy, numba\n"
+            "import os, sys\n"
             "plpy.notice(sys.modules['loomdb'].__file__)\n"
             "plpy.notice(os.environ.get('NUMBA_CACHE_DIR', ''))\n"
             "$$ LANGUAGE plpython3u"
         )
     loomdb_file, cache_dir = notices[-2:]
-    assert loomdb_file.endswith(os.path.join("loomdb", "__init__.py"))
-    assert cache_dir == _settings(pg_dsn)["loomdb.numba_cache_dir"]
+    assert loomdb_file.startswith(settings["venv"]) or settings["extra_path"]
+    assert cache_dir == settings["numba_cache_dir"]
 
 
 @pytest.mark.postgres
-def test_settings_are_set_server_wide(pg_dsn):
-    settings = _settings(pg_dsn)
-    assert settings["loomdb.numba_cache_dir"]
-    path = str(settings["loomdb.python_path"] or "")
-    assert any(entry.endswith("site-packages") for entry in path.split(":"))
+def test_every_function_exists_with_its_markings_for_loomdb_user_only(pg_dsn):
     with psycopg.connect(pg_dsn) as conn:
-        in_files = conn.execute(
-            "SELECT name, setting FROM pg_file_settings WHERE name LIKE 'loomdb.%' AND applied"
+        rows = conn.execute(
+            "SELECT proname, provolatile, proparallel, proisstrict, pronargs, "
+            "obj_description(p.oid, 'pg_proc'), "
+            "has_function_privilege('loomdb_user', p.oid, 'EXECUTE'), "
+            "EXISTS (SELECT 1 FROM unnest(proacl) AS a WHERE a::text LIKE '=%') "
+            "FROM pg_proc p WHERE proname LIKE 'loom_%'"
         ).fetchall()
-    assert dict(in_files) == settings  # from the configuration files, for every session
+    found = {r[0]: r[1:] for r in rows}
+    for udf in load():
+        vol, par, strict, nargs, comment, usable, public = found[udf.name]
+        assert vol == udf.volatility[0] and par == udf.parallel[0], udf.name
+        assert strict == udf.strict and nargs == len(udf.args) and comment == udf.comment
+        assert usable and not public, f"{udf.name} must be executable by loomdb_user only"
 
 
 @pytest.mark.postgres
 def test_install_again_is_idempotent(pg_dsn):
-    import pgserver  # beside this file, as conftest imports it
+    from support import pgserver
 
-    made = pgserver.cluster_install
-    if made is None or made["dsn"] != pg_dsn:
+    if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
         pytest.skip("the server was not made by the tests: not installing into it again")
-    first = made["result"]
     lines: list[str] = []
-    again = pg_install.install(pg_dsn, **made["arguments"], log=lines.append)
+    again = pg_install.install(pg_dsn, log=lines.append)
     assert again["action"] == "already installed"
-    assert again["python_path"] == first["python_path"]
-    assert again["server_loomdb_file"] == first["server_loomdb_file"]
     assert any("reusing virtual environment" in line for line in lines)
-    assert _settings(pg_dsn)["loomdb.python_path"] == first["python_path"]
-
-    redone = pg_install.install(pg_dsn, **made["arguments"], reinstall=True, log=lines.append)
-    assert redone["action"] == "reinstalled"
     with psycopg.connect(pg_dsn) as conn:
-        assert _scalar(conn, "SELECT loom_version()") == loomdb.__version__
+        assert conn.execute("SELECT loom_version()").fetchone() == (loomdb.__version__,)
 
 
 @pytest.mark.postgres
 def test_install_refuses_a_role_that_is_not_superuser(pg_dsn):
-    import pgserver
+    from support import pgserver
 
-    if pgserver.cluster_install is None or pgserver.cluster_install["dsn"] != pg_dsn:
+    if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
         pytest.skip("the server was not made by the tests: not adding a role to it")
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute("CREATE ROLE loom_plain LOGIN")

@@ -1,7 +1,7 @@
 """The PostgreSQL server the tests run against, with loomdb installed as the README says.
 
 ``provision(loomdb_cli)`` is a context manager yielding a superuser DSN; tests/conftest.py wraps
-it in a session fixture.  ``loomdb_cli`` is the ``loomdb`` command of a fresh virtual
+it in a session fixture.  ``loomdb_cli()`` gives the ``loomdb`` command of a fresh virtual
 environment holding a wheel of this checkout (tests/support/wheel.py), and loomdb is installed
 with exactly the README's command, ``loomdb pg install --dsn "…"``: no ``--source``, the
 default server environment.  It picks, in order:
@@ -28,7 +28,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,10 +48,10 @@ def _log(line: str) -> None:
     print(f"[pgserver] {line}", file=sys.stderr, flush=True)
 
 
-def readme_install(loomdb_cli: Path, dsn: str) -> str:
+def readme_install(loomdb_cli: Callable[[], Path], dsn: str) -> str:
     """``loomdb pg install --dsn DSN``, as the README writes it; returns what it printed."""
     done = subprocess.run(
-        [str(loomdb_cli), "pg", "install", "--dsn", dsn], capture_output=True, text=True
+        [str(loomdb_cli()), "pg", "install", "--dsn", dsn], capture_output=True, text=True
     )
     if done.returncode != 0:
         raise RuntimeError(f"loomdb pg install failed:\n{done.stdout}{done.stderr}")
@@ -59,7 +59,7 @@ def readme_install(loomdb_cli: Path, dsn: str) -> str:
 
 
 @contextlib.contextmanager
-def provision(loomdb_cli: Path) -> Iterator[str]:
+def provision(loomdb_cli: Callable[[], Path]) -> Iterator[str]:
     """Yield the DSN of a PostgreSQL server (superuser) with loomdb installed."""
     dsn = os.environ.get("LOOMDB_TEST_DSN")
     if dsn:
@@ -82,7 +82,7 @@ def provision(loomdb_cli: Path) -> Iterator[str]:
     raise PostgresUnavailable("no PostgreSQL server for the tests: " + "; ".join(missing))
 
 
-def _ensure_installed(loomdb_cli: Path, dsn: str) -> None:
+def _ensure_installed(loomdb_cli: Callable[[], Path], dsn: str) -> None:
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -185,7 +185,7 @@ def _run(cmd: list[str], what: str, log_file: Path | None = None) -> None:
 
 
 @contextlib.contextmanager
-def _local_cluster(loomdb_cli: Path) -> Iterator[str]:
+def _local_cluster(loomdb_cli: Callable[[], Path]) -> Iterator[str]:
     global cluster
     bindir = pg_bindir()
     assert bindir is not None

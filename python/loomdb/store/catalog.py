@@ -18,7 +18,7 @@ import uuid
 from dataclasses import fields
 from typing import Any
 
-from loomdb.errors import LoomConflictError, LoomNotFoundError, LoomOptionError
+from loomdb.errors import LoomConflictError, LoomNotFoundError, LoomOptionError, LoomStateError
 from loomdb.seams import IndexInfo, ModelRecord
 from loomdb.store.db import Queryable
 from loomdb.store.names import NAME_PATTERN, check_name, quote_ident
@@ -227,9 +227,13 @@ def _taken(what: str, name: str) -> LoomConflictError:
 
 
 def drop_model(db: Queryable, name: str) -> None:
-    get_model(db, name)
+    record = get_model(db, name)
     db.execute(f"DELETE FROM {SCHEMA}.grants WHERE model = $1", [name])
-    db.execute(f"DELETE FROM {SCHEMA}.models WHERE name = $1", [name])
+    if not db.query(f"DELETE FROM {SCHEMA}.models WHERE name = $1 RETURNING name", [name]):
+        raise LoomStateError(  # visible through a grant, but not this role's to drop
+            f"model '{name}' belongs to {record.owner}: only its owner may drop it",
+            hint="ask its owner to drop it",
+        )
 
 
 def require_absent(db: Queryable, name: str, what: str) -> None:

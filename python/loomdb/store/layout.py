@@ -301,6 +301,8 @@ def drop(db: Database, name: str) -> IndexInfo:
 def rebuild(db: Database, name: str, what: str) -> IndexInfo:
     """Lay index ``name`` out again from its source, as its owner, with the same options."""
     info = drop(db, name)
-    opts = {**info.options, "features": info.columns}
+    fmt = formats.get(info.format)
+    given = {k: v for k, v in info.options.items() if k in options_of(fmt).names()}
+    opts = options_of(fmt).parse({**given, "features": info.columns, "format": fmt.name})
     with db.as_role(info.owner):
         return build(db, name, info.source, info.label, opts, what)
