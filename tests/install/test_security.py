@@ -9,6 +9,7 @@ works.  The roles are made on a server the test run made itself (or where
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -23,6 +24,10 @@ pytestmark = pytest.mark.postgres
 
 SUFFIX = uuid.uuid4().hex[:6]
 ALICE, BOB = f"alice_{SUFFIX}", f"bob_{SUFFIX}"
+INDEX_ROW = (
+    "INSERT INTO loom.indexes (name, source, label, columns, format, format_version, options, "
+    "stats, label_counts, rows, skipped, batches, bytes, source_signature, uid) VALUES "
+)
 
 
 class Role:
@@ -130,9 +135,8 @@ def test_no_takeover_through_a_hostile_catalog_row(roles):
     assert (
         "check"
         in bob.error(
-            "INSERT INTO loom.indexes (name, source, label, columns, format, format_version, options,"
-            " stats, label_counts, rows, skipped, batches, bytes, source_signature, uid) VALUES "
-            "(%s, 'secret', 'y', '[\"x\"]', 'dense', 1, '{}', '{}', '{}', 1, 0, 1, 1, 'x', 'a')",
+            INDEX_ROW
+            + "(%s, 'secret', 'y', '[\"x\"]', 'dense', 1, '{}', '{}', '{}', 1, 0, 1, 1, 'x', 'a')",
             [hostile],
         ).lower()
     )
@@ -141,9 +145,7 @@ def test_no_takeover_through_a_hostile_catalog_row(roles):
         f"$$BEGIN ALTER ROLE {BOB} SUPERUSER; RETURN 1; END$$"
     )
     bob.rows(
-        "INSERT INTO loom.indexes (name, source, label, columns, format, format_version, options,"
-        " stats, label_counts, rows, skipped, batches, bytes, source_signature, uid) VALUES "
-        "('bob_ix', 'SELECT loomsec.elevate() AS x, 1.0 AS y', 'y', "
+        INDEX_ROW + "('bob_ix', 'SELECT loomsec.elevate() AS x, 1.0 AS y', 'y', "
         "'[\"x\\\"; DROP TABLE loomsec.secret; --\"]', 'dense', 1, "
         '\'{"batch_size": 256, "seed": 1, "nulls": "error", "dtype": "float64"}\', '
         "'{}', '{}', 1, 0, 1, 1, 'x', '00')"
@@ -153,10 +155,8 @@ def test_no_takeover_through_a_hostile_catalog_row(roles):
         "SELECT loom_train('m_admin', NULL, 'y', '{\"index\": \"bob_ix\"}')",
         "SELECT loom_drop_index('bob_ix')",
     ):
-        try:
-            admin.rows(sql)
-        except psycopg.Error:
-            pass  # refused or failed: what matters is what it did not do
+        with contextlib.suppress(psycopg.Error):  # refused or failed: what matters is
+            admin.rows(sql)  # what it did not do
         assert not superuser(admin, BOB), f"{sql} made {BOB} a superuser"
     assert admin.scalar("SELECT count(*) FROM loomsec.secret") == 400
 
@@ -223,9 +223,11 @@ def test_a_role_without_loomdb_user_cannot_call_loomdb(roles, pg_dsn):
     name = f"carol_{SUFFIX}"
     admin.rows(f"CREATE ROLE {name} LOGIN")
     try:
-        with psycopg.connect(f"{pg_dsn} user={name}", autocommit=True) as conn:
-            with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                conn.execute("SELECT loom_version()")
+        with (
+            psycopg.connect(f"{pg_dsn} user={name}", autocommit=True) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            conn.execute("SELECT loom_version()")
     finally:
         admin.rows(f"DROP ROLE {name}")
 
