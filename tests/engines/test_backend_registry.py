@@ -71,7 +71,7 @@ def test_outside_backend_is_listed_and_trains_from_sql(tiny_package):
     load_duckdb(con.duckdb, "t", X, (X[:, 0] > 0).astype(float))
     con.execute(
         "SELECT loom_train('m', 't', 'y', "
-        '\'{"backend": "tiny", "epochs": 2, "batch_size": 32}\')'
+        '\'{"backend": "tiny", "epochs": 2, "batch_size": 32, "lr": 0.1, "tol": 0}\')'
     ).fetchall()
     assert con.execute("SELECT backend FROM loom.models").fetchall() == [("tiny",)]
     calls = sys.modules["tiny_loom_backend"].CALLS

@@ -86,7 +86,7 @@ def test_linear_regression_and_select_source(engine):
     engine.load("diab", d.data, d.target)
     engine.scalar(
         "SELECT loom_train('dia', 'SELECT * FROM diab WHERE y > 0', 'y', "
-        '\'{"model": "linear", "epochs": 30, "lr": 0.05}\')'
+        '\'{"model": "linear"}\')'
     )
     m = json.loads(engine.scalar("SELECT loom_evaluate('dia', 'diab')"))
     assert set(m) >= {"mse", "mae", "r2"} and m["r2"] > 0.45
@@ -116,7 +116,9 @@ def test_postgres_reports_progress_notices(pg_dsn):
 
     engine = PgEngine(pg_dsn)
     engine.load("tiny", np.arange(20.0).reshape(10, 2), np.arange(10.0) % 2)
-    engine.scalar("SELECT loom_train('t', 'tiny', 'y', '{\"epochs\": 3, \"batch_size\": 4}')")
+    engine.scalar(
+        "SELECT loom_train('t', 'tiny', 'y', '{\"epochs\": 3, \"batch_size\": 4, \"tol\": 0}')"
+    )
     epochs = [n for n in engine.notices if "epoch" in n]
     assert len(epochs) == 3 and "rows/s" in epochs[0] and "loss" in epochs[0]
     engine.close()

@@ -21,7 +21,7 @@ from loomdb.functions.train_plan import Plan, plan
 from loomdb.learn.model import LinearModel
 from loomdb.learn.problem import Problem
 from loomdb.learn.scaling import Scaling
-from loomdb.learn.step_size import auto_step
+from loomdb.learn import step_size
 from loomdb.learn.trainer import TrainConfig, fit
 from loomdb.options import parse_json
 from loomdb.seams import IndexInfo, ModelRecord
@@ -98,19 +98,16 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, exists: bool, what: s
     problem = _problem(db, name, p, info, exists)
     p.check_backend(problem.k)
     backend = registry.get(p.opts["backend"])
-    safe = auto_step(
-        p.opts["model"],
-        info.stats.get("sq_norm", {}).get(problem.scaling.method),
-        p.opts["fit_intercept"],
-        p.opts["l2"],
-    )
-    lr = p.opts["lr"] if p.opts["lr"] is not None else p.default_lr(safe)
+    given = p.opts["lr"]
+    safe = _automatic_step(p, laid, problem, backend, estimate=given is None)
+    lr = given if given is not None else p.default_lr(safe)
+    lr = getattr(backend, "step_size", float)(lr)  # what the backend can take (fpga-sim: 2^-j)
     config = TrainConfig(
         kind=p.opts["model"],
         epochs=p.opts["epochs"],
-        tol=p.opts["tol"],
+        tol=p.opts["tol"] or None,  # 0: run every epoch
         lr=lr,
-        lr_schedule=p.opts["lr_schedule"],
+        lr_schedule=p.lr_schedule,
         lr_decay=p.lr_decay,
         optimizer=p.opts["optimizer"],
         l1=p.opts["l1"],
@@ -130,6 +127,29 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, exists: bool, what: s
     used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method}
     model.scaling = Scaling.from_stats(problem.scaling.method, info.stats)
     return model, history, used
+
+
+def _automatic_step(
+    p: Plan, laid: layout.Layout, problem: Problem, backend: Any, estimate: bool
+) -> float:
+    """The default step (``learn/step_size.py``): row norms from the layout, λ estimated by
+    power iteration on the first batches with the backend's products (where it has them and
+    the step is the default; a given lr only needs the safe bound its restarts fall back to)."""
+    info = laid.info
+    method = problem.scaling.method
+    norms = info.stats["sq_norm"][method]
+    precision = p.opts["precision"] if isinstance(p.opts["precision"], int) else 32
+    lam = None
+    if estimate and not hasattr(backend, "run_epoch"):
+        batches = step_size.sample(laid.batches(0, info.batches, precision))
+        shift, scale = problem.scaling.shift, problem.scaling.scale
+        lam = step_size.power_lambda(
+            batches, backend.margins, backend.gradient, shift, scale, p.opts["fit_intercept"]
+        )
+    batch = int(info.options["batch_size"])
+    return step_size.auto_step(
+        p.opts["model"], info.rows, batch, norms, lam, p.opts["l2"], p.opts["fit_intercept"]
+    )
 
 
 def _warm_start(db: Any, name: str, kind: str, features: list[str], cls: list) -> LinearModel:

@@ -46,9 +46,15 @@ class Plan:
         return int(self.opts["cache_mb"]) * 1_000_000
 
     @property
+    def lr_schedule(self) -> str:
+        """As given; else constant for the automatic step, inverse-t for a given lr."""
+        given = self.opts["lr_schedule"]
+        return given or ("constant" if self.opts["lr"] is None else "inverse-t")
+
+    @property
     def lr_decay(self) -> float:
         decay = self.opts["lr_decay"]
-        return DEFAULT_DECAY[self.opts["lr_schedule"]] if decay is None else float(decay)
+        return DEFAULT_DECAY[self.lr_schedule] if decay is None else float(decay)
 
     def default_lr(self, safe: float) -> float:
         return safe if self.opts["optimizer"] == "sgd" else DEFAULT_LR[self.opts["optimizer"]]
@@ -113,6 +119,7 @@ class Plan:
         out = {k: v for k, v in self.opts.items() if v is not None}
         out.update({k: v for k, v in info.options.items() if v is not None})
         out["lr_decay"] = self.lr_decay
+        out["lr_schedule"] = self.lr_schedule
         out.pop("features", None)
         return out
 

@@ -79,6 +79,10 @@ class Progress:
         self.db, self.what, self.total, self.quiet = db, what, total, quiet
         self.last = time.monotonic()
 
+    def start(self, source: str, fmt: str) -> None:
+        if not self.quiet:
+            self.db.notice(f"{self.what}: laying out {self.total:,} rows of {source} as {fmt}")
+
     def rows(self, done: int) -> None:
         self.db.check_interrupt()
         now = time.monotonic()
@@ -151,6 +155,7 @@ def _lay_out(
     sink: Callable[[list[tuple]], None],
     progress: Progress,
 ) -> None:
+    progress.start(prof.source, fmt.name)
     norms = RowNorms(prof.stats)
     pending: list[tuple] = []
     size = 0

@@ -53,6 +53,10 @@ class FpgaSimBackend:
     def available(self) -> tuple[bool, str]:
         return True, ""
 
+    def step_size(self, lr: float) -> float:
+        """The step the engine takes for ``lr``: the largest power of two not above it."""
+        return 2.0 ** -step_shift(lr)
+
     def supports(self, fmt: str) -> bool:
         return fmt == "mlweaving"
 
