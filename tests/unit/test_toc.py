@@ -255,7 +255,7 @@ def test_atheris_coverage_guided_fuzz(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "seed").write_bytes(GOOD)
-    script = Path(__file__).parent / "fuzz" / "toc_blob.py"
+    script = Path(__file__).parent.parent / "fuzz" / "toc_blob.py"
     done = subprocess.run(
         [
             sys.executable,
