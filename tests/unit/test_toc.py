@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 
 from fuzz.toc_check import rejects_or_reads
 from loomdb.codecs import toc, toc_format
-from loomdb.codecs.toc_format import HEADER, ZSTD, parse, serialize
+from loomdb.codecs.toc_format import HEADER, LOGICAL, ZSTD, Sections, parse, serialize
 from loomdb.errors import LoomFormatError, LoomOptionError
 
 
@@ -243,8 +243,43 @@ def test_codes_pointing_forward_are_rejected():
     s = toc.sections(figure3())
     s.codes = s.codes.copy()
     s.codes[0] = 10  # node 10 does not exist yet when row 1 is decoded
-    with pytest.raises(LoomFormatError, match="points forward"):
+    with pytest.raises(LoomFormatError, match="row 0 has code 10, which points forward"):
         toc.TocMatrix.from_bytes(serialize(s))
+
+
+def _blob(icol, values, lengths, codes=None, cols=4) -> bytes:
+    """A TOC blob built by hand (no value index; LZW codes when given)."""
+    rows = len(lengths)
+    starts = np.cumsum(lengths) - np.asarray(lengths)
+    flags = LOGICAL if codes is not None else 0
+    codes = None if codes is None else np.asarray(codes)
+    return serialize(
+        Sections(
+            rows, cols, flags, np.asarray(icol), np.asarray(values, float), None, codes, starts
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("blob", "message"),
+    [
+        # TOC_SPARSE: row 0 holds (column 1, 2.0) and (column 1, 3.0)
+        (_blob([1, 1], [2.0, 3.0], [2]), "row 0 names column 1 twice"),
+        # LZW codes: the first layer has column 0 twice, and row 0 uses both pairs
+        (_blob([0, 0], [1.0, 2.0], [2], codes=[1, 2]), "row 0 names column 0 twice"),
+        # row 0 (codes 1, 2) makes node 3 = [col 0, col 1]; row 1 repeats column 1 after it
+        (_blob([0, 1], [1.0, 2.0], [2, 2], codes=[1, 2, 3, 2]), "row 1 names column 1 twice"),
+        # ... or goes back to column 0 after it
+        (_blob([0, 1], [1.0, 2.0], [2, 2], codes=[1, 2, 3, 1]), "column 0 after column 1"),
+        (_blob([2, 1], [1.0, 2.0], [2]), "row 0 names column 1 after column 2"),
+    ],
+    ids=["sparse", "first-layer", "node-then-twice", "node-then-back", "decreasing"],
+)
+def test_a_row_naming_a_column_twice_is_rejected(blob, message):
+    # toarray assigns such a row's pairs (the last wins) while the products add them: the two
+    # disagreed silently before the tree build checked that columns strictly increase
+    with pytest.raises(LoomFormatError, match=message):
+        toc.TocMatrix.from_bytes(blob)
 
 
 def test_a_batch_without_rows_has_none():

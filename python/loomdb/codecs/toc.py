@@ -116,11 +116,9 @@ class TocMatrix:
         self.rows, self.cols, self.nbytes = s.rows, s.cols, nbytes
         self.codes = s.codes if s.codes is not None else np.arange(1, len(s.icol) + 1)
         self.starts = np.append(s.starts, len(self.codes)).astype(np.int64)
-        self.parent, key, size = k.build_tree(len(s.icol), self.codes, self.starts)
-        if size < 0:
-            raise LoomFormatError(
-                "TOC blob: a code points forward, to the root or past the tree", hint=REBUILD
-            )
+        self.parent, key, fault = k.build_tree(s.icol, self.codes, self.starts)
+        if fault[0]:
+            raise _fault(*(int(f) for f in fault))
         self.kcol = np.concatenate([[0], s.icol])[key]
         values = s.values[s.ivalue] if s.ivalue is not None else s.values
         self.kval = np.concatenate([[0.0], values])[key]
@@ -181,3 +179,15 @@ class TocMatrix:
                 hint="multiply the compressed matrix (m @ v, v @ m) instead of decoding it",
             )
         return k.decode_dense(*self._tree(), self.cols)
+
+
+def _fault(kind: int, row: int, a: int, b: int) -> LoomFormatError:
+    """The error ``build_tree`` reports (see its docstring for the fields)."""
+    if kind == 1:
+        what = f"row {row} has code {a}, which points forward, to the root or past the tree"
+        what += f" (nodes 1 to {b - 1} exist there)"
+    elif a == b:
+        what = f"row {row} names column {a} twice"
+    else:
+        what = f"row {row} names column {a} after column {b}; columns must strictly increase"
+    return LoomFormatError(f"TOC blob: {what}", hint=REBUILD)
