@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fuzz.toc_check import rejects_or_reads
 from loomdb.codecs import toc, toc_format
 from loomdb.codecs.toc_format import HEADER, LOGICAL, ZSTD, Sections, parse, serialize
 from loomdb.errors import LoomFormatError, LoomOptionError
@@ -176,28 +175,9 @@ def test_bad_arguments():
 
 
 # ---- hostile blobs: always LoomFormatError, never a crash, hang or huge allocation ----
+# (truncations, byte mutations and random bytes of every variant: tests/unit/test_codecs.py)
 
 GOOD = toc.encode(np.random.default_rng(3).integers(0, 3, (30, 20)).astype(float))
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=200))
-def test_fuzz_random_bytes(blob):
-    rejects_or_reads(blob)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.integers(0, len(GOOD) - 1), st.integers(0, 255))
-def test_fuzz_single_byte_mutations(at, value):
-    blob = bytearray(GOOD)
-    blob[at] = value
-    rejects_or_reads(bytes(blob))
-
-
-@pytest.mark.parametrize("cut", [0, 3, 15, 16, 20, len(GOOD) // 2, len(GOOD) - 1])
-def test_truncations(cut):
-    with pytest.raises(LoomFormatError):
-        toc.TocMatrix.from_bytes(GOOD[:cut])
 
 
 def _with_header(blob: bytes = GOOD, **fields) -> bytes:
