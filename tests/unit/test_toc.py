@@ -324,30 +324,3 @@ def test_writers_refuse_what_readers_would_refuse(monkeypatch):
     with pytest.raises(LoomOptionError, match="too large for the zstd stage"):
         toc.encode(np.arange(1.0, 101.0).reshape(10, 10), entropy="zstd")
     toc.encode(np.arange(1.0, 101.0).reshape(10, 10))  # without the stage there is no cap
-
-
-def test_atheris_coverage_guided_fuzz(tmp_path):
-    pytest.importorskip("atheris", reason="atheris is not installed here")
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "seed").write_bytes(GOOD)
-    script = Path(__file__).parent.parent / "fuzz" / "toc_blob.py"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(script),
-            "-runs=4000",
-            "-max_len=600",
-            "-rss_limit_mb=1024",
-            f"-artifact_prefix={tmp_path}/",
-            str(corpus),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]

@@ -1,6 +1,7 @@
-"""Coverage-guided fuzzing of the decoders of stored records.
+"""``loomdb fuzz``: coverage-guided fuzzing of the decoders of stored records.
 
 No paper section: loomdb's own check that hostile bytes in a database row never crash, hang or
-over-allocate a reader.  ``targets`` says what each input must satisfy and ``seeds`` gives the
-starting inputs.
+over-allocate a reader.  ``campaign`` runs it (one child process per decoder, ``child``),
+``targets`` says what each input must satisfy, ``seeds`` gives the starting inputs and
+``tally`` is what a child shares with its parent.
 """
