@@ -262,6 +262,14 @@ def test_a_row_naming_a_column_twice_is_rejected(blob, message):
         toc.TocMatrix.from_bytes(blob)
 
 
+def test_a_first_layer_pair_no_row_uses_is_rejected():
+    # found by `loomdb fuzz toc`: this blob decodes to zeros, but v·A gave NaN in column 0 (the
+    # backward pass adds the unused pair's value times zero, and NaN · 0 is NaN)
+    blob = _blob([0, 1], [np.nan, 1.0], [1], codes=[2])
+    with pytest.raises(LoomFormatError, match="pair 0 of the first layer .column 0. starts no"):
+        toc.TocMatrix.from_bytes(blob)
+
+
 def test_a_batch_without_rows_has_none():
     # parse used to give a 0-row blob one row start, so its matrix had a phantom row and v·A read
     # past the end of v

@@ -186,6 +186,8 @@ def _fault(kind: int, row: int, a: int, b: int) -> LoomFormatError:
     if kind == 1:
         what = f"row {row} has code {a}, which points forward, to the root or past the tree"
         what += f" (nodes 1 to {b - 1} exist there)"
+    elif kind == 3:
+        what = f"pair {row} of the first layer (column {a}) starts no code; each must be used"
     elif a == b:
         what = f"row {row} names column {a} twice"
     else:

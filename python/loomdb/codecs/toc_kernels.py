@@ -67,11 +67,15 @@ def build_tree(icol, codes, starts_ext):  # pragma: no cover
 
     ``fault`` is ``[kind, row, a, b]``: kind 0 all is well; 1 row ``row`` has code ``a`` that
     points forward, to the root or past the tree; 2 row ``row`` names column ``a`` after column
-    ``b`` (``a == b``: twice).  Columns must strictly increase along a row (TOC §3.1 emits the
-    pairs in column order), else ``toarray`` (which assigns) and the products (which add) would
-    disagree.  One check per adjacent pair of codes covers a whole row: every node is made from
-    two adjacent codes, so by induction each node's own sequence is increasing, and a row is
-    increasing when each code's first column follows the previous code's last.  O(|D| + |I|).
+    ``b`` (``a == b``: twice); 3 first-layer pair ``row`` (of column ``a``) starts no code.
+    Columns must strictly increase along a row (TOC §3.1 emits the pairs in column order), else
+    ``toarray`` (which assigns) and the products (which add) would disagree.  One check per
+    adjacent pair of codes covers a whole row: every node is made from two adjacent codes, so
+    by induction each node's own sequence is increasing, and a row is increasing when each
+    code's first column follows the previous code's last.  Every first-layer pair is a distinct
+    pair of the data, and its first appearance always starts a code (Algorithm 1), so an unused
+    one is forged — and v·A would add its value times zero (NaN for a NaN or ∞ value) to a
+    column the dense decode leaves alone.  O(|D| + |I|).
     """
     n_pairs = len(icol)
     size = 1 + n_pairs
@@ -104,6 +108,13 @@ def build_tree(icol, codes, starts_ext):  # pragma: no cover
                 key[nxt] = first[c]
                 nxt += 1
             prev = c
+    used = np.zeros(n_pairs + 1, dtype=np.bool_)
+    for j in range(len(codes)):
+        used[first[codes[j]]] = True
+    for i in range(1, n_pairs + 1):
+        if not used[i]:
+            fault[0], fault[1], fault[2], fault[3] = 3, i - 1, icol[i - 1], 0
+            return parent, key, fault
     return parent, key, fault
 
 
