@@ -5,10 +5,10 @@ No paper section: plumbing of ``loomdb fuzz`` (see ``loomdb.fuzz.campaign``, whi
 
 DECODER is a name of ``loomdb.fuzz.targets.TARGETS`` or ``module:function``.  The child writes
 the seeds into ``WORKDIR/corpus``, runs each once to compile the numba kernels (outside
-libFuzzer's per-input timeout), then hands over to libFuzzer with FLAGS.  Before each input
-it updates ``WORKDIR/tally`` (``loomdb.fuzz.tally``); an exception other than
-``LoomFormatError`` is written to ``WORKDIR/exception.txt`` and re-raised, so libFuzzer stops
-on it.
+libFuzzer's per-input timeout), then hands over to libFuzzer with FLAGS (for TOC, with the
+structure-aware mutator of ``loomdb.fuzz.mutators``).  Before each input it updates
+``WORKDIR/tally`` (``loomdb.fuzz.tally``); an exception other than ``LoomFormatError`` is
+written to ``WORKDIR/exception.txt`` and re-raised, so libFuzzer stops on it.
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ from loomdb.fuzz.tally import Tally
 
 with atheris.instrument_imports(include=["loomdb.codecs", "loomdb.fuzz.targets"]):
     from loomdb.errors import LoomFormatError
+    from loomdb.fuzz import mutators  # not instrumented: it runs between inputs
     from loomdb.fuzz.seeds import SEEDS
     from loomdb.fuzz.targets import TARGETS
+
+MUTATORS = {"toc": mutators.toc}
 
 
 def resolve(decoder: str) -> tuple[Callable[[bytes], None], list[bytes]]:
@@ -65,7 +68,11 @@ def main(argv: list[str]) -> None:
     for seed in seeds:
         one_input(seed[:max_len])
     tally.restart()
-    atheris.Setup([argv[0], *flags, str(corpus)], one_input)
+    mutator = MUTATORS.get(decoder)
+    extra = {}
+    if mutator is not None:
+        extra["custom_mutator"] = lambda data, size, seed: mutator(data, size, seed, atheris.Mutate)
+    atheris.Setup([argv[0], *flags, str(corpus)], one_input, **extra)
     atheris.Fuzz()
 
 
