@@ -3,6 +3,7 @@
 loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL]
 loomdb pg install --dsn DSN [--venv DIR] [--source DIR] [--reinstall]
 loomdb bench SUITE [--quick] [--json PATH]
+loomdb fuzz [DECODER ...] [--runs N] [--timeout SECONDS] [--max-len BYTES]
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ def _bench(args: argparse.Namespace) -> int:
     return run_suite(args.suite, quick=args.quick, json_path=args.json, dsn=args.dsn)
 
 
+def _fuzz(args: argparse.Namespace) -> int:
+    from loomdb.fuzz.campaign import main as fuzz
+
+    return fuzz(args)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="loomdb", description="in-database machine learning")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -70,6 +77,12 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     b.add_argument("--dsn", help="PostgreSQL to include (suites that compare engines)")
     b.set_defaults(func=_bench)
+
+    f = sub.add_parser("fuzz", help="fuzz loomdb's decoders with hostile bytes (needs atheris)")
+    from loomdb.fuzz.campaign import add_arguments
+
+    add_arguments(f)
+    f.set_defaults(func=_fuzz)
     return p
 
 

@@ -1,5 +1,8 @@
 """The ``dense`` record: a minibatch as plain row-major floats behind a small header.
 
+No paper section: this is the uncompressed baseline ("DEN" in TOC §6), stored one record per
+minibatch like the compressed formats so that formats compare like for like.
+
 Byte format, version 1 (little-endian)::
 
     offset 0  b"LD"          magic
@@ -8,6 +11,9 @@ Byte format, version 1 (little-endian)::
            4  uint32 rows
            8  uint32 cols
           12  rows·cols values, row-major
+
+``decode`` reads only what the record holds: the header's rows·cols must match the bytes that
+follow it exactly, so a hostile header cannot make it allocate more than the record's size.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from loomdb.codecs.blob import REBUILD, byte_view
 from loomdb.errors import LoomFormatError, LoomOptionError
 
 MAGIC = b"LD"
@@ -40,9 +47,13 @@ def encode(batch: np.ndarray, dtype: str = "float64") -> bytes:
 
 def decode(blob: bytes | memoryview) -> np.ndarray:
     """The batch as float64 (float32 records are widened)."""
-    if len(blob) < HEADER.size:
-        raise LoomFormatError(f"dense record of {len(blob)} bytes is shorter than its header")
-    magic, version, code, rows, cols = HEADER.unpack_from(blob)
+    view = byte_view(blob, "a dense record")
+    if len(view) < HEADER.size:
+        raise LoomFormatError(
+            f"dense record of {len(view)} bytes is shorter than its {HEADER.size}-byte header",
+            hint=REBUILD,
+        )
+    magic, version, code, rows, cols = HEADER.unpack_from(view)
     if magic != MAGIC or version != VERSION or code not in DTYPES:
         raise LoomFormatError(
             f"not a dense record of version {VERSION} (magic {magic!r}, version {version}, "
@@ -50,7 +61,11 @@ def decode(blob: bytes | memoryview) -> np.ndarray:
             hint="rebuild the index with this version of loomdb",
         )
     need = HEADER.size + rows * cols * code
-    if len(blob) != need:
-        raise LoomFormatError(f"dense record holds {len(blob)} bytes; its header says {need}")
-    values = np.frombuffer(blob, dtype=DTYPES[code], offset=HEADER.size)
-    return values.reshape(rows, cols).astype(np.float64, copy=False)
+    if len(view) != need:
+        raise LoomFormatError(
+            f"dense record holds {len(view)} bytes; its {rows}×{cols} header says {need}",
+            hint=REBUILD,
+        )
+    values = np.frombuffer(view, dtype=DTYPES[code], offset=HEADER.size).reshape(rows, cols)
+    with np.errstate(invalid="ignore"):  # a signalling NaN widens quietly: it is a value
+        return values.astype(np.float64, copy=False)

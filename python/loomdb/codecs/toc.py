@@ -25,9 +25,11 @@ from typing import Any
 import numpy as np
 
 from loomdb.codecs import toc_kernels as k
+from loomdb.codecs.blob import REBUILD
 from loomdb.codecs.toc_format import (
     LOGICAL,
     MAX_COLS,
+    MAX_ROWS,
     PACKED,
     VALUE_INDEX,
     Sections,
@@ -42,7 +44,7 @@ VARIANTS = {
     "full": LOGICAL | PACKED | VALUE_INDEX,  # TOC_FULL
 }
 ZSTD_LEVEL = 19
-MAX_DENSE = 1 << 31  # cells a full decode may allocate
+MAX_DENSE = 1 << 27  # cells a full decode may allocate (1 GiB of float64)
 
 
 def _first_appearance(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -62,8 +64,12 @@ def sections(batch: np.ndarray, variant: str = "full") -> Sections:
     if X.ndim != 2:
         raise LoomOptionError(f"a TOC batch must be 2-D; got shape {X.shape}")
     n, cols = X.shape
-    if cols > MAX_COLS:
-        raise LoomOptionError(f"a TOC batch has at most {MAX_COLS:,} columns; got {cols:,}")
+    if cols > MAX_COLS or n > MAX_ROWS:
+        raise LoomOptionError(
+            f"a TOC batch has at most {MAX_ROWS:,} rows and {MAX_COLS:,} columns; got "
+            f"{n:,}×{cols:,}",
+            hint="use a smaller batch_size" if n > MAX_ROWS else None,
+        )
     bits = X.view(np.uint64)
     rows_idx, cols_idx = np.nonzero(bits)  # +0.0 only: −0.0 and NaN are values
     vbits = bits[rows_idx, cols_idx]
@@ -110,9 +116,9 @@ class TocMatrix:
         self.rows, self.cols, self.nbytes = s.rows, s.cols, nbytes
         self.codes = s.codes if s.codes is not None else np.arange(1, len(s.icol) + 1)
         self.starts = np.append(s.starts, len(self.codes)).astype(np.int64)
-        self.parent, key, size = k.build_tree(len(s.icol), self.codes, self.starts)
-        if size < 0:
-            raise LoomFormatError("TOC blob: a code points forward, to the root or past the tree")
+        self.parent, key, fault = k.build_tree(s.icol, self.codes, self.starts)
+        if fault[0]:
+            raise _fault(*(int(f) for f in fault))
         self.kcol = np.concatenate([[0], s.icol])[key]
         values = s.values[s.ivalue] if s.ivalue is not None else s.values
         self.kval = np.concatenate([[0.0], values])[key]
@@ -169,6 +175,21 @@ class TocMatrix:
         if self.rows * self.cols > MAX_DENSE:
             raise LoomFormatError(
                 f"decoding a {self.rows}×{self.cols} TOC matrix would allocate "
-                f"{self.rows * self.cols * 8:,} bytes"
+                f"{self.rows * self.cols * 8:,} bytes; at most {MAX_DENSE * 8:,} are allowed",
+                hint="multiply the compressed matrix (m @ v, v @ m) instead of decoding it",
             )
         return k.decode_dense(*self._tree(), self.cols)
+
+
+def _fault(kind: int, row: int, a: int, b: int) -> LoomFormatError:
+    """The error ``build_tree`` reports (see its docstring for the fields)."""
+    if kind == 1:
+        what = f"row {row} has code {a}, which points forward, to the root or past the tree"
+        what += f" (nodes 1 to {b - 1} exist there)"
+    elif kind == 3:
+        what = f"pair {row} of the first layer (column {a}) starts no code; each must be used"
+    elif a == b:
+        what = f"row {row} names column {a} twice"
+    else:
+        what = f"row {row} names column {a} after column {b}; columns must strictly increase"
+    return LoomFormatError(f"TOC blob: {what}", hint=REBUILD)

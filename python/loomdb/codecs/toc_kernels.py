@@ -3,7 +3,8 @@
 
 Parents always precede children, so the right multiplications scan the tree forwards and the
 left ones backwards.  ``build_tree`` validates every code of a possibly hostile blob before
-using it and returns a negative count instead of indexing out of bounds.
+using it (and that no row names a column twice) and reports a fault instead of indexing out of
+bounds; the other kernels trust a tree it accepted.
 """
 
 from __future__ import annotations
@@ -61,35 +62,60 @@ def lzw_encode(pair_ids, row_starts, n_pairs):  # pragma: no cover
 
 
 @njit(cache=True)
-def build_tree(n_pairs, codes, starts_ext):  # pragma: no cover
-    """(parent, key pair id, size) of C′; size < 0 when a code points forward or to the root."""
+def build_tree(icol, codes, starts_ext):  # pragma: no cover
+    """(parent, key pair id, fault) of C′ (Algorithm 2), checking every code of a hostile blob.
+
+    ``fault`` is ``[kind, row, a, b]``: kind 0 all is well; 1 row ``row`` has code ``a`` that
+    points forward, to the root or past the tree; 2 row ``row`` names column ``a`` after column
+    ``b`` (``a == b``: twice); 3 first-layer pair ``row`` (of column ``a``) starts no code.
+    Columns must strictly increase along a row (TOC §3.1 emits the pairs in column order), else
+    ``toarray`` (which assigns) and the products (which add) would disagree.  One check per
+    adjacent pair of codes covers a whole row: every node is made from two adjacent codes, so
+    by induction each node's own sequence is increasing, and a row is increasing when each
+    code's first column follows the previous code's last.  Every first-layer pair is a distinct
+    pair of the data, and its first appearance always starts a code (Algorithm 1), so an unused
+    one is forged — and v·A would add its value times zero (NaN for a NaN or ∞ value) to a
+    column the dense decode leaves alone.  O(|D| + |I|).
+    """
+    n_pairs = len(icol)
     size = 1 + n_pairs
     for r in range(len(starts_ext) - 1):
         k = starts_ext[r + 1] - starts_ext[r]
         if k > 1:
             size += k - 1
+    fault = np.zeros(4, dtype=np.int64)
     parent = np.zeros(size, dtype=np.int64)
-    key = np.zeros(size, dtype=np.int64)
-    first = np.zeros(size, dtype=np.int64)
+    key = np.zeros(size, dtype=np.int64)  # a node's last pair; first-layer node i is pair i
+    first = np.zeros(size, dtype=np.int64)  # a node's first pair
     for i in range(1, n_pairs + 1):
         key[i] = i
         first[i] = i
     nxt = n_pairs + 1
     for r in range(len(starts_ext) - 1):
-        s, e = starts_ext[r], starts_ext[r + 1]
-        for j in range(s, e):
+        prev = 0
+        for j in range(starts_ext[r], starts_ext[r + 1]):
             c = codes[j]
             if c < 1 or c >= nxt:
-                return parent, key, -1
-            if j + 1 < e:
-                c2 = codes[j + 1]
-                if c2 < 1 or c2 >= nxt:
-                    return parent, key, -1
-                parent[nxt] = c
-                first[nxt] = first[c]
-                key[nxt] = first[c2]
+                fault[0], fault[1], fault[2], fault[3] = 1, r, c, nxt
+                return parent, key, fault
+            if prev:
+                last, head = icol[key[prev] - 1], icol[first[c] - 1]
+                if head <= last:
+                    fault[0], fault[1], fault[2], fault[3] = 2, r, head, last
+                    return parent, key, fault
+                parent[nxt] = prev  # a new node: the previous code's sequence + c's first pair
+                first[nxt] = first[prev]
+                key[nxt] = first[c]
                 nxt += 1
-    return parent, key, size
+            prev = c
+    used = np.zeros(n_pairs + 1, dtype=np.bool_)
+    for j in range(len(codes)):
+        used[first[codes[j]]] = True
+    for i in range(1, n_pairs + 1):
+        if not used[i]:
+            fault[0], fault[1], fault[2], fault[3] = 3, i - 1, icol[i - 1], 0
+            return parent, key, fault
+    return parent, key, fault
 
 
 @njit(cache=True)

@@ -14,6 +14,10 @@ bit l of that word.  Samples are zero-padded to a multiple of 8 and features to 
 (g, c, p) of every group and chunk, in (g·C + c) order, so reading precision s is reading a
 prefix of planes (the database stores one row per plane and filters ``plane < s``).  The
 hardware's order, line (g·C + c)·32 + p (``hardware_lines``), is a permutation of the same lines.
+
+Reading hostile planes: every bit pattern is a valid plane, so ``unweave`` checks only what can
+be wrong (the planes' count and sizes, a plane that is NULL or not bytes) and checks every
+plane's size against the block's shape *before* allocating anything of that shape.
 """
 
 from __future__ import annotations
@@ -22,9 +26,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from loomdb.codecs.blob import REBUILD, byte_view
 from loomdb.codecs.weave_kernels import unweave_words, weave_words
 from loomdb.errors import LoomFormatError, LoomOptionError
 
+# The planes carry no version byte of their own (a plane is a database row of raw lines); this
+# names their layout for the fixtures: a change to it is a new version, with new fixtures.
+LAYOUT_VERSION = 1
 BITS = 32
 FULL = float(2**32 - 1)
 LINE = 64  # bytes in a 512-bit line
@@ -96,26 +104,45 @@ def weave_block(U: np.ndarray) -> np.ndarray:
     return words.view(np.uint8).reshape(BITS, -1)
 
 
-def unweave(planes: Sequence[bytes] | np.ndarray, n: int, m: int, s: int) -> np.ndarray:
+def unweave(
+    planes: Sequence[bytes | memoryview] | np.ndarray, n: int, m: int, s: int
+) -> np.ndarray:
     """The first ``s`` planes of a block → its values truncated to s bits, uint32 (n, m)."""
     _check_precision(s)
     groups, chunks = _shape(n, m)
-    size = groups * chunks * LINE
-    if len(planes) < s:
-        raise LoomFormatError(
-            f"a woven block read at precision {s} needs {s} planes; got {len(planes)}"
-        )
-    stack = np.empty((s, size), dtype=np.uint8)  # one copy: planes arrive as separate bytes
-    for p in range(s):
-        plane = np.frombuffer(planes[p], dtype=np.uint8)  # bytes, memoryview or uint8 rows
-        if plane.size != size:
-            raise LoomFormatError(
-                f"plane {p} of a {n}×{m} woven block holds {plane.size} bytes; expected {size}",
-                hint="the index is corrupted or was built for another shape: loom_reindex it",
-            )
-        stack[p] = plane
+    views = _plane_views(planes, n, m, s)
+    stack = np.empty((s, groups * chunks * LINE), dtype=np.uint8)  # planes arrive separately
+    for p, view in enumerate(views):
+        stack[p] = np.frombuffer(view, dtype=np.uint8)
     words = stack.view("<u8").reshape(s, groups, chunks, 8)
     return unweave_words(words, s)[:n, :m]
+
+
+def _plane_views(planes: object, n: int, m: int, s: int) -> list[memoryview]:
+    """The first s planes as byte views, each checked to hold one plane of an n×m block."""
+    size = plane_bytes(n, m)
+    try:
+        count = len(planes)  # type: ignore[arg-type]
+    except TypeError:
+        raise LoomFormatError(
+            f"the planes of a woven block must be a sequence of bytes; got {type(planes).__name__}",
+            hint=REBUILD,
+        ) from None
+    if count < s:
+        raise LoomFormatError(
+            f"a woven block read at precision {s} needs {s} planes; got {count}",
+            hint="the index is missing planes: loom_reindex it",
+        )
+    views = []
+    for p in range(s):
+        view = byte_view(planes[p], f"plane {p} of a woven block")  # type: ignore[index]
+        if len(view) != size:
+            raise LoomFormatError(
+                f"plane {p} of a {n}×{m} woven block holds {len(view)} bytes; expected {size}",
+                hint="the index is corrupted or was built for another shape: loom_reindex it",
+            )
+        views.append(view)
+    return views
 
 
 def hardware_lines(U: np.ndarray) -> np.ndarray:
@@ -134,9 +161,10 @@ class WovenMatrix:
 
     __array_ufunc__ = None  # ndarray @ WovenMatrix defers to __rmatmul__
 
-    def __init__(self, planes: Sequence[bytes], n: int, m: int, s: int):
-        self.planes, self.n, self.m, self.s = list(planes)[:s], n, m, s
+    def __init__(self, planes: Sequence[bytes | memoryview] | np.ndarray, n: int, m: int, s: int):
         _check_precision(s)
+        _shape(n, m)
+        self.planes, self.n, self.m, self.s = _plane_views(planes, n, m, s), n, m, s
         self._codes: np.ndarray | None = None
         self._values: np.ndarray | None = None
 
@@ -160,7 +188,13 @@ class WovenMatrix:
         return self._values
 
     def __matmul__(self, other: np.ndarray) -> np.ndarray:
-        return self.toarray() @ other
+        v = np.asarray(other)
+        if v.ndim not in (1, 2) or v.shape[0] != self.m:
+            raise LoomOptionError(f"cannot multiply a {self.shape} woven block by {v.shape}")
+        return self.toarray() @ v
 
     def __rmatmul__(self, other: np.ndarray) -> np.ndarray:
-        return other @ self.toarray()
+        u = np.asarray(other)
+        if u.ndim not in (1, 2) or u.shape[-1] != self.n:
+            raise LoomOptionError(f"cannot multiply {u.shape} by a {self.shape} woven block")
+        return u @ self.toarray()

@@ -97,3 +97,15 @@ def test_bad_planes_and_precisions():
     for s in (0, 33, 2.5, True):
         with pytest.raises(LoomOptionError):
             weave.unweave(planes, 8, 64, s)
+
+
+def test_a_woven_matrix_checks_its_planes_when_made_and_its_operands_when_used():
+    planes = [bytes(p) for p in weave.weave_block(np.ones((8, 64), dtype=np.uint32))]
+    with pytest.raises(LoomFormatError, match="plane 1 of a 8×64 woven block holds 10 bytes"):
+        weave.WovenMatrix([planes[0], planes[1][:10]], 8, 64, 2)
+    W = weave.WovenMatrix(planes, 8, 64, 4)  # extra planes are not read
+    assert W.nbytes == 4 * 64
+    with pytest.raises(LoomOptionError, match="cannot multiply a .8, 64. woven block"):
+        W @ np.ones(8)
+    with pytest.raises(LoomOptionError, match="by a .8, 64. woven block"):
+        np.ones(64) @ W

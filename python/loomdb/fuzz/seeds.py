@@ -1,0 +1,68 @@
+"""Seed inputs of each fuzz target: valid encodings of small matrices, one for every variant
+and stage, so that mutation starts from inputs that reach every stage of a decoder (header,
+sections, the zstd stage, the tree build, the products).
+
+No paper section: the matrices echo TOC's Figure 3 and the edge cases of its §3 (all-zero rows,
+one row, fully dense rows, −0.0 and NaN as values) and MLWeaving's padding to 8 × 64 (§4.3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loomdb.codecs import dense, toc, weave
+from loomdb.fuzz.targets import join_weave_input
+
+
+def matrices() -> dict[str, np.ndarray]:
+    """Small matrices whose encodings exercise every path of the decoders."""
+    rng = np.random.default_rng(7)
+    figure3 = np.zeros((4, 4))
+    figure3[0] = [1.1, 2, 3, 1.4]
+    figure3[1, :3] = [1.1, 2, 3]
+    figure3[2, 1:] = [1.1, 3, 1.4]
+    figure3[3, :2] = [1.1, 2]
+    repeats = rng.integers(0, 3, (12, 10)).astype(float)  # repeated runs: LZW makes nodes
+    repeats[5] = 0.0  # an all-zero row
+    odd = np.array([[-0.0, 0.0, np.nan, np.inf], [2.5, -np.inf, 0.0, 2.5]])
+    wide = np.zeros((3, 300))
+    wide[rng.integers(0, 3, 40), rng.integers(0, 300, 40)] = rng.integers(1, 700, 40)
+    return {
+        "figure3": figure3,
+        "repeats": repeats,
+        "odd-values": odd,
+        "wide": wide,  # 2-byte integers in the packed sections
+        "one-cell": np.array([[4.0]]),
+        "empty": np.zeros((0, 3)),
+    }
+
+
+def dense_seeds() -> list[bytes]:
+    out = []
+    for X in matrices().values():
+        if X.size <= 256:  # seeds stay well under the default --max-len
+            out += [dense.encode(X), dense.encode(X, dtype="float32")]
+    return out
+
+
+def toc_seeds() -> list[bytes]:
+    return [
+        toc.encode(X, variant=variant, entropy=entropy)
+        for X in matrices().values()
+        for variant in toc.VARIANTS
+        for entropy in (None, "zstd")
+    ]
+
+
+def weave_seeds() -> list[bytes]:
+    rng = np.random.default_rng(8)
+    out = []
+    for n, m, s in [(1, 1, 1), (8, 64, 32), (9, 65, 3), (5, 130, 2)]:
+        U = rng.integers(0, 2**32, size=(n, m), dtype=np.uint64).astype(np.uint32)
+        U[:, ::3] = 0  # zero values and words: the kernels skip them
+        planes = [bytes(p) for p in weave.weave_block(U)[:s]]
+        out.append(join_weave_input(planes, n, m, s))
+    return out
+
+
+SEEDS = {"dense": dense_seeds, "toc": toc_seeds, "weave": weave_seeds}
