@@ -85,8 +85,7 @@ def test_linear_regression_and_select_source(engine):
     d = load_diabetes()
     engine.load("diab", d.data, d.target)
     engine.scalar(
-        "SELECT loom_train('dia', 'SELECT * FROM diab WHERE y > 0', 'y', "
-        '\'{"model": "linear"}\')'
+        "SELECT loom_train('dia', 'SELECT * FROM diab WHERE y > 0', 'y', '{\"model\": \"linear\"}')"
     )
     m = json.loads(engine.scalar("SELECT loom_evaluate('dia', 'diab')"))
     assert set(m) >= {"mse", "mae", "r2"} and m["r2"] > 0.45

@@ -81,7 +81,7 @@ def test_adaptive_schedule_is_recorded(mnist):
 def test_32_bits_match_dense_training_on_the_quantised_data(mnist):
     engine, X, y = mnist
     mins, maxs = weave.column_ranges(X)
-    engine.load("mq", weave.dequantize(weave.quantize(X, mins, maxs)), y)
+    engine.load("mq", weave.values(weave.quantize(X, mins, maxs), 32), y)
     train(engine, "w32", precision=32, epochs=3)
     dense = {
         "model": "linear",

@@ -73,6 +73,17 @@ def test_index_size_and_eq4(n, m):
         assert weave.epoch_bytes(n, m, s) * 8 == n8 * (s * -(-m // 64) * 64 + 32)
 
 
+def test_values_are_the_middle_of_the_truncation_interval():
+    U = np.array([[0, 1, 0x80000000, 0xFFFFFFFF]], dtype=np.uint32)
+    for s in (1, 4, 32):
+        v = weave.values(weave.truncate(U, s), s)
+        assert v[0, 0] == 0.0  # zero stays zero: sparse stays sparse
+        lo = weave.dequantize(weave.truncate(U, s))
+        nonzero = weave.truncate(U, s) > 0
+        assert np.all(v[nonzero] == lo[nonzero] + 2.0 ** -(s + 1))
+    assert weave.values(weave.truncate(U, 1), 1).tolist() == [[0.0, 0.0, 0.75, 0.75]]
+
+
 def test_woven_matrix_products_equal_dense():
     rng = np.random.default_rng(1)
     X = rng.random((40, 100))
@@ -80,7 +91,7 @@ def test_woven_matrix_products_equal_dense():
     planes = [bytes(p) for p in weave.weave_block(U)]
     for s in (2, 32):
         W = weave.WovenMatrix(planes, 40, 100, s)
-        dense = weave.dequantize(weave.truncate(U, s))
+        dense = weave.values(weave.truncate(U, s), s)
         v, M, r = rng.normal(size=100), rng.normal(size=(100, 3)), rng.normal(size=(2, 40))
         assert np.allclose(W @ v, dense @ v, rtol=1e-12)
         assert np.allclose(W @ M, dense @ M, rtol=1e-12)

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 
 from loomdb.codecs.blob import REBUILD, byte_view
-from loomdb.errors import LoomFormatError, LoomOptionError
+from loomdb.errors import LoomDataError, LoomFormatError, LoomOptionError
 
 MAGIC = b"LD"
 VERSION = 1
 HEADER = struct.Struct("<2sBBII")
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 DTYPES: dict[int, Any] = {8: np.dtype("<f8"), 4: np.dtype("<f4")}
 
 
@@ -39,6 +40,11 @@ def encode(batch: np.ndarray, dtype: str = "float64") -> bytes:
     if code is None:
         raise LoomOptionError(f"dense dtype must be float64 or float32; got {dtype!r}")
     rows, cols = batch.shape
+    if code == 4 and np.isfinite(batch).all() and (np.abs(batch) > FLOAT32_MAX).any():
+        raise LoomDataError(
+            "a value exceeds float32's range (3.4e38): it would be stored as infinity",
+            hint="lay the source out with dtype float64",
+        )
     return (
         HEADER.pack(MAGIC, VERSION, code, rows, cols)
         + np.ascontiguousarray(batch, dtype=DTYPES[code]).tobytes()

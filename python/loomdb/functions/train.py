@@ -17,11 +17,11 @@ import numpy as np
 
 from loomdb.accel import registry
 from loomdb.errors import LoomDataError, LoomOptionError
-from loomdb.functions.train_plan import Plan, plan
+from loomdb.functions.train_plan import Plan, plan, standardize_for
+from loomdb.learn import step_size
 from loomdb.learn.model import LinearModel
 from loomdb.learn.problem import Problem
 from loomdb.learn.scaling import Scaling
-from loomdb.learn import step_size
 from loomdb.learn.trainer import TrainConfig, fit
 from loomdb.options import parse_json
 from loomdb.seams import IndexInfo, ModelRecord
@@ -77,8 +77,9 @@ def _problem(db: Any, name: str, p: Plan, info: IndexInfo, exists: bool) -> Prob
     kind = p.opts["model"]
     cls = classes_of(info.label, info.label_counts) if p.loss.classifier else []
     init = _warm_start(db, name, kind, info.columns, cls) if p.opts["warm_start"] else None
-    method = init.scaling.method if init else p.opts["standardize"]
-    over = layout.formats.get(info.format).value_map == "minmax"
+    fmt = layout.formats.get(info.format)
+    method = init.scaling.method if init else standardize_for(p.opts, fmt)
+    over = fmt.value_map == "minmax"
     scaling = (
         Scaling.over_minmax(method, info.stats) if over else Scaling.from_stats(method, info.stats)
     )

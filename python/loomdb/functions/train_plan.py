@@ -23,7 +23,13 @@ from loomdb.seams import IndexInfo
 from loomdb.store import formats, layout
 from loomdb.store.formats.base import Format
 
-DEFAULT_STANDARDIZE = "zscore"
+DEFAULT_STANDARDIZE = "zscore"  # a format storing mapped values defaults to its own map
+
+
+def standardize_for(opts: dict[str, Any], fmt: Format) -> str:
+    """The standardisation a train uses: the asked one, else the format's own value map
+    (mlweaving's min–max, MLWeaving §4.3), else z-score."""
+    return opts["standardize"] or fmt.value_map or DEFAULT_STANDARDIZE
 
 
 @dataclass
@@ -131,6 +137,4 @@ def plan(given: dict[str, Any]) -> Plan:
     for key, value in getattr(backend, "defaults", {}).items():
         if key not in given:
             opts[key] = value
-    if opts["standardize"] is None:
-        opts["standardize"] = DEFAULT_STANDARDIZE
     return Plan(given, opts, fmt)

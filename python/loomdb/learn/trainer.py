@@ -16,7 +16,9 @@ fpga-sim) replaces steps 1–4, and this loop still records the history, validat
 loss of the zero model means the step was too large; training restarts from the beginning with
 a step ten times smaller (recorded in the history), and after ``MAX_RESTARTS`` gives up with a
 ``LoomDataError`` saying what to change.  The epoch loss is the mean data loss seen during the
-pass (as scikit-learn reports it) plus the regularisation terms.
+pass (as scikit-learn reports it) plus the regularisation terms; training stops early when it
+(or the validation loss) has not improved by ``tol`` of the best for ``patience`` epochs in a
+row (scikit-learn's ``tol`` and ``n_iter_no_change``).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class TrainConfig:
     fit_intercept: bool = True
     precision: int | str = 32
     safe_lr: float | None = None  # the automatic step: restarts never go above it
+    patience: int = 5  # epochs without a tol-sized improvement before stopping (sklearn's)
 
 
 class Diverged(Exception):
@@ -110,7 +113,7 @@ def _run(source, problem, config, backend, lr, progress, check):
     schedule = Schedule(config.lr_schedule, lr, config.lr_decay)
     loss = LOSSES[config.kind]
     history: list[dict[str, Any]] = []
-    best = np.inf
+    best, stale = np.inf, 0
     limit = EXPLODE * problem.baseline_loss(config.kind)
     optimizer = OPTIMIZERS[config.optimizer](W.shape)
     for epoch in range(config.epochs):
@@ -147,7 +150,8 @@ def _run(source, problem, config, backend, lr, progress, check):
             progress({**entry, "epochs": config.epochs})
         watched = entry.get("val_loss", entry["loss"])
         improved = best - watched >= (config.tol or 0.0) * max(abs(best), 1e-12)
-        if config.tol is not None and np.isfinite(best) and not improved:
+        stale = 0 if improved or not np.isfinite(best) else stale + 1
+        if config.tol is not None and stale >= config.patience:
             break
         best = min(best, watched)
     return W, b, history
