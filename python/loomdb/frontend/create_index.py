@@ -25,7 +25,14 @@ from sqlglot import exp
 from loomdb.errors import LoomSyntaxError
 from loomdb.frontend.calls import literal_value, loom_call, table_text
 
-FORMATS = ("mlweaving", "toc", "dense")
+
+def formats() -> tuple[str, ...]:
+    """loomdb's index methods: the storage formats' registry (third-party ones included)."""
+    from loomdb.store.formats import ALIASES, names
+
+    return (*names(), *ALIASES)
+
+
 CREATE_FORM = (
     "CREATE INDEX name ON table USING mlweaving (col, …) WITH (label = y, option = value, …)"
 )
@@ -47,7 +54,7 @@ def index_format(tree: exp.Create) -> str | None:
     params = index.args.get("params") if isinstance(index, exp.Index) else None
     using = params.args.get("using") if params is not None else None
     fmt = using.name.lower() if using is not None else ""
-    return fmt if fmt in FORMATS else None
+    return fmt if fmt in formats() else None
 
 
 def _unsupported(what: str, fmt: str, hint: str | None = None) -> LoomSyntaxError:

@@ -13,6 +13,8 @@ sqlglot cannot read passes through, for the engine to judge.
 
 from __future__ import annotations
 
+import difflib
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
@@ -20,7 +22,7 @@ from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomOptionError, LoomSyntaxError
 from loomdb.frontend.catalog import Catalog
-from loomdb.frontend.create_index import CREATE_FORM, FORMATS, create_index_call, index_format
+from loomdb.frontend.create_index import CREATE_FORM, create_index_call, formats, index_format
 from loomdb.frontend.doppio import (
     CREATE,
     FORMS,
@@ -59,12 +61,36 @@ def claim(tokens: list[Token]) -> str | None:
     if words[:2] == ["DROP", "INDEX"]:
         return "drop"
     if words[:1] == ["CREATE"] and "INDEX" in words[1:3]:
-        ours = _followed_by(tokens, TokenType.USING, FORMATS) or any(
+        ours = _followed_by(tokens, TokenType.USING, formats()) or any(
             _calls(tokens, f) for f in (CREATE, TRAIN)
         )
         if ours:
             return "create"
+        _refuse_unknown_method(tokens)
     return "infer" if _calls(tokens, INFER) else None
+
+
+def _refuse_unknown_method(tokens: list[Token]) -> None:
+    """``USING weaving`` (a typo) or ``USING x … WITH (label = …)``: a loomdb index meant, with
+    a method loomdb does not have — say which it has instead of letting the engine guess."""
+    methods = formats()
+    for a, b in zip(tokens, tokens[1:]):
+        if a.token_type != TokenType.USING or b.token_type not in _WORDS:
+            continue
+        method = b.text.lower()
+        close = difflib.get_close_matches(method, methods, n=1, cutoff=0.6)
+        labelled = any(
+            w.token_type == TokenType.WITH
+            and p.token_type == TokenType.L_PAREN
+            and x.text.lower() == "label"
+            for w, p, x in zip(tokens, tokens[1:], tokens[2:])
+        )
+        if close or labelled:
+            raise LoomSyntaxError(
+                f"unknown index method '{b.text}'"
+                + (f" (did you mean '{close[0]}'?)" if close else ""),
+                hint=f"loomdb's index methods are {', '.join(sorted(set(methods)))}",
+            )
 
 
 def _expected(form: str) -> str:

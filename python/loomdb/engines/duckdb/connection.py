@@ -15,6 +15,7 @@ one (their writes commit on a connection of their own; a ROLLBACK could not undo
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,8 +23,8 @@ from typing import Any
 import duckdb
 
 from loomdb.engines.duckdb.database import DuckDatabase, translate
-from loomdb.engines.duckdb.functions import raised_in_udf, register_functions
-from loomdb.engines.duckdb.state import ConnectionState
+from loomdb.engines.duckdb.functions import equip, raised_in_udf, register_functions
+from loomdb.engines.duckdb.state import ConnectionState, Instance
 from loomdb.errors import LoomInterrupted
 from loomdb.store import catalog
 
@@ -74,26 +75,49 @@ def _identity(con: duckdb.DuckDBPyConnection, read_only: bool) -> str:
     return fresh
 
 
-def register(con: duckdb.DuckDBPyConnection, progress: bool = True) -> ConnectionState:
-    """Create loomdb's catalog in ``con``'s database (if writable), register every function."""
+_instances: weakref.WeakValueDictionary[str, Instance] = weakref.WeakValueDictionary()
+
+
+def register(
+    con: duckdb.DuckDBPyConnection, progress: bool = True
+) -> tuple[ConnectionState, Instance]:
+    """Create loomdb's catalog in ``con``'s database (if writable), register every function
+    (once per database), and equip ``con`` with its macros."""
     read_only = _read_only(con)
     try:
         if not read_only:
             for statement in catalog.ddl("duckdb"):
                 con.execute(statement)
-        state = ConnectionState(_identity(con, read_only), read_only, progress)
+        identity = _identity(con, read_only)
     except duckdb.Error as e:
         raise translate(e) from None
-    register_functions(con, state)
-    return state
+    instance = _instances.get(identity)
+    if instance is None:
+        instance = _instances[identity] = Instance(identity, read_only)
+    state = ConnectionState(identity, read_only, progress)
+    instance.add(con, state)
+    register_functions(con, instance)
+    equip(con, state)
+    return state, instance
 
 
 class Connection:
     """A DuckDB connection whose statements pass through loomdb's SQL front-end."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, progress: bool = True):
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        progress: bool = True,
+        parent: Connection | None = None,
+    ):
         self.duckdb = con
-        self.state = register(con, progress)
+        if parent is None:
+            self.state, self.instance = register(con, progress)
+        else:  # a cursor: the database's functions exist; it needs its own state and macros
+            self.instance = parent.instance
+            self.state = ConnectionState(parent.state.identity, parent.state.read_only, progress)
+            self.instance.add(con, self.state)
+            equip(con, self.state)
 
     def _track(self, statement: str) -> None:
         first = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else ""
@@ -158,6 +182,10 @@ class Connection:
         """Stop the running statement, a loomdb call included (within one batch)."""
         self.state.interrupted.set()
         self.duckdb.interrupt()
+
+    def cursor(self) -> Connection:
+        """A new connection to the same database, with loomdb's functions and front-end."""
+        return Connection(self.duckdb.cursor(), self.state.progress, parent=self)
 
     def database(self) -> DuckDatabase:
         return DuckDatabase(self.duckdb.cursor(), self.state)  # catalog reads only

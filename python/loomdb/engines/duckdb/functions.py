@@ -1,14 +1,17 @@
-"""Bind the UDF catalogue to a DuckDB connection.  No paper section.
+"""Bind the UDF catalogue to a DuckDB database.  No paper section.
 
-Each function is a Python UDF under a hidden name (``loom_train__udf``) and a temporary MACRO
-under its SQL name that fills in the catalogue's defaults, so ``loom_train(m, src, label)``
-works as in PostgreSQL.  Vectorised functions (``loom_predict``…) are arrow UDFs receiving whole
-vectors; their macro also passes ``txid_current()``, the statement's transaction, so every
-vector of one statement is scored by one version of the model.
+Every function is a Python UDF under its SQL name, visible on every connection and cursor of
+the database: scalar ones take their arguments as varargs and fill in the catalogue's defaults
+(``loom_train(m, src, label)`` works as in PostgreSQL), vectorised ones (``loom_predict``…) are
+arrow UDFs receiving whole vectors.  A connection loomdb opened (``loomdb.connect``,
+``register``, and cursors of loomdb's connection) also gets TEMP macros of the same names that
+shadow them and pass two more arguments to hidden twins: the connection's token (so a call knows
+whose transaction and interrupt it runs under) and, for vectorised functions,
+``txid_current()`` (so every vector of one statement is scored by one version of the model).
 
 A loomdb error raised in a UDF — on whatever DuckDB worker thread ran it — is kept in a small
 table under a number that travels in DuckDB's error text (``[loomdb error 17]``); the
-connection's ``execute`` finds it and raises the original ``LoomError`` subclass.
+connection finds it and raises the original ``LoomError`` subclass.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import inspect
 import itertools
 import re
 import threading
-import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -29,12 +31,13 @@ import pyarrow.compute as pc
 
 from loomdb.engines.calls import feature_rows, vectorized
 from loomdb.engines.duckdb.database import TYPES, DuckDatabase
-from loomdb.engines.duckdb.state import ConnectionState
-from loomdb.errors import LoomError
+from loomdb.engines.duckdb.state import ConnectionState, Instance
+from loomdb.errors import LoomError, LoomOptionError
 from loomdb.udfs import Udf, load
 
-HIDDEN = "{}__udf"
+HIDDEN = "{}__conn"
 KEPT_ERRORS = 1024
+READ_ONLY = {"loom_backends"}  # volatile (their answer may change) but they write nothing
 _TAG = re.compile(r"\[loomdb error (\d+)\]")
 _errors: OrderedDict[int, LoomError] = OrderedDict()
 _errors_lock = threading.Lock()
@@ -76,29 +79,25 @@ def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return feature_rows(column.to_pylist())
 
 
-def _connection(ref: Any) -> Any:
-    con = ref()
-    if con is None:
-        raise LoomError("the DuckDB connection these loomdb functions belong to is closed")
-    return con
-
-
-def _guarded(fn, names: list[str]):
+def _guarded(fn, names: list[str] | None):
     def wrapper(*args: Any) -> Any:
         try:
             return fn(*args)
         except LoomError as e:
             raise _carry(e) from None
 
-    wrapper.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
-    )
+    if names is not None:
+        wrapper.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+        )
     return wrapper
 
 
-def _vector_fn(udf: Udf, ref: Any, state: ConnectionState):
-    def fn(models: pa.Array, features: pa.Array, statement: pa.Array) -> pa.Array:
-        cur = _connection(ref).cursor()
+def _vector_fn(udf: Udf, instance: Instance, pinned: bool):
+    def fn(models: pa.Array, features: pa.Array, *extra: pa.Array) -> pa.Array:
+        state = instance.state(extra[1][0].as_py() if len(extra) > 1 else None)
+        statement = extra[0][0].as_py() if extra else None
+        cur = instance.cursor()
         try:
             db = DuckDatabase(cur, state)
             X, ok = _features(features)
@@ -109,64 +108,91 @@ def _vector_fn(udf: Udf, ref: Any, state: ConnectionState):
             else:
                 names = models.to_pylist()
                 ok &= np.array([n is not None for n in names], dtype=bool)
-            out = vectorized(udf, db, names, X, ok, statement[0].as_py())
+            out = vectorized(udf, db, names, X, ok, statement)
             return pa.array(out, mask=~ok | np.isnan(out))
         finally:
             cur.close()
 
-    return _guarded(fn, ["models", "features", "statement"])
+    params = ["models", "features", *(["statement", "token"] if pinned else [])]
+    return _guarded(fn, params)
 
 
-def _scalar_fn(udf: Udf, ref: Any, state: ConnectionState):
+def _arguments(udf: Udf, args: tuple[Any, ...]) -> list[Any]:
+    """The SQL arguments with the catalogue's defaults filled in (varargs come in short)."""
+    required = sum(1 for a in udf.args if a.default is None)
+    if not required <= len(args) <= len(udf.args):
+        arity = f"{required} to {len(udf.args)}" if required < len(udf.args) else str(required)
+        raise LoomOptionError(
+            f"{udf.name} takes {arity} arguments; got {len(args)}",
+            hint=f"{udf.name}({', '.join(a.name for a in udf.args)})",
+        )
+    defaults = [a.default.strip("'") if a.default else None for a in udf.args[len(args) :]]
+    return [*args, *defaults]
+
+
+def _scalar_fn(udf: Udf, instance: Instance, with_token: bool):
     def fn(*args: Any) -> Any:
+        state = instance.state(args[-1] if with_token else None)
+        values = _arguments(udf, args[:-1] if with_token else args)
         if udf.volatility == "volatile" and udf.name not in READ_ONLY:
             state.may_write(udf.name)
-        cur = _connection(ref).cursor()
+        cur = instance.cursor()
         try:
-            return udf.callable()(DuckDatabase(cur, state), *args)
+            return udf.callable()(DuckDatabase(cur, state), *values)
         finally:
             cur.close()
 
-    return _guarded(fn, [a.name for a in udf.args])
-
-
-READ_ONLY = {"loom_backends"}  # volatile (their answer may change) but they write nothing
+    names = [a.name for a in udf.args] + ["token"] if with_token else None
+    return _guarded(fn, names)
 
 
 def _type(name: str) -> Any:
     return duckdb.sqltype(TYPES[name])
 
 
-def _macro(udf: Udf) -> str:
-    params = ", ".join(a.name + (f" := {a.default}" if a.default else "") for a in udf.args)
-    passed = [a.name for a in udf.args] + (
-        ["CAST(txid_current() AS BIGINT)"] if udf.vectorized else []
+def _create(con: Any, name: str, fn: Any, params: list[Any] | None, udf: Udf) -> None:
+    with contextlib.suppress(Exception):  # not registered yet
+        con.remove_function(name)
+    con.create_function(
+        name,
+        fn,
+        params,
+        _type(udf.returns),
+        type="arrow" if udf.vectorized else "native",
+        # vectorised UDFs mask NULL rows themselves (a NULL element NULLs the row too)
+        null_handling="default" if udf.strict and not udf.vectorized else "special",
+        exception_handling="default",
+        side_effects=udf.volatility == "volatile",
     )
+
+
+def register_functions(con: Any, instance: Instance) -> None:
+    """Create every function (public and hidden twin) in ``con``'s database."""
+    for udf in load():
+        types = [_type(a.type) for a in udf.args]
+        hidden = HIDDEN.format(udf.name)
+        if udf.vectorized:
+            _create(con, udf.name, _vector_fn(udf, instance, False), types, udf)
+            extra = [_type("bigint"), _type("text")]
+            _create(con, hidden, _vector_fn(udf, instance, True), types + extra, udf)
+        else:
+            _create(con, udf.name, _scalar_fn(udf, instance, False), None, udf)
+            _create(con, hidden, _scalar_fn(udf, instance, True), types + [_type("text")], udf)
+
+
+def _macro(udf: Udf, token: str) -> str:
+    params = ", ".join(a.name + (f" := {a.default}" if a.default else "") for a in udf.args)
+    passed = [a.name for a in udf.args]
+    if udf.vectorized:
+        passed.append("CAST(txid_current() AS BIGINT)")
+    passed.append(f"'{token}'")
     return (
         f"CREATE OR REPLACE TEMP MACRO {udf.name}({params}) AS "
         f"{HIDDEN.format(udf.name)}({', '.join(passed)})"
     )
 
 
-def register_functions(con: Any, state: ConnectionState) -> None:
-    # The functions hold the connection weakly: a strong reference would be a cycle
-    # (connection → function → connection) that outlives close() and leaks at exit.
-    ref = weakref.ref(con)
+def equip(con: Any, state: ConnectionState) -> None:
+    """This connection's TEMP macros: its token and the statement's transaction id."""
     for udf in load():
-        hidden = HIDDEN.format(udf.name)
-        fn = _vector_fn(udf, ref, state) if udf.vectorized else _scalar_fn(udf, ref, state)
-        types = [_type(a.type) for a in udf.args] + ([_type("bigint")] if udf.vectorized else [])
-        with contextlib.suppress(Exception):  # not registered yet
-            con.remove_function(hidden)
-        con.create_function(
-            hidden,
-            fn,
-            types,
-            _type(udf.returns),
-            type="arrow" if udf.vectorized else "native",
-            # vectorised UDFs mask NULL rows themselves (a NULL element NULLs the row too)
-            null_handling="default" if udf.strict and not udf.vectorized else "special",
-            exception_handling="default",
-            side_effects=udf.volatility == "volatile",
-        )
-        con.execute(_macro(udf))
+        con.execute(_macro(udf, state.token))

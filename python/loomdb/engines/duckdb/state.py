@@ -12,7 +12,10 @@ import logging
 import sys
 import threading
 import time
+import uuid
+import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
 from loomdb.errors import LoomInterrupted, LoomStateError
 
@@ -22,12 +25,15 @@ PRINT_EVERY_S = 1.0
 
 @dataclass
 class ConnectionState:
+    """One DuckDB connection as loomdb knows it; ``token`` names it in its macros."""
+
     identity: str
     read_only: bool = False
     progress: bool = True
     interrupted: threading.Event = field(default_factory=threading.Event)
     in_transaction: bool = False
     last_printed: float = 0.0
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def notice(self, message: str) -> None:
         if not self.progress:
@@ -57,3 +63,35 @@ class ConnectionState:
                 "a connection of its own, so a ROLLBACK could not undo it",
                 hint="COMMIT or ROLLBACK first, then run it on its own",
             )
+
+
+class Instance:
+    """The loomdb functions of one DuckDB database instance (shared by all its connections and
+    cursors): the live connections they may open cursors on, and each connection's state."""
+
+    def __init__(self, identity: str, read_only: bool):
+        self.identity, self.read_only = identity, read_only
+        self.connections: list[weakref.ref[Any]] = []
+        self.states: dict[str, ConnectionState] = {}
+        self.default = ConnectionState(identity, read_only)
+
+    def add(self, con: Any, state: ConnectionState) -> None:
+        self.connections = [r for r in self.connections if r() is not None] + [weakref.ref(con)]
+        self.states[state.token] = state
+
+    def cursor(self) -> Any:
+        """A cursor on any live connection of this database (a connection of its own)."""
+        from loomdb.errors import LoomError
+
+        for ref in reversed(self.connections):
+            con = ref()
+            if con is not None:
+                try:
+                    return con.cursor()
+                except Exception:  # noqa: BLE001 - closed: try another
+                    continue
+        raise LoomError("every DuckDB connection these loomdb functions belong to is closed")
+
+    def state(self, token: str | None) -> ConnectionState:
+        """The calling connection's state (its macros pass the token), else a neutral one."""
+        return self.states.get(token or "", self.default)

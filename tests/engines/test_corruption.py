@@ -1,0 +1,55 @@
+"""Stored layouts prove themselves whole: a missing, duplicated, swapped or altered row is a
+LoomFormatError naming the index and the fix, on both engines and every format."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.postgres
+
+FORMATS = ["dense", "toc", "mlweaving"]
+TAMPERING = {
+    "missing": "DELETE FROM loom_data.{ix} WHERE batch = 1 AND part = 1",
+    "missing batch": "DELETE FROM loom_data.{ix} WHERE batch = 2",
+    "duplicated": "INSERT INTO loom_data.{ix} SELECT * FROM loom_data.{ix} WHERE batch = 1",
+    "swapped": (
+        "UPDATE loom_data.{ix} SET payload = (SELECT payload FROM loom_data.{ix} "
+        "WHERE batch = 2 AND part = 1) WHERE batch = 1 AND part = 1"
+    ),
+    "from another index": (
+        "UPDATE loom_data.{ix} SET payload = (SELECT payload FROM loom_data.{ix}_twin "
+        "WHERE batch = 1 AND part = 1), checksum = (SELECT checksum FROM loom_data.{ix}_twin "
+        "WHERE batch = 1 AND part = 1) WHERE batch = 1 AND part = 1"
+    ),
+    "null": "UPDATE loom_data.{ix} SET payload = NULL WHERE batch = 0 AND part = 0",
+    "fewer rows": "UPDATE loom_data.{ix} SET rows = rows - 1 WHERE batch = 1",
+}
+
+
+@pytest.fixture
+def indexed(engine):
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 4, size=(1024, 6)).astype(float)
+    engine.load("c_t", X, (X[:, 0] > 1).astype(float))
+    return engine
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("damage", list(TAMPERING))
+def test_a_damaged_index_is_refused_with_the_fix(indexed, fmt, damage):
+    engine, ix = indexed, f"c_{fmt}"
+    opts = '{"format": "%s", "seed": 1}' % fmt
+    engine.scalar(f"SELECT loom_create_index('{ix}', 'c_t', 'y', '{opts}')")
+    engine.scalar(f"SELECT loom_create_index('{ix}_twin', 'c_t', 'y', '{opts}')")
+    engine.rows(TAMPERING[damage].format(ix=ix))
+    with pytest.raises(engine.errors) as info:
+        engine.scalar(
+            f'SELECT loom_train(\'m\', NULL, \'y\', \'{{"index": "{ix}", "epochs": 1, '
+            '"cache_mb": 0}\')'
+        )
+    message = str(info.value)
+    assert f"index '{ix}' is damaged" in message
+    assert f"loom_reindex('{ix}')" in message
+    engine.scalar(f"SELECT loom_reindex('{ix}')")
+    engine.scalar(f"SELECT loom_train('m', NULL, 'y', '{{\"index\": \"{ix}\", \"epochs\": 1}}')")

@@ -1,0 +1,225 @@
+"""DuckDB as users drive it: errors from worker threads, models never served stale or from
+another database, one version per statement, interrupts, read-only files, transactions."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import loomdb
+from loomdb.bench.tables import load_duckdb
+
+
+def _constant_model(con, name: str, value: float, replace: bool = False) -> None:
+    """A linear model that predicts ``value`` (up to training error) for every row."""
+    opts = json.dumps({"model": "linear", "replace": replace, "progress": False})
+    con.execute(
+        f"SELECT loom_train('{name}', 'SELECT x, {value} + 0 * x AS y FROM src', 'y', '{opts}')"
+    ).fetchall()
+
+
+@pytest.fixture
+def con():
+    c = loomdb.connect(progress=False)
+    c.execute(
+        "CREATE TABLE src AS SELECT (i % 97)::DOUBLE AS x, (i % 5)::DOUBLE AS z "
+        "FROM range(2000) r(i)"
+    )
+    yield c
+    c.close()
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_loomdb_errors_reach_the_caller_from_any_thread(con, threads):
+    con.execute(f"SET threads = {threads}")
+    con.execute("CREATE TABLE big AS SELECT i::DOUBLE AS x FROM range(300000) r(i)")
+    for _ in range(60):
+        with pytest.raises(loomdb.LoomNotFoundError, match="model 'nosuch' does not exist"):
+            con.execute("SELECT sum(loom_predict('nosuch', [x])) FROM big").fetchall()
+        with pytest.raises(loomdb.LoomOptionError, match="unknown loom_train option"):
+            con.execute("SELECT loom_train('m', 'src', 'x', '{\"epoch\": 1}')").fetchall()
+
+
+def test_a_model_of_one_database_is_never_used_in_another(tmp_path):
+    for attempt in range(30):
+        predictions = []
+        for path, value in (
+            (tmp_path / f"a{attempt}.duckdb", 1.0),
+            (tmp_path / f"b{attempt}.duckdb", 5.0),
+        ):
+            c = loomdb.connect(str(path), progress=False)
+            c.execute("CREATE TABLE src AS SELECT (i % 13)::DOUBLE AS x FROM range(500) r(i)")
+            _constant_model(c, "m", value)
+            predictions.append(c.execute("SELECT loom_predict('m', [3.0])").fetchall()[0][0])
+            c.close()
+        assert abs(predictions[0] - 1.0) < 0.1 and abs(predictions[1] - 5.0) < 0.1
+
+
+def test_a_changed_or_deleted_catalog_row_is_seen_at_once(con):
+    _constant_model(con, "m", 2.0)
+    before = con.execute("SELECT loom_predict('m', [3.0])").fetchall()[0][0]
+    con.execute("UPDATE loom.models SET intercept = '[100.0]' WHERE name = 'm'")
+    after = con.execute("SELECT loom_predict('m', [3.0])").fetchall()[0][0]
+    assert abs(before - 2.0) < 0.1 and after > 90
+    con.execute("DELETE FROM loom.models WHERE name = 'm'")
+    with pytest.raises(loomdb.LoomNotFoundError):
+        con.execute("SELECT loom_predict('m', [3.0])").fetchall()
+
+
+def test_one_statement_sees_one_version_while_another_thread_replaces(tmp_path):
+    path = str(tmp_path / "race.duckdb")
+    con = loomdb.connect(path, progress=False)
+    con.execute("CREATE TABLE src AS SELECT (i % 97)::DOUBLE AS x FROM range(2000) r(i)")
+    con.execute("CREATE TABLE big AS SELECT (i % 97)::DOUBLE AS x FROM range(400000) r(i)")
+    con.execute("SET threads = 4")
+    _constant_model(con, "m", 1.0)
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def replacer() -> None:
+        writer = con.cursor()
+        value = 1.0
+        try:
+            while not stop.is_set():
+                value = 6.0 - value  # 1, 5, 1, 5 …
+                opts = json.dumps({"model": "linear", "replace": True, "progress": False})
+                writer.execute(
+                    f"SELECT loom_train('m', 'SELECT x, {value} + 0 * x AS y FROM src', 'y', "
+                    f"'{opts}')"
+                ).fetchall()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            failures.append(e)
+
+    thread = threading.Thread(target=replacer)
+    thread.start()
+    try:
+        for _ in range(25):
+            seen = con.execute("SELECT DISTINCT round(loom_predict('m', [x])) FROM big").fetchall()
+            assert len(seen) == 1, f"one statement mixed model versions: {seen}"
+    finally:
+        stop.set()
+        thread.join()
+    assert not failures, failures
+    con.close()
+
+
+def test_two_replacing_trains_of_one_name_give_a_loom_error_or_serialise(tmp_path):
+    path = str(tmp_path / "replace.duckdb")
+    con = loomdb.connect(path, progress=False)
+    con.execute("CREATE TABLE src AS SELECT (i % 97)::DOUBLE AS x FROM range(20000) r(i)")
+    _constant_model(con, "m", 1.0)
+    outcomes: list[BaseException | None] = []
+
+    def train(value: float) -> None:
+        cur = con.cursor()
+        opts = json.dumps({"model": "linear", "replace": True, "progress": False, "epochs": 30})
+        try:
+            cur.execute(
+                f"SELECT loom_train('m', 'SELECT x, {value} + 0 * x AS y FROM src', 'y', '{opts}')"
+            ).fetchall()
+            outcomes.append(None)
+        except BaseException as e:  # noqa: BLE001 - judged below
+            outcomes.append(e)
+
+    threads = [threading.Thread(target=train, args=(v,)) for v in (2.0, 3.0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for outcome in outcomes:
+        assert outcome is None or "another loomdb call changed the same catalog rows" in str(
+            outcome
+        ), repr(outcome)
+    assert con.execute("SELECT count(*) FROM loom.models WHERE name = 'm'").fetchall() == [(1,)]
+    con.close()
+
+
+def test_interrupt_stops_a_train(con):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20000, 20))
+    load_duckdb(con.duckdb, "long", X, (X[:, 0] > 0).astype(float))
+    errors: list[BaseException] = []
+
+    def train() -> None:
+        try:
+            con.execute(
+                "SELECT loom_train('slow', 'long', 'y', '{\"epochs\": 100000, \"tol\": 0}')"
+            ).fetchall()
+        except BaseException as e:  # noqa: BLE001 - judged below
+            errors.append(e)
+
+    thread = threading.Thread(target=train)
+    thread.start()
+    time.sleep(1.5)
+    asked = time.monotonic()
+    con.interrupt()
+    thread.join(timeout=30)
+    stopped = time.monotonic() - asked
+    assert not thread.is_alive() and stopped < 5, f"still running {stopped:.1f} s after interrupt"
+    assert errors and isinstance(errors[0], loomdb.LoomInterrupted), errors
+    assert con.execute("SELECT count(*) FROM loom.models WHERE name = 'slow'").fetchall() == [(0,)]
+
+
+def test_a_read_only_database_predicts_and_refuses_writes_clearly(tmp_path):
+    path = str(tmp_path / "ro.duckdb")
+    con = loomdb.connect(path, progress=False)
+    con.execute("CREATE TABLE src AS SELECT (i % 97)::DOUBLE AS x FROM range(2000) r(i)")
+    _constant_model(con, "m", 4.0)
+    con.close()
+    ro = loomdb.connect(path, read_only=True, progress=False)
+    assert abs(ro.execute("SELECT loom_predict('m', [1.0])").fetchall()[0][0] - 4.0) < 0.1
+    assert json.loads(ro.execute("SELECT loom_model_info('m')").fetchall()[0][0])["kind"]
+    with pytest.raises(loomdb.LoomStateError, match="read-only"):
+        ro.execute("SELECT loom_train('n', 'src', 'x')").fetchall()
+    ro.close()
+    fresh = tmp_path / "empty.duckdb"
+    loomdb.connect(str(fresh), progress=False).duckdb.execute("SELECT 1").fetchall()
+    loomdb.connect(str(fresh), read_only=True, progress=False).close()
+
+
+def test_a_train_inside_an_open_transaction_is_refused(con):
+    con.execute("BEGIN")
+    with pytest.raises(loomdb.LoomStateError, match="open transaction"):
+        con.execute("SELECT loom_train('t', 'src', 'z', '{\"model\": \"linear\"}')").fetchall()
+    con.execute("ROLLBACK")
+    con.begin()
+    with pytest.raises(loomdb.LoomStateError, match="open transaction"):
+        con.execute("SELECT loom_create_index('i', 'src', 'z')").fetchall()
+    con.rollback()
+    con.execute("SELECT loom_train('t', 'src', 'z', '{\"model\": \"linear\"}')").fetchall()
+    cursor = con.cursor()  # a cursor of loomdb's connection tracks its own transactions
+    cursor.execute("BEGIN")
+    with pytest.raises(loomdb.LoomStateError, match="open transaction"):
+        cursor.execute("SELECT loom_drop_model('t')").fetchall()
+    cursor.execute("ROLLBACK")
+    assert con.execute("SELECT count(*) FROM loom.models").fetchall() == [(1,)]
+
+
+def test_progress_reaches_python_users_by_default():
+    script = (
+        "import loomdb\n"
+        "c = loomdb.connect()\n"
+        'c.execute("CREATE TABLE t AS SELECT i::DOUBLE AS x, (i % 2)::DOUBLE AS y '
+        'FROM range(100) r(i)")\n'
+        "c.execute(\"SELECT loom_train('m', 't', 'y', '{\\\"epochs\\\": 2}')\").fetchall()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "loom_train m: laying out 100 rows of t as dense" in done.stderr
+
+
+def test_progress_goes_to_logging_when_it_is_configured(caplog):
+    caplog.set_level(logging.INFO, logger="loomdb.progress")
+    c = loomdb.connect()
+    c.execute("CREATE TABLE t AS SELECT i::DOUBLE AS x, (i % 2)::DOUBLE AS y FROM range(100) r(i)")
+    c.execute("SELECT loom_train('m', 't', 'y', '{\"epochs\": 2, \"tol\": 0}')").fetchall()
+    c.close()
+    epochs = [r.message for r in caplog.records if "epoch" in r.message]
+    assert len(epochs) == 2 and epochs[0].startswith("loom_train m: epoch 1/2")

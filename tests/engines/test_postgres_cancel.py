@@ -1,0 +1,54 @@
+"""PostgreSQL: a cancel (pg_cancel_backend, statement_timeout) stops a train promptly, even in
+epochs that read nothing from the database (the batches are cached in memory)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import psycopg
+import pytest
+
+from loomdb.bench.tables import load_postgres
+
+pytestmark = pytest.mark.postgres
+
+
+def test_cancel_stops_a_train_within_moments(pg_dsn):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20000, 20))
+    with psycopg.connect(pg_dsn, autocommit=True) as setup:
+        load_postgres(setup, "cancel_t", X, (X[:, 0] > 0).astype(float))
+    worker = psycopg.connect(pg_dsn, autocommit=True)
+    pid = worker.info.backend_pid
+    errors: list[BaseException] = []
+
+    def train() -> None:
+        try:
+            worker.execute(
+                "SELECT loom_train('cancel_m', 'cancel_t', 'y', "
+                '\'{"epochs": 100000, "tol": 0, "progress": false}\')'
+            )
+        except BaseException as e:  # noqa: BLE001 - judged below
+            errors.append(e)
+
+    thread = threading.Thread(target=train)
+    thread.start()
+    time.sleep(2.0)
+    with psycopg.connect(pg_dsn, autocommit=True) as other:
+        asked = time.monotonic()
+        other.execute("SELECT pg_cancel_backend(%s)", [pid])
+    thread.join(timeout=30)
+    stopped = time.monotonic() - asked
+    assert not thread.is_alive() and stopped < 5, f"still running {stopped:.1f} s after cancel"
+    assert errors and isinstance(errors[0], psycopg.errors.QueryCanceled), errors
+    assert worker.execute(
+        "SELECT count(*) FROM loom.models WHERE name = 'cancel_m'"
+    ).fetchone() == (0,)
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        worker.execute("SET statement_timeout = '1500ms'")
+        worker.execute(
+            "SELECT loom_train('cancel_m', 'cancel_t', 'y', '{\"epochs\": 100000, \"tol\": 0}')"
+        )
+    worker.close()
