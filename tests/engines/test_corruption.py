@@ -3,6 +3,8 @@ LoomFormatError naming the index and the fix, on both engines and every format."
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -39,7 +41,7 @@ def indexed(engine):
 @pytest.mark.parametrize("damage", list(TAMPERING))
 def test_a_damaged_index_is_refused_with_the_fix(indexed, fmt, damage):
     engine, ix = indexed, f"c_{fmt}"
-    opts = '{"format": "%s", "seed": 1}' % fmt
+    opts = json.dumps({"format": fmt, "seed": 1})
     engine.scalar(f"SELECT loom_create_index('{ix}', 'c_t', 'y', '{opts}')")
     engine.scalar(f"SELECT loom_create_index('{ix}_twin', 'c_t', 'y', '{opts}')")
     engine.rows(TAMPERING[damage].format(ix=ix))
