@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import need
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "sql" / "demo.sql"
 LOOMDB = [sys.executable, "-m", "loomdb.cli.main"]
@@ -41,7 +43,7 @@ def test_demo_on_duckdb(tmp_path):
 def test_demo_with_psql_and_loomdb_sql(pg_dsn):
     psql = shutil.which("psql")
     if psql is None:
-        pytest.skip("psql is not installed")
+        need("psql (postgresql-client)")
     out = run([psql, pg_dsn, "-v", "ON_ERROR_STOP=1", "-f", str(DEMO)])
     check_demo_output(out)
     check_demo_output(run([*LOOMDB, "sql", "--dsn", pg_dsn, "-f", str(DEMO)]))

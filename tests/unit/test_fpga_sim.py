@@ -28,6 +28,7 @@ from loomdb.accel.fpga_sim import (
 )
 from loomdb.accel.fpga_sim.fixed_point import dequantize
 from loomdb.accel.fpga_sim.perf import read_versions
+from loomdb.codecs import weave
 from loomdb.errors import LoomDataError, LoomOptionError
 
 
@@ -231,7 +232,10 @@ def test_train_reports_and_precision_schedule():
     job = Job(256, U.shape[1], mini_batch=16, step_shift=6, epochs=3)
     w, reports = train(U, y, job, precisions=[2, 3])
     assert [r["bits"] for r in reports] == [2, 3, 3]
-    assert reports[0]["bytes_read"] == epoch_bytes(Job(256, U.shape[1], bits=2))
+    # the performance model's bytes, against the lines the woven layout really holds: s of
+    # every 32 lines of 64 bytes, plus a 4-byte label per (padded) sample
+    lines = weave.hardware_lines(U).shape[0]
+    assert reports[0]["simulated_bytes"] == lines // 32 * 2 * 64 + 256 * 4
     assert reports[0]["simulated_seconds"] < reports[1]["simulated_seconds"]
     json.dumps(reports)
     assert loss(U, y, w) == pytest.approx(reports[-1]["loss"], rel=1e-6)

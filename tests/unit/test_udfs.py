@@ -38,16 +38,20 @@ def test_install_script_fixes_where_the_server_imports_from():
 def test_every_function_is_registered_in_duckdb_with_its_defaults():
     con = loomdb.connect(progress=False)
     rows = con.duckdb.execute(
-        "SELECT function_name, function_type, len(parameters) FROM duckdb_functions() "
+        "SELECT function_name, function_type, len(parameters), varargs FROM duckdb_functions() "
         "WHERE function_name LIKE 'loom_%'"
     ).fetchall()
-    kinds: dict[str, set] = {}
-    for name, kind, n in rows:
-        kinds.setdefault(name, set()).add((kind, n))
+    found: dict[str, set] = {}
+    for name, kind, n, varargs in rows:
+        found.setdefault(name, set()).add((kind, n, varargs))
     for udf in load():
-        assert ("macro", len(udf.args)) in kinds[udf.name], udf.name
-        hidden = kinds[HIDDEN.format(udf.name)]
-        assert any(n == len(udf.args) + (1 if udf.vectorized else 0) for _, n in hidden)
+        n = len(udf.args)
+        assert ("macro", n, None) in found[udf.name], udf.name  # this connection's, defaults in
+        public = {(k, m, v) for k, m, v in found[udf.name] if k == "scalar"}
+        # visible on every cursor: vectorised with its arity, scalar ones as varargs
+        assert public == ({("scalar", n, None)} if udf.vectorized else {("scalar", 1, "ANY")})
+        twin = found[HIDDEN.format(udf.name)]
+        assert twin == {("scalar", n + (2 if udf.vectorized else 1), None)}, udf.name
     con.close()
 
 

@@ -126,7 +126,7 @@ def train(
                 "loss": loss(U, y, model, job.loss),
                 "simulated_cycles": sim["cycles_per_epoch"],
                 "simulated_seconds": sim["seconds_per_epoch"],
-                "bytes_read": sim["bytes_per_epoch"],
+                "simulated_bytes": sim["bytes_per_epoch"],
                 "bound": sim["bound"],
                 "wall_seconds": wall,
             }

@@ -1,0 +1,153 @@
+"""Nothing wrong passes silently, on both engines: non-finite features predict NULL in every
+predict path, options are honoured or refused and the catalog records what was used, messages
+name the user's objects, a diverging step is backed off and recorded."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.postgres
+
+NAN = "CAST('NaN' AS DOUBLE PRECISION)"
+INF = "CAST('Infinity' AS DOUBLE PRECISION)"
+
+
+@pytest.fixture
+def trained(engine):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    engine.load("tr", X, (X @ [1.0, -2.0, 0.5] > 0).astype(float), columns=["a", "b", "c"])
+    engine.scalar("SELECT loom_train('m', 'tr', 'y', '{\"epochs\": 5}')")
+    return engine
+
+
+def test_non_finite_features_predict_null_in_every_predict_path(trained):
+    engine = trained
+    for bad in (NAN, INF, f"-{INF}"):
+        engine.rows("DROP TABLE IF EXISTS odd")
+        engine.rows(f"CREATE TABLE odd AS SELECT {bad} AS a, 1.0 AS b, 2.0 AS c")
+        arr = engine.array(["a", "b", "c"])
+        label, proba = engine.rows(
+            f"SELECT loom_predict('m', {arr}), loom_predict_proba('m', {arr}) FROM odd"
+        )[0]
+        compiled = engine.scalar("SELECT loom_predict_sql('m')")
+        compiled_proba = engine.scalar("SELECT loom_predict_proba_sql('m')")
+        sql_label, sql_proba = engine.rows(f"SELECT {compiled}, {compiled_proba} FROM odd")[0]
+        assert (label, proba, sql_label, sql_proba) == (None, None, None, None), bad
+
+
+def test_boolean_labels_and_features_are_numbers(engine):
+    engine.rows(
+        "CREATE TABLE flags AS SELECT CAST(i AS DOUBLE PRECISION) AS x, (i % 3 = 0) AS f, "
+        "(i > 50) AS y FROM (SELECT * FROM generate_series(1, 100)) AS g(i)"
+    )
+    summary = json.loads(engine.scalar("SELECT loom_train('fl', 'flags', 'y')"))
+    assert summary["classes"] == [0.0, 1.0] and summary["features"] == 2
+    assert engine.scalar("SELECT loom_predict('fl', ARRAY[90.0, 0.0])") == 1.0
+
+
+def test_options_the_index_was_built_with_are_accepted_and_conflicts_refused(trained):
+    engine = trained
+    engine.scalar("SELECT loom_create_index('ix', 'tr', 'y', '{\"batch_size\": 64, \"seed\": 7}')")
+    same = {"index": "ix", "batch_size": 64, "seed": 7, "features": ["a", "b", "c"], "epochs": 1}
+    engine.scalar(f"SELECT loom_train('same', NULL, 'y', '{json.dumps(same)}')")
+    with pytest.raises(engine.errors, match="built with batch_size = 64; this train asks for 32"):
+        engine.scalar(
+            "SELECT loom_train('other', NULL, 'y', '{\"index\": \"ix\", \"batch_size\": 32}')"
+        )
+
+
+def test_the_catalog_records_the_options_used(trained):
+    engine = trained
+    summary = json.loads(engine.scalar("SELECT loom_model_info('m')"))
+    used = summary["options"]
+    assert used["lr"] > 0 and used["lr"] == summary["history"][-1]["lr"]
+    assert used["batch_size"] == 256 and used["standardize"] == "zscore"
+    assert used["lr_schedule"] == "constant" and used["format"] == "dense"
+    engine.scalar("SELECT loom_create_index('w', 'tr', 'y', '{\"format\": \"mlweaving\"}')")
+    engine.scalar("SELECT loom_train('mw', NULL, 'y', '{\"index\": \"w\", \"epochs\": 2}')")
+    weave = json.loads(engine.scalar("SELECT loom_model_info('mw')"))
+    assert weave["options"]["standardize"] == "minmax"  # the format's own map by default
+    engine.scalar(
+        "SELECT loom_train('mz', NULL, 'y', "
+        '\'{"index": "w", "epochs": 2, "standardize": "zscore"}\')'
+    )
+    zscored = json.loads(engine.scalar("SELECT loom_model_info('mz')"))
+    assert zscored["options"]["standardize"] == zscored["standardization"]["method"] == "zscore"
+
+
+def test_fpga_sim_honours_the_intercept_and_refuses_what_it_cannot_do(engine):
+    rng = np.random.default_rng(1)
+    X = rng.random((2048, 8))
+    engine.load("fp", X, 5.0 + X @ np.linspace(0.5, 2.0, 8))
+    engine.scalar(
+        "SELECT loom_create_index('fw', 'fp', 'y', '{\"format\": \"mlweaving\", \"batch_size\": 64}')"
+    )
+    r2 = {}
+    for backend in ("cpu", "fpga-sim"):
+        name = backend.replace("-", "_")
+        opts = {
+            "index": "fw",
+            "model": "linear",
+            "backend": backend,
+            "epochs": 20,
+            "standardize": "minmax",
+            "l2": 0.0,
+            "progress": False,
+        }
+        engine.scalar(f"SELECT loom_train('{name}', NULL, 'y', '{json.dumps(opts)}')")
+        r2[backend] = json.loads(engine.scalar(f"SELECT loom_evaluate('{name}', 'fp')"))["r2"]
+    intercept = json.loads(
+        engine.scalar("SELECT intercept FROM loom.models WHERE name = 'fpga_sim'")
+    )
+    assert intercept[0] > 1.0 and r2["fpga-sim"] > r2["cpu"] - 0.05, r2
+    for refused in ('"l2": 0.01', '"standardize": "zscore"', '"class_weight": "balanced"'):
+        with pytest.raises(engine.errors, match="cannot honour"):
+            engine.scalar(
+                f'SELECT loom_train(\'x\', NULL, \'y\', \'{{"index": "fw", "backend": '
+                f'"fpga-sim", "model": "linear", {refused}}}\')'
+            )
+
+
+def test_messages_name_the_users_objects_not_loomdbs_sql(engine):
+    engine.rows("CREATE TABLE real_t AS SELECT 1.0 AS x, 0.0 AS y")
+    for sql in (
+        "SELECT loom_train('m', 'missing_table', 'y')",
+        "SELECT loom_train('m', 'SELECT nosuchcolumn, y FROM real_t', 'y')",
+        "SELECT loom_evaluate('nosuchmodel', 'real_t')",
+    ):
+        with pytest.raises(engine.errors) as info:
+            engine.rows(sql)
+        message = str(info.value).split("CONTEXT")[0]
+        for internal in ("DESCRIBE", "array_send", "string_agg", "loom_rn", "hashtext", "LIMIT 0"):
+            assert internal not in message, f"{sql}: {message}"
+    with pytest.raises(engine.errors, match="missing_table"):
+        engine.rows("SELECT loom_train('m', 'missing_table', 'y')")
+
+
+def test_a_diverging_step_is_backed_off_and_recorded(trained):
+    engine = trained
+    engine.scalar("SELECT loom_train('big', 'tr', 'y', '{\"lr\": 1e308, \"epochs\": 5}')")
+    history = json.loads(engine.scalar("SELECT history FROM loom.models WHERE name = 'big'"))
+    assert history[0]["restart"] == 1 and history[0]["lr"] == 1e308
+    coef = json.loads(engine.scalar("SELECT coefficients FROM loom.models WHERE name = 'big'"))
+    assert np.isfinite(coef).all()
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ('{"l2": Infinity}', "may not hold Infinity"),
+        ('{"lr": NaN}', "may not hold NaN"),
+        ('{"seed": 100000000000000000000000}', "'seed' option must be an integer"),
+        ('{"a": ' * 30 + "1" + "}" * 30, "nested more than"),
+        ('{"batch_size": 1.5}', "'batch_size' option must be an integer"),
+    ],
+)
+def test_hostile_options_are_loom_errors(trained, options, match):
+    engine = trained
+    with pytest.raises(engine.errors, match=match):
+        engine.scalar(f"SELECT loom_train('h', 'tr', 'y', '{options}')")
