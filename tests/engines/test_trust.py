@@ -83,9 +83,8 @@ def test_fpga_sim_honours_the_intercept_and_refuses_what_it_cannot_do(engine):
     rng = np.random.default_rng(1)
     X = rng.random((2048, 8))
     engine.load("fp", X, 5.0 + X @ np.linspace(0.5, 2.0, 8))
-    engine.scalar(
-        "SELECT loom_create_index('fw', 'fp', 'y', '{\"format\": \"mlweaving\", \"batch_size\": 64}')"
-    )
+    built = json.dumps({"format": "mlweaving", "batch_size": 64})
+    engine.scalar(f"SELECT loom_create_index('fw', 'fp', 'y', '{built}')")
     r2 = {}
     for backend in ("cpu", "fpga-sim"):
         name = backend.replace("-", "_")
