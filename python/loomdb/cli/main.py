@@ -68,6 +68,11 @@ def parser() -> argparse.ArgumentParser:
 
     install.add_arguments(inst)
     inst.set_defaults(func=_pg)
+    prep = pgsub.add_parser(
+        "prepare", help="the server machine's part of install, without a server (images)"
+    )
+    install.add_arguments(prep, prepare_only=True)
+    prep.set_defaults(func=lambda args: install.run_prepare(args))
 
     b = sub.add_parser("bench", help="run a benchmark suite and print its table")
     from loomdb.bench import SUITES

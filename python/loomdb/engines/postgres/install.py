@@ -18,7 +18,8 @@ the server.  Installing it means, in order:
    settings when present; drop and create again with ``reinstall``);
 7. check, in a new session, that a train and a prediction run (rolled back).
 
-Every step is idempotent.  Progress lines go to ``log`` (stderr by default).
+Steps 2–4 are :func:`prepare` (``loomdb pg prepare``, for an image built before its server
+runs).  Every step is idempotent.  Progress lines go to ``log`` (stderr by default).
 """
 
 from __future__ import annotations
@@ -62,6 +63,52 @@ def source_python_dir(source: str) -> str:
     )
 
 
+def prepare(
+    *,
+    venv: str | None = None,
+    python: str = DEFAULT_PYTHON,
+    source: str | None = None,
+    numba_cache_dir: str | None = None,
+    extension_dir: str,
+    server_uid: int,
+    server_gid: int,
+    log: Log = _stderr,
+) -> dict[str, Any]:
+    """The steps on the server's machine (2–4): environment, loomdb, cache, extension files.
+
+    ``loomdb pg prepare`` runs just these (an image build has no running server yet)."""
+    venv = os.path.abspath(venv or DEFAULT_VENV)
+    source_dir = source_python_dir(source) if source is not None else None
+    settings = extension.default_settings(venv)
+    if numba_cache_dir:
+        settings["numba_cache_dir"] = os.path.abspath(numba_cache_dir)
+    settings["extra_path"] = source_dir or ""
+    env = ensure_venv(venv, python, log)
+    caller_python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    packages = install_requirements(env, caller_python, log)
+    loomdb_from = copy_loomdb(env, log)
+    if source_dir:
+        log(f"the server will import loomdb from the source tree {source_dir} first")
+    make_readable(venv)
+    cache = settings["numba_cache_dir"]
+    server_setup.make_private_to(cache, server_uid, server_gid)
+    log(f"numba cache {cache}: owned by uid {server_uid}, mode 0700")
+    written = extension.write(extension.files(settings), extension_dir)
+    log(f"wrote {', '.join(sorted(written))} into {extension_dir}")
+    paths = [p for p in (source_dir,) if p] + list(env.site_packages)
+    return {
+        "venv": venv,
+        "python": python,
+        "python_version": env.version,
+        "packages": packages,
+        "loomdb_from": loomdb_from,
+        "settings": settings,
+        "extension_dir": extension_dir,
+        "extension_files": sorted(written),
+        "paths": paths,
+    }
+
+
 def install(
     dsn: str,
     *,
@@ -73,41 +120,30 @@ def install(
     log: Log = _stderr,
 ) -> dict[str, Any]:
     """Install loomdb into the server (and database) of ``dsn``; return what was done."""
-    venv = os.path.abspath(venv or DEFAULT_VENV)
-    source_dir = source_python_dir(source) if source is not None else None
-    settings = extension.default_settings(venv)
-    if numba_cache_dir:
-        settings["numba_cache_dir"] = os.path.abspath(numba_cache_dir)
-    settings["extra_path"] = source_dir or ""
-
     log(f"checking the server at {server_setup.describe_dsn(dsn)}")
     server = server_setup.inspect_server(dsn)
     log(
         f"PostgreSQL {server.version} (OS user {server.os_user}), extensions in "
         f"{server.extension_dir}"
     )
-
-    env = ensure_venv(venv, python, log)
-    caller_python = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    packages = install_requirements(env, caller_python, log)
-    loomdb_from = copy_loomdb(env, log)
-    if source_dir:
-        log(f"the server will import loomdb from the source tree {source_dir} first")
-    make_readable(venv)
-    cache = settings["numba_cache_dir"]
-    server_setup.make_private_to(cache, server.os_uid, server.os_gid)
-    log(f"numba cache {cache}: owned by {server.os_user}, mode 0700")
-
-    written = extension.write(extension.files(settings), server.extension_dir)
-    log(f"wrote {', '.join(sorted(written))} into {server.extension_dir}")
+    done = prepare(
+        venv=venv,
+        python=python,
+        source=source,
+        numba_cache_dir=numba_cache_dir,
+        extension_dir=server.extension_dir,
+        server_uid=server.os_uid,
+        server_gid=server.os_gid,
+        log=log,
+    )
     removed = server_setup.reset_old_settings(dsn)
     if removed:
         log(f"removed the old server settings {', '.join(removed)}")
-
-    paths = [p for p in (source_dir,) if p] + list(env.site_packages)
-    found = server_setup.check_server_python(dsn, env.version, paths, cache)
+    settings = done["settings"]
+    found = server_setup.check_server_python(
+        dsn, done["python_version"], done["paths"], settings["numba_cache_dir"]
+    )
     log(f"the server imports loomdb from {found['loomdb']} (numpy {found['numpy']})")
-
     action, version = server_setup.create_extension(dsn, reinstall=reinstall)
     if action in ("updated", "already installed"):
         server_setup.write_settings(dsn, settings)
@@ -115,24 +151,21 @@ def install(
     server_setup.check_functions_run(dsn)
     log("checked: a train and a prediction run in a new session")
     return {
+        **done,
         "dsn": server_setup.describe_dsn(dsn),
-        "venv": venv,
-        "python": python,
-        "python_version": env.version,
-        "packages": packages,
-        "loomdb_from": loomdb_from,
-        "settings": settings,
-        "extension_dir": server.extension_dir,
-        "extension_files": sorted(written),
         "extension_version": version,
         "action": action,
         "server_loomdb_file": found["loomdb"],
     }
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``loomdb pg install``'s options to ``parser``."""
-    parser.add_argument("--dsn", required=True, help="connection string of a superuser")
+def add_arguments(parser: argparse.ArgumentParser, prepare_only: bool = False) -> None:
+    """Add ``loomdb pg install``'s (or ``pg prepare``'s) options to ``parser``."""
+    if prepare_only:
+        parser.add_argument("--extension-dir", required=True, help="SHAREDIR/extension")
+        parser.add_argument("--server-user", default="postgres", help="the server's OS user")
+    else:
+        parser.add_argument("--dsn", required=True, help="connection string of a superuser")
     parser.add_argument(
         "--venv", default=DEFAULT_VENV, help=f"server virtual environment (default {DEFAULT_VENV})"
     )
@@ -149,6 +182,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--numba-cache-dir", default=None, help="numba cache directory (default <venv>/numba-cache)"
     )
+    if prepare_only:
+        return
     parser.add_argument(
         "--reinstall",
         action="store_true",
@@ -171,6 +206,24 @@ def run(args: argparse.Namespace) -> int:
     print(f"  server environment  {done['venv']}")
     print(f"  numba cache         {done['settings']['numba_cache_dir']}")
     print(f"  users: GRANT {extension.ROLE} TO <role>;  (see the README's 'Several users')")
+    return 0
+
+
+def run_prepare(args: argparse.Namespace) -> int:
+    """``loomdb pg prepare``: the machine-side steps, for images built without a server."""
+    import pwd
+
+    user = pwd.getpwnam(args.server_user)
+    done = prepare(
+        venv=args.venv,
+        python=args.python,
+        source=args.source,
+        numba_cache_dir=args.numba_cache_dir,
+        extension_dir=args.extension_dir,
+        server_uid=user.pw_uid,
+        server_gid=user.pw_gid,
+    )
+    print(f"loomdb prepared in {done['venv']}; now CREATE EXTENSION loomdb as a superuser")
     return 0
 
 
