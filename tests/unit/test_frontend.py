@@ -369,6 +369,8 @@ ERRORS = [
     ("SELECT * FROM infer_mlweaving(m, 't1' WHERE", LoomSyntaxError, "cannot read"),
     ("CREATE INDEX i ON t USING toc (a) WITH (label = y, checksum = on)", LoomSyntaxError, "read"),
     ("DROP INDEX wi CASCADE", LoomSyntaxError, "CASCADE"),
+    ("CREATE INDEX i ON t USING weaving (a) WITH (label = y)", LoomSyntaxError, "mlweaving"),
+    ("CREATE INDEX i ON t USING hnsw (a) WITH (label = y)", LoomSyntaxError, "dense, mlweaving"),
 ]
 
 
