@@ -1,4 +1,5 @@
 """Loaders for the real datasets tests and benchmarks use (IDX for MNIST, LIBSVM text).
+No paper section.
 
 They take a path: loomdb never downloads data.  ``shared_datasets()`` finds the project's
 ``../shared/datasets`` folder (or ``$LOOMDB_DATASETS``) and returns ``None`` when it is absent.

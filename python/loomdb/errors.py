@@ -1,4 +1,4 @@
-"""One hierarchy of errors for everything loomdb raises on purpose.
+"""One hierarchy of errors for everything loomdb raises on purpose.  No paper section.
 
 Every message says what was wrong, what was expected and what to do.  ``hint`` carries the
 "what to do" part separately so PostgreSQL can show it as the error's HINT line.

@@ -1,1 +1,2 @@
-"""Accelerator backends: compute on batches of a storage format (ARCHITECTURE "Seams")."""
+"""Accelerator backends: compute on batches of a storage format (ARCHITECTURE "Seams").
+No paper section."""

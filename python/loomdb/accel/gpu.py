@@ -1,4 +1,4 @@
-"""The ``gpu`` backend: the same products on an NVIDIA GPU through CuPy.
+"""The ``gpu`` backend: the same products on an NVIDIA GPU through CuPy.  No paper section.
 
 An optional extra (``pip install loomdb[gpu]``, CuPy built for your CUDA).  Dense payloads are
 copied to the device per batch; compressed payloads that can show themselves as a dense array

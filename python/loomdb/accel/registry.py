@@ -1,4 +1,5 @@
 """The backend registry, shaped like fsspec's: known names → lazily imported classes.
+No paper section.
 
 ``get(name)`` returns a backend instance or raises a :class:`LoomOptionError` naming the known
 backends; ``register(name, cls)`` adds one at run time; packages add theirs through the

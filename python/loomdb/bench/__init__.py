@@ -1,4 +1,5 @@
 """``loomdb bench SUITE``: each suite is a module here with ``run(quick) -> list[BenchTable]``.
+No paper section.
 
 Benchmarks compare loomdb against a peer or a baseline *in the same run* and print ratios;
 they are not tests and tests never assert wall-clock times.

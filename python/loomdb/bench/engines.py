@@ -1,4 +1,5 @@
-"""Open the engines a benchmark compares: embedded DuckDB always, PostgreSQL when a DSN is given."""
+"""Open the engines a benchmark compares: embedded DuckDB always, PostgreSQL when a DSN is given.
+No paper section."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
 """``loomdb bench predict``: prediction in SELECT vs the engine's own dot product.
+No paper section.
 
 Over N rows (1M by default) of 16 features, each engine computes, in one aggregate query:
 * native — ``CASE WHEN b + Σ wᵢ·xᵢ > 0 THEN 1 ELSE 0 END`` written by hand (the peer);

@@ -22,20 +22,12 @@ import numpy as np
 from loomdb.accel.fpga_sim import Engine, Job, simulate
 from loomdb.accel.fpga_sim.fixed_point import dequantize
 from loomdb.bench.table import BenchTable
+from loomdb.codecs import weave
 
 PRECISIONS = (1, 2, 3, 4, 8, 16, 32)
 SHAPES = (("MNIST-shaped", 10_000, 784), ("a9a-shaped", 16_281, 123))
 BATCH = 64
 STEP_SHIFT = 10
-
-
-def quantize(X: np.ndarray) -> np.ndarray:
-    """Per-column min–max to [0, 1], u = floor(x̃·(2^32 − 1)); constant columns → 0."""
-    lo, hi = X.min(axis=0), X.max(axis=0)
-    spread = np.where(hi > lo, hi - lo, 1.0)
-    unit = np.clip((X - lo) / spread, 0.0, 1.0)
-    unit[:, ~(hi > lo)] = 0.0
-    return np.floor(unit * float(2**32 - 1)).astype(np.uint32)
 
 
 def _data(quick: bool) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -93,7 +85,8 @@ def run(quick: bool = False) -> list[BenchTable]:
         ],
     )
     for name, X, y in _data(quick):
-        U = quantize(np.asarray(X, dtype=np.float64))
+        X = np.asarray(X, dtype=np.float64)
+        U = weave.quantize(X, *weave.column_ranges(X))
         n, m = U.shape
         values = dequantize(U)
         cpu = min(_cpu_epoch(values, y) for _ in range(3))

@@ -1,4 +1,5 @@
-"""A benchmark result: a titled table that prints aligned and serialises to JSON."""
+"""A benchmark result: a titled table that prints aligned and serialises to JSON.
+No paper section."""
 
 from __future__ import annotations
 

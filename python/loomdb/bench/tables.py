@@ -1,4 +1,5 @@
 """Put numpy data into a table of either engine (benchmarks and tests share this).
+No paper section.
 
 DuckDB takes an arrow table (NaN becomes NULL, as in PostgreSQL); PostgreSQL takes
 ``COPY … FROM STDIN`` in binary through psycopg.

@@ -1,0 +1,1 @@
+"""The ``loomdb`` command line.  No paper section."""

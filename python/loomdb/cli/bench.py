@@ -1,4 +1,7 @@
-"""``loomdb bench SUITE``: run a suite, print its tables, optionally write JSON."""
+"""``loomdb bench SUITE``: run a suite, print its tables, optionally write JSON.
+
+No paper section.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
 """``loomdb``: run SQL on either engine, install into PostgreSQL, run benchmarks.
+No paper section.
 
 loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL]
 loomdb pg install --dsn DSN [--venv DIR] [--source DIR] [--reinstall]

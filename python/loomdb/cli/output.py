@@ -1,4 +1,4 @@
-"""Print query results the way psql's aligned format does."""
+"""Print query results the way psql's aligned format does.  No paper section."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Progress bars for the CLI, fed by loomdb's progress messages (NOTICEs or log records)."""
+"""Progress bars for the CLI, fed by loomdb's progress messages (NOTICEs or log records).
+No paper section."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Run a SQL script on DuckDB or PostgreSQL through loomdb's front-end, printing like psql."""
+"""Run a SQL script on DuckDB or PostgreSQL through loomdb's front-end, printing like psql.
+No paper section."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""Pure codecs: bytes ↔ arrays.  Nothing here imports loomdb except :mod:`loomdb.errors`."""
+"""Pure codecs: bytes ↔ arrays.  Nothing here imports loomdb except :mod:`loomdb.errors`.
+No paper section."""

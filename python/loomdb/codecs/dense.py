@@ -29,7 +29,6 @@ from loomdb.errors import LoomDataError, LoomFormatError, LoomOptionError
 MAGIC = b"LD"
 VERSION = 1
 HEADER = struct.Struct("<2sBBII")
-FLOAT32_MAX = float(np.finfo(np.float32).max)
 DTYPES: dict[int, Any] = {8: np.dtype("<f8"), 4: np.dtype("<f4")}
 
 
@@ -40,15 +39,14 @@ def encode(batch: np.ndarray, dtype: str = "float64") -> bytes:
     if code is None:
         raise LoomOptionError(f"dense dtype must be float64 or float32; got {dtype!r}")
     rows, cols = batch.shape
-    if code == 4 and np.isfinite(batch).all() and (np.abs(batch) > FLOAT32_MAX).any():
+    with np.errstate(over="ignore"):
+        values = np.ascontiguousarray(batch, dtype=DTYPES[code])
+    if code == 4 and (np.isinf(values) & np.isfinite(batch)).any():
         raise LoomDataError(
             "a value exceeds float32's range (3.4e38): it would be stored as infinity",
             hint="lay the source out with dtype float64",
         )
-    return (
-        HEADER.pack(MAGIC, VERSION, code, rows, cols)
-        + np.ascontiguousarray(batch, dtype=DTYPES[code]).tobytes()
-    )
+    return HEADER.pack(MAGIC, VERSION, code, rows, cols) + values.tobytes()
 
 
 def decode(blob: bytes | memoryview) -> np.ndarray:

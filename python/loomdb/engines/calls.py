@@ -1,4 +1,5 @@
-"""Calling a catalogued UDF from an engine: argument shaping shared by both engines."""
+"""Calling a catalogued UDF from an engine: argument shaping shared by both engines.
+No paper section."""
 
 from __future__ import annotations
 

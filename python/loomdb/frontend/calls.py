@@ -1,4 +1,5 @@
 """Building blocks of the rewrites: ``SELECT loom_x('…', …)`` calls and values read from a tree.
+No paper section.
 
 Everything a user typed reaches the generated SQL as a string literal built by sqlglot
 (single quotes doubled) or as a quoted identifier; option objects are JSON text from

@@ -1,4 +1,4 @@
-"""What the SQL front-end asks the database while it rewrites a statement.
+"""What the SQL front-end asks the database while it rewrites a statement.  No paper section.
 
 Each engine answers from loomdb's catalog (``loomdb.store.sql_catalog.DbCatalog``); tests use a
 fake.  The front-end never queries the database itself.

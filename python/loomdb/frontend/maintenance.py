@@ -1,4 +1,5 @@
 """``DROP INDEX`` and ``REINDEX INDEX`` of a loomdb index → ``loom_drop_index`` / ``loom_reindex``.
+No paper section.
 
 ::
 

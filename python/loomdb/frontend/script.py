@@ -1,4 +1,5 @@
 """Split a SQL script into statements with sqlglot's tokenizer, keeping each one's own text.
+No paper section.
 
 A statement is the original text from its first token to its last one, so quotes, dollar
 quotes (``$$ … $$``, ``$tag$ … $tag$``), comments and engine-specific syntax reach the engine

@@ -1,1 +1,2 @@
-"""Learning: losses, optimisers, schedules and the engine-agnostic minibatch trainer."""
+"""Learning (no paper section of its own; Bismarck's minibatch SGD): losses, optimisers,
+schedules and the engine-agnostic minibatch trainer."""

@@ -1,4 +1,5 @@
 """Losses of the generalized linear models: squared (linear), logistic and hinge (svm).
+No paper section (MLWeaving trains least squares; logistic and hinge are loomdb's).
 
 Each loss works on margins ``Z = X·W + b`` and targets ``T`` of the same shape ``(n, k)``;
 ``k > 1`` is one-vs-rest.  Classification targets are 0/1 (hinge maps them to ±1 itself).

@@ -1,4 +1,4 @@
-"""Evaluation metrics (BigQuery ML's ML.EVALUATE set), in numpy."""
+"""Evaluation metrics (BigQuery ML's ML.EVALUATE set), in numpy.  No paper section."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
 """Optimisers: plain SGD and Adam, with L1 applied as a proximal step after the update.
+No paper section (Bismarck's SGD; Adam after Kingma & Ba).
 
 Order of one step (fixed): gradient of the data term + L2·W (intercept unregularised) → update
 → soft-threshold W by lr·l1 (proximal L1; intercept untouched).

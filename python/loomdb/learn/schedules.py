@@ -1,4 +1,5 @@
-"""Learning-rate schedules, indexed by epoch (0-based), like river's ``Scheduler.get(t)``."""
+"""Learning-rate schedules, indexed by epoch (0-based), like river's ``Scheduler.get(t)``.
+No paper section."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The automatic step size: the default ``lr``, derived from the data.
+"""The automatic step size: the default ``lr``, derived from the data (no paper of the five;
+Gower et al. 2019 and scikit-learn's SAG rule).
 
 scikit-learn's SAG takes 1/L_max, the loss's smoothness bound over the largest squared row
 norm.  For minibatches of B rows loomdb takes the *expected smoothness* of the minibatch loss

@@ -1,1 +1,1 @@
-"""Storage: the catalog (``loom.models``, ``loom.indexes``) and the storage formats."""
+"""Storage (no paper section of its own): the catalog, layouts and the storage formats."""

@@ -15,7 +15,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
-TYPES = ("text", "bigint", "integer", "smallint", "double", "bytes", "timestamp", "boolean")
+#: The one vocabulary of column and argument types; each engine spells every one of them.
+TYPES = (
+    "text",
+    "bigint",
+    "integer",
+    "smallint",
+    "double",
+    "double[]",
+    "bytes",
+    "timestamp",
+    "boolean",
+)
 
 
 class Queryable(Protocol):

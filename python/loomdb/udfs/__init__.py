@@ -1,4 +1,5 @@
-"""The UDF catalogue: every SQL function declared once in ``udfs/loomdb.toml``.
+"""The UDF catalogue: every SQL function declared once in ``udfs/catalogue.toml``.
+No paper section.
 
 ``load()`` parses it into :class:`Udf` records; the PostgreSQL install script (``pgsql``) and
 the DuckDB registration (``loomdb.engines.duckdb.functions``) are derived from them.
@@ -14,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from loomdb.errors import LoomError
+from loomdb.store.db import TYPES
 
 CATALOGUE = Path(__file__).with_name("catalogue.toml")
-TYPES = ("text", "double", "double[]", "bigint", "boolean")
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ import numpy as np
 from numba import njit
 
 from loomdb.accel.fpga_sim.job import BANKS, CHUNK, Job
+from loomdb.codecs import weave
 
 
 def bits_per_sample(job: Job) -> int:
@@ -47,8 +48,8 @@ def bits_per_sample(job: Job) -> int:
 
 
 def epoch_bytes(job: Job) -> int:
-    """Eq. 4 over an epoch: N8·(s·⌈M/64⌉·64 + 32)/8 bytes."""
-    return job.groups * BANKS * bits_per_sample(job) // 8
+    """Eq. 4 over an epoch: N8·(s·⌈M/64⌉·64 + 32)/8 bytes (the layout's own count)."""
+    return weave.epoch_bytes(job.samples, job.dimension, job.bits)
 
 
 @njit(cache=True)

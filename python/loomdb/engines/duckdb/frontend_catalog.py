@@ -1,4 +1,4 @@
-"""Run SQL text through loomdb's front-end with this connection's catalog."""
+"""Run SQL text through loomdb's front-end with this connection's catalog.  No paper section."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""PostgreSQL: the extension, its installer, the server-side entry and client.  No paper section."""

@@ -1,4 +1,5 @@
 """``Database`` over psycopg 3, from outside the server (the CLI, benchmarks, tests).
+No paper section.
 
 Training and prediction run inside the server through the SQL functions; the client side
 only needs to read the catalog (for the SQL front-end) and run statements.  Placeholders

@@ -1,4 +1,5 @@
-"""PostgreSQL's spelling of what the store needs: types, type classes, packed row reads."""
+"""PostgreSQL's spelling of what the store needs: types, type classes, packed row reads.
+No paper section."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Python environment a PostgreSQL server imports loomdb from.
+"""The Python environment a PostgreSQL server imports loomdb from.  No paper section.
 
 plpython3u runs the interpreter PostgreSQL was linked against (``/usr/bin/python3`` on Debian),
 whose site-packages are managed by the system and must not be pip-installed into.  loomdb
