@@ -10,8 +10,11 @@ from typing import Any
 import numpy as np
 
 from loomdb.codecs import dense
-from loomdb.errors import LoomFormatError
+from loomdb.errors import LoomDataError, LoomFormatError
 from loomdb.store.formats.base import Encoder, Format
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class DenseFormat(Format):
@@ -19,6 +22,13 @@ class DenseFormat(Format):
 
     def encoder(self, stats: dict[str, Any], options: dict[str, Any]) -> Encoder:
         dtype = options.get("dtype") or "float64"
+        if dtype == "float32":
+            lo, hi = np.nanmin(stats["min"], initial=0.0), np.nanmax(stats["max"], initial=0.0)
+            if max(abs(lo), abs(hi)) > FLOAT32_MAX:
+                raise LoomDataError(
+                    "a feature exceeds float32's range (3.4e38): it would be stored as infinity",
+                    hint="lay the source out with dtype float64",
+                )
         return lambda X: [dense.encode(X, dtype)]
 
     def payload(self, parts: list[bytes], rows: int, n_features: int, precision: int) -> Any:
