@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.codecs.blob import REBUILD, byte_view
-from loomdb.errors import LoomDataError, LoomFormatError, LoomOptionError
+from loomdb.errors import LoomFormatError, LoomOptionError
 
 MAGIC = b"LD"
 VERSION = 1
@@ -39,14 +39,10 @@ def encode(batch: np.ndarray, dtype: str = "float64") -> bytes:
     if code is None:
         raise LoomOptionError(f"dense dtype must be float64 or float32; got {dtype!r}")
     rows, cols = batch.shape
-    with np.errstate(over="ignore"):
-        values = np.ascontiguousarray(batch, dtype=DTYPES[code])
-    if code == 4 and (np.isinf(values) & np.isfinite(batch)).any():
-        raise LoomDataError(
-            "a value exceeds float32's range (3.4e38): it would be stored as infinity",
-            hint="lay the source out with dtype float64",
-        )
-    return HEADER.pack(MAGIC, VERSION, code, rows, cols) + values.tobytes()
+    return (
+        HEADER.pack(MAGIC, VERSION, code, rows, cols)
+        + np.ascontiguousarray(batch, dtype=DTYPES[code]).tobytes()
+    )
 
 
 def decode(blob: bytes | memoryview) -> np.ndarray:

@@ -13,7 +13,6 @@ from loomdb.codecs import dense
 from loomdb.errors import LoomDataError, LoomFormatError
 from loomdb.store.formats.base import Encoder, Format
 
-
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
