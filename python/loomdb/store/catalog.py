@@ -314,6 +314,29 @@ def index_for(db: Queryable, source: str, fmt: str) -> str | None:
 # -- settings ----------------------------------------------------------------------------------
 
 
+def exists(db: Queryable) -> bool:
+    """Whether the database holds loomdb's catalog (a read-only file may not)."""
+    rows = db.query(
+        "SELECT count(*) FROM information_schema.tables "
+        "WHERE table_schema = $1 AND table_name = 'settings'",
+        [SCHEMA],
+    )
+    return bool(rows and rows[0][0])
+
+
+def database_id(db: Queryable, writable: bool) -> str:
+    """The database's own id, made once (so caches never mix two databases); a read-only
+    database without a catalog gets a fresh one each time it is opened."""
+    if exists(db):
+        found = setting(db, "database_id")
+        if found:
+            return found
+    fresh = uuid.uuid4().hex
+    if writable:
+        put_setting(db, "database_id", fresh)
+    return fresh
+
+
 def setting(db: Queryable, key: str) -> str | None:
     rows = db.query(f"SELECT value FROM {SCHEMA}.settings WHERE key = $1", [key])
     return rows[0][0] if rows else None

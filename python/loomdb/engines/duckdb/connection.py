@@ -14,7 +14,6 @@ one (their writes commit on a connection of their own; a ROLLBACK could not undo
 
 from __future__ import annotations
 
-import uuid
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,28 +52,6 @@ def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(rows and rows[0][0])
 
 
-def _identity(con: duckdb.DuckDBPyConnection, read_only: bool) -> str:
-    """The database's own id (kept in loom.settings), so caches never mix two databases."""
-    (has_catalog,) = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = $1 AND table_name = 'settings'"
-        " AND database_name = current_database()",
-        [catalog.SCHEMA],
-    ).fetchall()[0]
-    if has_catalog:
-        rows = con.execute(
-            f"SELECT value FROM {catalog.SCHEMA}.settings WHERE key = 'database_id'"
-        ).fetchall()
-        if rows:
-            return str(rows[0][0])
-    fresh = uuid.uuid4().hex
-    if not read_only:
-        con.execute(
-            f"INSERT INTO {catalog.SCHEMA}.settings (key, value) VALUES ('database_id', $1)",
-            [fresh],
-        )
-    return fresh
-
-
 _instances: weakref.WeakValueDictionary[str, Instance] = weakref.WeakValueDictionary()
 
 
@@ -88,9 +65,9 @@ def register(
         if not read_only:
             for statement in catalog.ddl("duckdb"):
                 con.execute(statement)
-        identity = _identity(con, read_only)
     except duckdb.Error as e:
         raise translate(e) from None
+    identity = catalog.database_id(DuckDatabase(con, ConnectionState("")), not read_only)
     instance = _instances.get(identity)
     if instance is None:
         instance = _instances[identity] = Instance(identity, read_only)

@@ -82,8 +82,8 @@ class DuckDatabase:
             return self.cur.execute(sql, list(params) if params else None).fetchall()
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        with translated():
-            self.cur.execute(sql, list(params) if params else None)
+        with translated():  # fetched to the end: an unfinished result blocks cursors
+            self.cur.execute(sql, list(params) if params else None).fetchall()
 
     def insert(self, relation: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
         table = pa.table(

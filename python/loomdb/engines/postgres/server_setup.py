@@ -160,10 +160,12 @@ def reset_old_settings(dsn: str) -> list[str]:
 
 def write_settings(dsn: str, settings: dict[str, str]) -> None:
     """Point an existing loomdb extension at ``settings`` (loom.settings, superuser-only)."""
+    from loomdb.engines.postgres.client import PsycopgDatabase
+    from loomdb.store import catalog
+
     with connect(dsn) as conn, conn.transaction():
         for key, value in settings.items():
-            conn.execute("DELETE FROM loom.settings WHERE key = %s", [key])
-            conn.execute("INSERT INTO loom.settings (key, value) VALUES (%s, %s)", [key, value])
+            catalog.put_setting(PsycopgDatabase(conn), key, value)
 
 
 def create_extension(dsn: str, *, reinstall: bool = False) -> tuple[str, str]:
