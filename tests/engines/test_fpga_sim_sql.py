@@ -51,6 +51,7 @@ def test_training_on_the_simulator_matches_cpu_and_keeps_its_report(woven):
             "l2": 0.0,
             "fit_intercept": False,
             "standardize": "minmax",
+            "optimizer": "sgd",  # the engine's: plain SGD (cpu's default accelerates)
             "progress": False,
         }
         name = backend.replace("-", "_")

@@ -43,7 +43,7 @@ TRAIN = Options(
         "how the step decays per epoch (default: constant for the automatic step, else inverse-t)",
     ),
     Option("lr_decay", Interval(False, 0), None, "the schedule's decay"),
-    Option("optimizer", Choices(OPTIMIZERS), "sgd"),
+    Option("optimizer", Choices(OPTIMIZERS), "nesterov"),
     Option("l1", Interval(False, 0), 0.0, "L1 penalty (a proximal step)"),
     Option("l2", Interval(False, 0), 1e-4, "L2 penalty on the weights"),
     Option("fit_intercept", Boolean(), True),

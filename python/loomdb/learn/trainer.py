@@ -9,6 +9,11 @@ stored batches in the same order.  One step, in this order (river-style, fixed):
 3. gradient ``∇W = scale∘(Xᵀ·G − shift·ΣG) + l2·W``, ``∇b = ΣG`` (intercept unregularised);
 4. optimiser update, then the proximal L1 step (soft-threshold by lr·l1).
 
+A batch shorter than the widest one (the last stored batch) weighs its rows and the L2 term by
+rows/widest instead of averaging over its own rows, so every row counts the same in an epoch and
+a constant step's fixed point is the minimiser of the objective (an average over a 5-row last
+batch gave those rows 51× the weight on digits, an objective floor 2% above the optimum).
+
 Each epoch reads its batches at the precision the schedule picks (MLWeaving §6; formats that
 store one precision ignore it).  A backend whose hardware owns the epoch (``run_epoch``:
 fpga-sim) replaces steps 1–4, and this loop still records the history, validates, stops on
@@ -116,6 +121,7 @@ def _run(source, problem, config, backend, lr, progress, check):
     best, stale = np.inf, 0
     limit = EXPLODE * problem.baseline_loss(config.kind)
     optimizer = OPTIMIZERS[config.optimizer](W.shape)
+    widest = [0]  # the widest batch seen: a short batch takes a proportionally shorter step
     for epoch in range(config.epochs):
         rate = schedule.get(epoch)
         s = precision_for(config.precision, epoch, history)
@@ -126,7 +132,9 @@ def _run(source, problem, config, backend, lr, progress, check):
             if hasattr(backend, "run_epoch"):
                 W, b, totals = backend.run_epoch(_checked(batches, check), W, b, step)
             else:
-                totals = _sgd_epoch(batches, W, b, problem, config, backend, optimizer, rate, check)
+                totals = _sgd_epoch(
+                    batches, W, b, problem, config, backend, optimizer, rate, check, widest
+                )
         seconds = time.perf_counter() - started
         penalty = 0.5 * config.l2 * float((W * W).sum()) + config.l1 * float(np.abs(W).sum())
         rows = totals.pop("rows")
@@ -142,6 +150,8 @@ def _run(source, problem, config, backend, lr, progress, check):
             **totals,
         }
         _guard(W, b, entry["loss"], limit, epoch + 1, rate)
+        if hasattr(optimizer, "end_epoch") and not hasattr(backend, "run_epoch"):
+            optimizer.end_epoch(W, b, entry["loss"])
         val = _validation_loss(source, problem, loss, backend, W, b, s)
         if val is not None:
             entry["val_loss"] = val + penalty
@@ -154,6 +164,8 @@ def _run(source, problem, config, backend, lr, progress, check):
         if config.tol is not None and stale >= config.patience:
             break
         best = min(best, watched)
+    if hasattr(optimizer, "model") and not hasattr(backend, "run_epoch"):
+        W, b = optimizer.model(W, b)
     return W, b, history
 
 
@@ -171,7 +183,9 @@ def _checked(batches: Iterable[Batch], check: Callable[[], None] | None) -> Iter
         yield batch
 
 
-def _sgd_epoch(batches, W, b, problem, config, backend, optimizer, lr, check) -> dict[str, Any]:
+def _sgd_epoch(
+    batches, W, b, problem, config, backend, optimizer, lr, check, widest
+) -> dict[str, Any]:
     loss = LOSSES[config.kind]
     shift, scale = problem.scaling.shift, problem.scaling.scale
     total, rows, nbytes = 0.0, 0, 0
@@ -180,10 +194,12 @@ def _sgd_epoch(batches, W, b, problem, config, backend, optimizer, lr, check) ->
         Weff = W * scale[:, None]
         Z = backend.margins(batch, Weff) + (b - shift @ Weff)
         total += float((loss.value(Z, T) * sw[:, None]).sum())
-        G = loss.derivative(Z, T) * (sw / batch.rows)[:, None]
+        widest[0] = max(widest[0], batch.rows)
+        share = batch.rows / widest[0]  # 1 but for a short batch
+        G = loss.derivative(Z, T) * (sw / widest[0])[:, None]
         gsum = G.sum(axis=0)
         gW = scale[:, None] * (backend.gradient(batch, G) - np.outer(shift, gsum))
-        gW += config.l2 * W
+        gW += (config.l2 * share) * W
         gb = gsum if config.fit_intercept else np.zeros_like(gsum)
         optimizer.step(W, b, gW, gb, lr)
         if config.l1:
