@@ -1,7 +1,7 @@
 """``loomdb``: run SQL on either engine, install into PostgreSQL, run benchmarks.
 No paper section.
 
-loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL]
+loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL] [--keep-going] [--echo]
 loomdb pg install --dsn DSN [--venv DIR] [--source DIR] [--reinstall]
 loomdb bench SUITE [--quick] [--json PATH]
 loomdb fuzz [DECODER ...] [--runs N] [--timeout SECONDS] [--max-len BYTES]
@@ -26,7 +26,14 @@ def _sql(args: argparse.Namespace) -> int:
             text = f.read()
     else:
         text = sys.stdin.read()
-    return run_script(text, duckdb_path=args.duckdb, dsn=args.dsn, progress=not args.quiet)
+    return run_script(
+        text,
+        duckdb_path=args.duckdb,
+        dsn=args.dsn,
+        progress=not args.quiet,
+        keep_going=args.keep_going,
+        echo=args.echo,
+    )
 
 
 def _pg(args: argparse.Namespace) -> int:
@@ -60,6 +67,15 @@ def parser() -> argparse.ArgumentParser:
     what.add_argument("-f", "--file", help="a SQL script (default: standard input)")
     what.add_argument("-c", "--command", help="SQL text to run")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    s.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="run every statement, printing each error with its hint on stdout in order"
+        " (psql -v ON_ERROR_STOP=0); exit 3 if any failed",
+    )
+    s.add_argument(
+        "-e", "--echo", action="store_true", help="print each statement before its result"
+    )
     s.set_defaults(func=_sql)
 
     pg = sub.add_parser("pg", help="PostgreSQL administration")

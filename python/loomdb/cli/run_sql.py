@@ -1,11 +1,19 @@
 """Run a SQL script on DuckDB or PostgreSQL through loomdb's front-end, printing like psql.
-No paper section."""
+No paper section.
+
+By default the script stops at the first error, printed with its hint on stderr (exit 3).
+``keep_going`` runs every statement, as ``psql -v ON_ERROR_STOP=0`` does, and prints each
+error's ``ERROR:``/``DETAIL:``/``HINT:`` lines on stdout where the statement's result would
+be, so one stream holds the whole run in order (exit 3 if any statement failed).  ``echo``
+prints each statement, followed by ``;``, before its result.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
 
 from loomdb.cli.output import render
 from loomdb.cli.progress import ProgressBars
@@ -26,8 +34,66 @@ def _print_result(description: Any, rows: list[tuple]) -> None:
     sys.stdout.flush()
 
 
-def run_duckdb(text: str, path: str, bars: ProgressBars) -> int:
+def _error_lines(e: BaseException) -> list[str]:
+    """psql's lines for an error: ERROR, then DETAIL and HINT when there are any."""
+    import psycopg
+
+    from loomdb.errors import LoomError
+
+    if isinstance(e, psycopg.Error):
+        d = e.diag
+        message, detail, hint = d.message_primary or str(e), d.message_detail, d.message_hint
+    elif isinstance(e, LoomError):
+        message, detail, hint = e.message, e.detail, e.hint
+    else:
+        message, detail, hint = str(e), None, None
+    lines = [f"ERROR:  {message}"]
+    lines += [f"{label}:  {v}" for label, v in (("DETAIL", detail), ("HINT", hint)) if v]
+    return lines
+
+
+def _print_error(e: BaseException, stream: TextIO) -> None:
+    stream.write("".join(line + "\n" for line in _error_lines(e)))
+    stream.flush()
+
+
+class _Runner:
+    """Hands out the script's parts and decides what an error in one of them does."""
+
+    def __init__(self, text: str, dialect: str, *, keep_going: bool, echo: bool):
+        self.text, self.dialect, self.keep_going, self.echo = text, dialect, keep_going, echo
+        self.failed = False
+
+    def parts(self) -> Iterator[str]:
+        """The whole script, or each statement on its own when echoing or keeping going."""
+        if not (self.keep_going or self.echo):
+            yield self.text
+            return
+        from loomdb.frontend.script import split
+
+        for statement in split(self.text, self.dialect):
+            if self.echo:
+                sys.stdout.write(statement + ";\n")
+                sys.stdout.flush()
+            yield statement
+
+    def run(
+        self, part: str, execute: Callable[[str], None], errors: tuple[type[BaseException], ...]
+    ) -> None:
+        try:
+            execute(part)
+        except errors as e:
+            if not self.keep_going:
+                raise
+            self.failed = True
+            _print_error(e, sys.stdout)
+
+
+def run_duckdb(path: str, bars: ProgressBars, runner: _Runner) -> int:
+    import duckdb
+
     import loomdb
+    from loomdb.engines.duckdb.connection import loom_errors
 
     log = logging.getLogger("loomdb.progress")
     handler = _ToBars(bars)
@@ -35,63 +101,74 @@ def run_duckdb(text: str, path: str, bars: ProgressBars) -> int:
     log.setLevel(logging.INFO)
     log.propagate = False
     con = loomdb.connect(path)
+
+    def execute(part: str) -> None:
+        with loom_errors():  # an error may surface while fetching, too
+            for cur in con.each(part):
+                if cur.description:
+                    _print_result(cur.description, cur.fetchall())
+
     try:
-        for cur in con.each(text):
-            if cur.description:
-                _print_result(cur.description, cur.fetchall())
-        return 0
+        for part in runner.parts():
+            runner.run(part, execute, (loomdb.LoomError, duckdb.Error))
+        return 3 if runner.failed else 0
     finally:
         bars.close()
         log.removeHandler(handler)
         con.close()
 
 
-def run_postgres(text: str, dsn: str, bars: ProgressBars) -> int:
+def run_postgres(dsn: str, bars: ProgressBars, runner: _Runner) -> int:
     import psycopg
 
     from loomdb.engines.postgres.client import PsycopgDatabase
+    from loomdb.errors import LoomError
     from loomdb.frontend import statements
     from loomdb.store.sql_catalog import DbCatalog
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.add_notice_handler(lambda d: bars.message(d.message_primary or ""))
         db = PsycopgDatabase(conn)
-        for statement in statements(text, "postgres", DbCatalog(db)):
-            with conn.cursor() as cur:
-                cur.execute(statement)
-                if cur.description:
-                    _print_result([(d.name,) for d in cur.description], cur.fetchall())
+
+        def execute(part: str) -> None:
+            for statement in statements(part, "postgres", DbCatalog(db)):
+                with conn.cursor() as cur:
+                    cur.execute(statement)
+                    if cur.description:
+                        _print_result([(d.name,) for d in cur.description], cur.fetchall())
+
+        for part in runner.parts():
+            runner.run(part, execute, (psycopg.Error, LoomError))
         bars.close()
-    return 0
+    return 3 if runner.failed else 0
 
 
-def run_script(text: str, *, duckdb_path: str | None, dsn: str | None, progress: bool) -> int:
-    """Run every statement, stopping at the first error (printed with its hint); exit code."""
+def run_script(
+    text: str,
+    *,
+    duckdb_path: str | None,
+    dsn: str | None,
+    progress: bool,
+    keep_going: bool = False,
+    echo: bool = False,
+) -> int:
+    """Run every statement, stopping at the first error (printed with its hint on stderr) unless
+    ``keep_going``; the exit code: 0, or 3 when a statement failed."""
     import duckdb
     import psycopg
 
     from loomdb.errors import LoomError
 
     bars = ProgressBars(enabled=progress, bars=sys.stderr.isatty())
+    runner = _Runner(
+        text, "duckdb" if duckdb_path is not None else "postgres", keep_going=keep_going, echo=echo
+    )
     try:
         if duckdb_path is not None:
-            return run_duckdb(text, duckdb_path, bars)
+            return run_duckdb(duckdb_path, bars, runner)
         assert dsn is not None
-        return run_postgres(text, dsn, bars)
-    except psycopg.Error as e:
-        diag = e.diag
-        print(f"ERROR:  {diag.message_primary or e}", file=sys.stderr)
-        for label, value in (("DETAIL", diag.message_detail), ("HINT", diag.message_hint)):
-            if value:
-                print(f"{label}:  {value}", file=sys.stderr)
-        return 3
-    except LoomError as e:
+        return run_postgres(dsn, bars, runner)
+    except (psycopg.Error, LoomError, duckdb.Error) as e:
         bars.close()
-        print(f"ERROR:  {e.message}", file=sys.stderr)
-        for label, value in (("DETAIL", e.detail), ("HINT", e.hint)):
-            if value:
-                print(f"{label}:  {value}", file=sys.stderr)
-        return 3
-    except duckdb.Error as e:
-        print(f"ERROR:  {e}", file=sys.stderr)
+        _print_error(e, sys.stderr)
         return 3
