@@ -216,8 +216,19 @@ class Options:
 
 def _refuse_constant(name: str) -> Any:
     raise LoomOptionError(
-        f"options may not hold {name}", hint="write finite numbers only: JSON has no NaN"
+        f"options may not hold {name}",
+        hint="write finite numbers only: JSON has no NaN or Infinity",
     )
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise LoomOptionError(
+            f"the number {text[:30]} is too large for a double",
+            hint="write finite numbers only, up to about 1.8e308",
+        )
+    return value
 
 
 def _depth(value: Any, level: int = 0) -> int:
@@ -241,7 +252,7 @@ def parse_json(text: str | dict | None, what: str = "options") -> dict[str, Any]
     if len(text) > MAX_TEXT:
         raise LoomOptionError(f"{what} of {len(text):,} characters are too long")
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except json.JSONDecodeError as e:
         raise LoomOptionError(
             f"{what} must be a JSON object; could not parse {_show(text)}: {e.msg}",

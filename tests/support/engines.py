@@ -88,4 +88,6 @@ class PgEngine(Engine):
         return load_postgres(self.conn, table, X, y, columns, label)
 
     def close(self) -> None:
+        self.rows("SELECT loom_drop_index(name) FROM loom.indexes")  # leave the server clean
+        self.rows("SELECT loom_drop_model(name) FROM loom.models")
         self.conn.close()

@@ -25,6 +25,17 @@ from loomdb.store.source import columns_of, complete_rows, number
 EVAL_CHUNK = 65536
 
 
+NO_ROWS = "no rows with finite, non-NULL features and label to evaluate on"
+
+
+def _json(result: dict[str, Any]) -> str:
+    """JSON text with an undefined metric (NaN: roc_auc of one class…) as null, never NaN."""
+    clean = {
+        k: None if isinstance(v, float) and not np.isfinite(v) else v for k, v in result.items()
+    }
+    return json.dumps(clean)
+
+
 def _metrics(model: LinearModel, Z: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     pred = model.labels(Z)
     if not model.classifier:
@@ -52,13 +63,13 @@ def evaluate(db: Any, name: str, source: str) -> str:
     data = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
     total = db.query(f"SELECT count(*) FROM {rel}")[0][0]
     result: dict[str, Any] = {"model": name, "rows": len(data), "skipped": int(total) - len(data)}
-    if len(data) == 0:
-        return json.dumps(result | {"error": "no rows without NULLs to evaluate on"})
-    Z = model.margins(data[:, :-1])
-    ok = np.isfinite(Z).all(axis=1)
+    Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
+    ok = np.isfinite(Z).all(axis=1) & np.isfinite(data[:, -1])
     result["skipped"] += int((~ok).sum())
     result["rows"] = int(ok.sum())
-    return json.dumps(result | _metrics(model, Z[ok], data[ok, -1]))
+    if not ok.any():
+        return _json(result | {"error": NO_ROWS})
+    return _json(result | _metrics(model, Z[ok], data[ok, -1]))
 
 
 def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
@@ -80,4 +91,4 @@ def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
         labels.append(batch.y)
     Z, y = np.concatenate(scores), np.concatenate(labels)
     result = {"model": name, "index": index, "rows": len(y), "backend": engine.name}
-    return json.dumps(result | _metrics(model, Z, y))
+    return _json(result | _metrics(model, Z, y))

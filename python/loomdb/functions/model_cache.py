@@ -59,7 +59,7 @@ def _current(db: Any, name: str) -> LinearModel:
             _models.pop(key, None)
         raise LoomNotFoundError(
             f"model '{name}' does not exist",
-            hint="train it with loom_train, or list models with SELECT name FROM loom.models",
+            hint="train it with loom_train, or list them with SELECT name FROM loom.models",
         )
     with _lock:
         hit = _models.get(key)

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from loomdb.accel.fpga_sim import Job, simulate
+from loomdb.errors import LoomOptionError
 from loomdb.options import Boolean, Choices, Interval, Option, Options, parse_json
 from loomdb.store import catalog
 from loomdb.store.names import check_name
@@ -32,6 +33,12 @@ OPTIONS = Options(
 
 def simulate_index(db: Any, index: str, options: str | None) -> str:
     info = catalog.get_index(db, check_name(index, "index"))
+    if info.format != "mlweaving":
+        raise LoomOptionError(
+            f"index '{index}' is {info.format}: the MLWeaving engine reads mlweaving indexes",
+            hint="build one with CREATE INDEX … USING mlweaving, or loom_create_index with "
+            '{"format": "mlweaving"}',
+        )
     opts = OPTIONS.parse(parse_json(options))
     batch = opts.pop("batch_size") or int(info.options.get("batch_size") or 256)
     job = Job(

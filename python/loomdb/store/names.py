@@ -33,7 +33,7 @@ def check_name(name: object, what: str = "model") -> str:
         shown = repr(name) if not isinstance(name, str) or len(name) < 80 else repr(name[:77])
         raise LoomOptionError(
             f"invalid {what} name {shown}",
-            hint=f"a {what} name is 1-63 letters, digits or underscores, not starting with a digit",
+            hint=f"{what} names are 1-63 letters, digits or underscores, not starting with a digit",
         )
     return name
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from loomdb.errors import LoomDataError, LoomNotFoundError, LoomOptionError
 from loomdb.store.db import Database
-from loomdb.store.names import quote_ident, relation
+from loomdb.store.names import is_table_name, quote_ident, relation
 
 MAX_CLASSES = 1000
 STATS_PER_QUERY = 400  # 4 aggregates each: PostgreSQL allows 1664 entries in a target list
@@ -72,9 +72,16 @@ def columns_of(db: Database, source: str) -> tuple[str, dict[str, str]]:
     except LoomNotFoundError:
         raise
     except Exception as e:  # the engine's own message, without loomdb's query
-        raise LoomNotFoundError(
-            f"cannot read source {source!r}: {getattr(e, 'message', e)}",
-            hint="pass a table or view you can SELECT from, or one SELECT statement",
+        message = getattr(e, "message", e)
+        if is_table_name(source):
+            raise LoomNotFoundError(
+                f"cannot read source {source}: {message}",
+                hint="pass a table or view you can SELECT from, or one SELECT statement",
+            ) from None
+        shown = source if len(source) <= 60 else source[:57] + "..."
+        raise LoomDataError(
+            f"the source query failed: {message}",
+            hint=f"fix the SELECT and run it on its own first: {shown}",
         ) from None
 
 
