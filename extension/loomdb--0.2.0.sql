@@ -230,3 +230,12 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_revoke(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_revoke(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_revoke(text, text) IS 'take back what loom_grant gave a role';
+
+CREATE FUNCTION loom_load(kind text, path text, target text, options text DEFAULT '{}') RETURNS text
+LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_load', kind, path, target, options)
+$fn$;
+REVOKE ALL ON FUNCTION loom_load(text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_load(text, text, text, text) TO loomdb_user;
+COMMENT ON FUNCTION loom_load(text, text, text, text) IS 'load a file or folder read by the database''s process into a new table (kinds: see loomdb.loaders; PostgreSQL: needs pg_read_server_files)';

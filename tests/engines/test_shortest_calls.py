@@ -12,6 +12,7 @@ import pytest
 
 import loomdb
 from loomdb.udfs import load
+from support.engines import readable_dir
 
 pytestmark = pytest.mark.postgres
 
@@ -22,6 +23,8 @@ VALUES = {
     "features": "ARRAY[1.0, 2.0]",
     "index": "'i'",
     "role": "'public'",
+    "kind": "'libsvm'",
+    "target": "'loaded'",
 }
 NAMES = {  # (function, argument) whose value is not the shared one
     ("loom_create_index", "name"): "'i2'",
@@ -43,6 +46,10 @@ def shortest_call(udf) -> str:
 
 
 def test_every_function_runs_with_only_its_required_arguments(engine):
+    svm = readable_dir() / "one.svm"
+    svm.write_text("+1 1:1\n-1 2:1\n")
+    svm.chmod(0o644)
+    VALUES["path"] = f"'{svm}'"
     rng = np.random.default_rng(0)
     X = rng.normal(size=(64, 2))
     engine.load("t", X, (X[:, 0] > 0).astype(float))

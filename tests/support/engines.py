@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -91,3 +93,10 @@ class PgEngine(Engine):
         self.rows("SELECT loom_drop_index(name) FROM loom.indexes")  # leave the server clean
         self.rows("SELECT loom_drop_model(name) FROM loom.models")
         self.conn.close()
+
+
+def readable_dir() -> Path:
+    """A fresh directory every OS user can read: the PostgreSQL server reads files from it."""
+    path = Path(tempfile.mkdtemp(prefix="loomdb-files-"))
+    path.chmod(0o755)
+    return path

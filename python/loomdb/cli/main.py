@@ -1,7 +1,8 @@
 """``loomdb``: run SQL on either engine, install into PostgreSQL, run benchmarks.
 No paper section.
 
-loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL] [--keep-going] [--echo]
+loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL]
+loomdb load KIND PATH TABLE (--duckdb PATH | --dsn DSN) [--options JSON] [--keep-going] [--echo]
 loomdb pg install --dsn DSN [--venv DIR] [--source DIR] [--reinstall]
 loomdb bench SUITE [--quick] [--json PATH]
 loomdb fuzz [DECODER ...] [--runs N] [--timeout SECONDS] [--max-len BYTES]
@@ -90,6 +91,12 @@ def parser() -> argparse.ArgumentParser:
     )
     install.add_arguments(prep, prepare_only=True)
     prep.set_defaults(func=lambda args: install.run_prepare(args))
+
+    ld = sub.add_parser("load", help="load a file or folder into a new table (read here)")
+    from loomdb.cli import load
+
+    load.add_arguments(ld)
+    ld.set_defaults(func=load.run_load)
 
     b = sub.add_parser("bench", help="run a benchmark suite and print its table")
     from loomdb.bench import SUITES

@@ -23,6 +23,7 @@ TYPES = (
     "smallint",
     "double",
     "double[]",
+    "integer[]",
     "bytes",
     "timestamp",
     "boolean",

@@ -26,6 +26,7 @@ TYPES = {
     "text": "VARCHAR",
     "double": "DOUBLE",
     "double[]": "DOUBLE[]",
+    "integer[]": "INTEGER[]",
     "bigint": "BIGINT",
     "integer": "INTEGER",
     "smallint": "SMALLINT",

@@ -9,7 +9,9 @@ only needs to read the catalog (for the SQL front-end) and run statements.  Plac
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from loomdb.engines.postgres.dialect import column_kind, type_name
@@ -23,11 +25,14 @@ def to_psycopg(sql: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
 
 
 class PsycopgDatabase:
+    """Enough of ``Database`` for loomdb's client side: the front-end's catalog questions and
+    ``loomdb load`` (rows written with COPY, in one transaction)."""
+
     dialect = "postgres"
+    identity = "postgres-client"
 
     def __init__(self, conn: Any):
         self.conn = conn
-        self.cache_key = conn
 
     def type(self, abstract: str) -> str:
         return type_name(abstract)
@@ -42,7 +47,21 @@ class PsycopgDatabase:
         self.query(sql, params)
 
     def notice(self, message: str) -> None:
-        print(message)
+        print(message, file=sys.stderr, flush=True)
+
+    def insert(self, relation: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
+        with (
+            self.conn.cursor() as cur,
+            cur.copy(f"COPY {relation} ({', '.join(columns)}) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        return self.conn.transaction()
+
+    def check_interrupt(self) -> None:
+        """A client process is interrupted by Ctrl-C itself."""
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
         with self.conn.cursor() as cur:

@@ -14,6 +14,7 @@ PG_TYPES = {
     "text": "text",
     "double": "double precision",
     "double[]": "double precision[]",
+    "integer[]": "integer[]",
     "bigint": "bigint",
     "integer": "integer",
     "smallint": "smallint",

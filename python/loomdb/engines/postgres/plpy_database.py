@@ -88,15 +88,35 @@ class PlpyDatabase:
         self._run(sql, params)
 
     def insert(self, relation: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
-        arrays = [[r[i] for r in rows] for i in range(len(columns))]
-        kinds = [param_type(a[0]) + "[]" if a else "text[]" for a in arrays]
-        unnest = ", ".join(f"${i + 1}::{k}" for i, k in enumerate(kinds))
-        sql = f"INSERT INTO {relation} ({', '.join(columns)}) SELECT * FROM unnest({unnest})"
+        """Scalar rows as one ``unnest`` of arrays; rows holding arrays one prepared INSERT
+        each (``unnest`` would flatten them), typed by the table's own columns."""
+        if not rows:
+            return
         try:
-            plan = self.plpy.prepare(sql, kinds)
-            self.plpy.execute(plan, arrays)
+            if any(isinstance(v, (list, tuple)) for v in rows[0]):
+                types = self._column_types(relation, len(columns))
+                marks = ", ".join(f"${i + 1}" for i in range(len(columns)))
+                plan = self.plpy.prepare(
+                    f"INSERT INTO {relation} ({', '.join(columns)}) VALUES ({marks})", types
+                )
+                for row in rows:
+                    self.plpy.execute(plan, list(row))
+                return
+            arrays = [[r[i] for r in rows] for i in range(len(columns))]
+            kinds = [param_type(a[0]) + "[]" for a in arrays]
+            unnest = ", ".join(f"${i + 1}::{k}" for i, k in enumerate(kinds))
+            sql = f"INSERT INTO {relation} ({', '.join(columns)}) SELECT * FROM unnest({unnest})"
+            self.plpy.execute(self.plpy.prepare(sql, kinds), arrays)
         except self.plpy.SPIError as e:
             raise translate(e) from None
+
+    def _column_types(self, relation: str, count: int) -> list[str]:
+        rows = self.query(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute "
+            "WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            [relation],
+        )
+        return [r[0] for r in rows[:count]]
 
     def stream(self, sql: str, params: Sequence[Any] = (), size: int = 16) -> Iterator[tuple]:
         try:

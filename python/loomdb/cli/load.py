@@ -1,0 +1,49 @@
+"""``loomdb load KIND PATH TABLE``: a loader run where the command runs, into either engine.
+
+No paper section.  The file or folder is read on this machine (unlike the SQL function
+``loom_load``, which the database's process runs) and the rows go to DuckDB through loomdb's
+connection or to PostgreSQL with COPY, in one transaction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def run_load(args: argparse.Namespace) -> int:
+    from loomdb import loaders
+
+    if args.duckdb is not None:
+        import loomdb
+        from loomdb.engines.duckdb.database import DuckDatabase
+
+        con = loomdb.connect(args.duckdb)
+        try:
+            db = DuckDatabase(con.duckdb.cursor(), con.state)
+            done = loaders.load(db, args.kind, args.path, args.table, args.options)
+        finally:
+            con.close()
+    else:
+        import psycopg
+
+        from loomdb.engines.postgres.client import PsycopgDatabase
+
+        with psycopg.connect(args.dsn, autocommit=True) as conn:
+            done = loaders.load(
+                PsycopgDatabase(conn), args.kind, args.path, args.table, args.options
+            )
+    print(json.dumps(done))
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from loomdb import loaders
+
+    parser.add_argument("kind", help=f"what to read: {', '.join(loaders.names()) or 'none yet'}")
+    parser.add_argument("path", help="the file or folder, on this machine")
+    parser.add_argument("table", help="the table to create (schema-qualified if you like)")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--duckdb", metavar="PATH", help="a DuckDB database file")
+    where.add_argument("--dsn", help="a PostgreSQL connection string")
+    parser.add_argument("--options", default="{}", help="the loader's options, as JSON")

@@ -1,0 +1,143 @@
+"""Loaders: outside data (a LIBSVM file, a folder of images…) into a table of either engine.
+
+No paper section.  A loader reads a file or folder and yields rows; :func:`load` makes the
+table and inserts them through the engine-neutral ``Database`` (``insert``), so one loader
+serves ``loomdb load KIND PATH TABLE`` (the file is read where the command runs) and the SQL
+function ``loom_load(kind, path, table, options)`` (the file is read by the database's process;
+in PostgreSQL that needs the ``pg_read_server_files`` role, as ``COPY … FROM 'file'`` does).
+Unreadable input is skipped and counted, never silently kept.  Loaders are found by name like
+formats and backends (:data:`KNOWN`, entry points ``loomdb.loaders``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from importlib.metadata import entry_points
+from typing import Any, Protocol
+
+from loomdb.errors import LoomOptionError, LoomStateError
+from loomdb.options import Boolean, Option, Options, parse_json
+from loomdb.store.names import QUALIFIED, relation
+
+KNOWN: dict[str, str] = {  # name → "module:Class"
+    "libsvm": "loomdb.loaders.libsvm:LibsvmLoader",
+}
+COMMON = Options("loom_load", Option("replace", Boolean(), False, "replace an existing table"))
+FLUSH_ROWS = 4096
+PROGRESS_S = 2.0
+
+
+class Target(Protocol):
+    """What a load needs of a database: DuckDB's and PostgreSQL's (in or outside the server)."""
+
+    dialect: str
+
+    def type(self, abstract: str) -> str: ...
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+
+    def insert(self, relation: str, columns: Sequence[str], rows: Sequence[tuple]) -> None: ...
+
+    def atomic(self) -> AbstractContextManager[Any]: ...
+
+    def notice(self, message: str) -> None: ...
+
+    def check_interrupt(self) -> None: ...
+
+
+class Loader(Protocol):
+    """What a loader implements: its options, the table's columns, and the rows of a path."""
+
+    name: str
+    options: Options
+
+    def columns(self, options: dict[str, Any]) -> list[tuple[str, str]]:
+        """``(column, abstract type)`` of the table (types from ``store.db.TYPES``)."""
+        ...
+
+    def rows(self, path: str, options: dict[str, Any]) -> Iterator[tuple]:
+        """The rows of ``path``; a row it cannot read is skipped and counted in ``skipped``."""
+        ...
+
+    skipped: int
+
+
+def names() -> list[str]:
+    return sorted(set(KNOWN) | {ep.name for ep in entry_points(group="loomdb.loaders")})
+
+
+def get(name: str) -> Loader:
+    if name in KNOWN:
+        module, _, attr = KNOWN[name].partition(":")
+        return getattr(importlib.import_module(module), attr)()
+    for ep in entry_points(group="loomdb.loaders"):
+        if ep.name == name:
+            return ep.load()()
+    raise LoomOptionError(f"unknown loader '{name}'", hint=f"loaders: {', '.join(names())}")
+
+
+def load(db: Target, kind: str, path: str, table: str, options: str | None) -> dict[str, Any]:
+    """Make ``table`` and fill it with what loader ``kind`` reads from ``path``."""
+    loader = get(kind)
+    opts = (COMMON + loader.options).parse(parse_json(options))
+    if not isinstance(table, str) or not QUALIFIED.match(table.strip()):
+        raise LoomOptionError(
+            f"invalid table name {table!r}", hint="a table name, optionally schema-qualified"
+        )
+    target = relation(table, db.dialect)
+    columns = loader.columns(opts)
+    started = time.monotonic()
+    with db.atomic():
+        if opts["replace"]:
+            db.execute(f"DROP TABLE IF EXISTS {target}")
+        body = ", ".join(f'"{c}" {db.type(t)}' for c, t in columns)
+        db.execute(f"CREATE TABLE {target} ({body})")
+        names = [f'"{c}"' for c, _ in columns]
+        total = _fill(db, loader, path, opts, target, names, f"loom_load {kind}")
+    return {
+        "table": table,
+        "rows": total,
+        "skipped": loader.skipped,
+        "seconds": round(time.monotonic() - started, 6),
+    }
+
+
+def _fill(db: Target, loader: Loader, path: str, opts, target, names, what) -> int:
+    pending: list[tuple] = []
+    total, last = 0, time.monotonic()
+    for row in loader.rows(path, opts):
+        pending.append(row)
+        if len(pending) >= FLUSH_ROWS:
+            db.insert(target, names, pending)
+            total += len(pending)
+            pending = []
+            db.check_interrupt()
+            if time.monotonic() - last >= PROGRESS_S:
+                last = time.monotonic()
+                db.notice(f"{what}: {total:,} rows loaded ({loader.skipped} skipped)")
+    if pending:
+        db.insert(target, names, pending)
+        total += len(pending)
+    return total
+
+
+def loom_load(db: Target, kind: str, path: str, table: str, options: str | None) -> str:
+    """The SQL function: the database's process reads ``path`` (PostgreSQL: with the rights of
+    ``pg_read_server_files``, which the caller must hold)."""
+    import json
+
+    if db.dialect == "postgres":
+        allowed = db.query("SELECT pg_has_role(current_user, 'pg_read_server_files', 'MEMBER')")
+        if not (allowed and allowed[0][0]):
+            raise LoomStateError(
+                "loom_load reads files on the database server: that needs the "
+                "pg_read_server_files role",
+                hint="GRANT pg_read_server_files TO you, or load from your machine with "
+                "loomdb load KIND PATH TABLE --dsn …",
+            )
+    return json.dumps(load(db, kind, path, table, options))

@@ -1,0 +1,64 @@
+"""LIBSVM text (``label index:value …``, indexes 1-based) into a table of sparse rows.
+
+No paper section.  Each line becomes ``(label double, indices integer[], "values" double[])``:
+indexes 0-based, strictly increasing, values as written (zeros dropped).  A line that is not
+LIBSVM (a bad or non-finite number, an index below 1 or at/above 2^31, indexes out of order)
+is skipped and counted.  The ``indices``/``values`` pair is the sparse row form a source may hold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from loomdb.options import Boolean, Option, Options, Text
+
+MAX_INDEX = 2**31 - 1
+
+
+class LibsvmLoader:
+    name = "libsvm"
+    options = Options(
+        "libsvm",
+        Option("label", Text(), "label", "the label column's name"),
+        Option("zero_based", Boolean(), False, "indexes start at 0 instead of 1"),
+    )
+    skipped = 0
+
+    def columns(self, options: dict[str, Any]) -> list[tuple[str, str]]:
+        return [(options["label"], "double"), ("indices", "integer[]"), ("values", "double[]")]
+
+    def rows(self, path: str, options: dict[str, Any]) -> Iterator[tuple]:
+        self.skipped = 0
+        shift = 0 if options["zero_based"] else 1
+        with open(path, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                row = parse_line(line, shift)
+                if row is None:
+                    if line.strip() and not line.lstrip().startswith("#"):
+                        self.skipped += 1
+                    continue
+                yield row
+
+
+def parse_line(line: str, shift: int) -> tuple[float, list[int], list[float]] | None:
+    """``(label, indexes, values)`` of one LIBSVM line, or None when it is not one."""
+    parts = line.split("#", 1)[0].split()
+    if not parts:
+        return None
+    try:
+        label = float(parts[0])
+        pairs = [item.split(":", 1) for item in parts[1:]]
+        indexes = [int(i) - shift for i, _ in pairs]
+        values = [float(v) for _, v in pairs]
+    except ValueError:
+        return None
+    if any(not 0 <= i <= MAX_INDEX for i in indexes) or any(
+        b <= a for a, b in zip(indexes, indexes[1:])
+    ):
+        return None
+    if not all(math.isfinite(x) for x in (label, *values)):
+        return None
+    kept = [(i, v) for i, v in zip(indexes, values) if v != 0.0]
+    return label, [i for i, _ in kept], [v for _, v in kept]

@@ -1,0 +1,74 @@
+"""Loaders: LIBSVM text into a table of sparse rows, from the CLI (read here) and from SQL
+(read by the database's process), on both engines; unreadable lines skipped and counted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from loomdb.loaders.libsvm import parse_line
+from support.engines import readable_dir
+
+pytestmark = pytest.mark.postgres
+
+TEXT = """\
++1 1:0.5 3:2 10:1
+-1 2:1.5
+# a comment line
++1 4:x
+-1 5:1 3:2
++1 0:1
++1 7:nan
+-1 1:1 2:0 9:-3
+"""
+
+
+def test_a_line_is_parsed_or_refused():
+    assert parse_line("+1 1:0.5 3:2", 1) == (1.0, [0, 2], [0.5, 2.0])
+    assert parse_line("-1 1:1 2:0 9:-3", 1) == (-1.0, [0, 8], [1.0, -3.0])  # zeros dropped
+    for bad in ("+1 4:x", "-1 5:1 3:2", "+1 0:1", "+1 7:nan", "+1 3", f"+1 {2**31 + 1}:1"):
+        assert parse_line(bad, 1) is None, bad
+
+
+def test_loom_load_reads_libsvm_on_both_engines(engine):
+    path = readable_dir() / "small.svm"
+    path.write_text(TEXT)
+    path.chmod(0o644)
+    summary = json.loads(engine.scalar(f"SELECT loom_load('libsvm', '{path}', 'sv')"))
+    assert summary["rows"] == 3 and summary["skipped"] == 4
+    rows = engine.rows('SELECT label, indices, "values" FROM sv ORDER BY label, indices')
+    assert [r[0] for r in rows] == [-1.0, -1.0, 1.0]
+    assert list(rows[2][1]) == [0, 2, 9] and list(rows[2][2]) == [0.5, 2.0, 1.0]
+    with pytest.raises(engine.errors, match="already exists"):
+        engine.scalar(f"SELECT loom_load('libsvm', '{path}', 'sv')")
+    engine.scalar(f"SELECT loom_load('libsvm', '{path}', 'sv', '{{\"replace\": true}}')")
+    with pytest.raises(engine.errors, match="unknown loader 'csvv'"):
+        engine.scalar(f"SELECT loom_load('csvv', '{path}', 'sv2')")
+
+
+def test_the_cli_loads_a_file_read_here(pg_dsn, tmp_path):
+    path = tmp_path / "cli.svm"
+    path.write_text(TEXT)
+    for where in (["--duckdb", str(tmp_path / "l.duckdb")], ["--dsn", pg_dsn]):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "loomdb.cli.main",
+                "load",
+                "libsvm",
+                str(path),
+                "cli_sv",
+                *where,
+                "--options",
+                '{"replace": true}',
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["rows"] == 3
