@@ -1,4 +1,5 @@
 """``loomdb bench train``: training rows/s of loomdb (DuckDB, PostgreSQL) vs scikit-learn.
+No paper section.
 
 Same data, same run: logistic regression, z-scored features, L2 = 1e-4, a fixed number of
 epochs.  scikit-learn's SGDClassifier runs in-process on a numpy array (the peer users would
