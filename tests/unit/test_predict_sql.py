@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import duckdb
 import numpy as np
+import pytest
 
 from loomdb.functions.predict_sql import predict_expression, proba_expression
 from loomdb.learn.model import LinearModel
@@ -28,14 +29,15 @@ def test_names_are_quoted_and_constants_exact():
     assert f"{folded[0, 0]:.17e}" in expr and f"{b[0]:.17e}".lstrip("-") in expr
 
 
-def test_expression_equals_the_model_and_nulls_non_finite_rows():
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres"])
+def test_expression_equals_the_model_and_nulls_non_finite_rows(dialect):
     model = _model()
     rows = [(1.0, 2.0, 3.0), (2.5, -1.0, 0.0), (float("nan"), 1.0, 1.0), (1.0, 1.0, float("inf"))]
     con = duckdb.connect()
     con.execute('CREATE TABLE t ("we""ird" DOUBLE, b DOUBLE, unused DOUBLE)')
     con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
     got = con.execute(
-        f"SELECT {predict_expression(model)}, {proba_expression(model)} FROM t"
+        f"SELECT {predict_expression(model, dialect)}, {proba_expression(model, dialect)} FROM t"
     ).fetchall()
     X = np.array(rows)
     want = list(zip(model.predict(X), model.predict_proba(X)))

@@ -40,8 +40,8 @@ def predict_proba(db: Any, names: str | Sequence[str], X: np.ndarray, statement:
 
 
 def predict_sql(db: Any, name: str) -> str:
-    return compile_sql.predict_expression(model_cache.load(db, name))
+    return compile_sql.predict_expression(model_cache.load(db, name), db.dialect)
 
 
 def predict_proba_sql(db: Any, name: str) -> str:
-    return compile_sql.proba_expression(model_cache.load(db, name))
+    return compile_sql.proba_expression(model_cache.load(db, name), db.dialect)
