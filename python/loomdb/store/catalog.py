@@ -100,10 +100,11 @@ def _column(dialect: str, name: str, kind: str) -> str:
     return f"{name} {spelled}"
 
 
-def ddl(dialect: str) -> list[str]:
-    """``CREATE SCHEMA``/``CREATE TABLE`` statements of the catalog for ``dialect``."""
+def ddl(dialect: str, tables: tuple[str, ...] = tuple(TABLES)) -> list[str]:
+    """``CREATE SCHEMA``/``CREATE TABLE`` statements of the catalog (or of ``tables``)."""
     out = [f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}", f"CREATE SCHEMA IF NOT EXISTS {DATA_SCHEMA}"]
-    for table, cols in TABLES.items():
+    for table in tables:
+        cols = TABLES[table]
         body = ", ".join(_column(dialect, c, t) for c, t in cols)
         out.append(
             f"CREATE TABLE IF NOT EXISTS {SCHEMA}.{table} ({body}, PRIMARY KEY ({KEYS[table]}))"

@@ -83,7 +83,7 @@ def _signature(u: Udf, defaults: bool) -> str:
     return ", ".join(parts)
 
 
-def function_sql(u: Udf) -> str:
+def function_sql(u: Udf, replace: bool = False) -> str:
     names = "".join(f", {a.name}" for a in u.args)
     flags = [u.volatility.upper(), f"PARALLEL {u.parallel.upper()}"]
     if u.strict:
@@ -94,7 +94,8 @@ def function_sql(u: Udf) -> str:
     )
     types = ", ".join(PG_TYPES[a.type] for a in u.args)
     return (
-        f"CREATE FUNCTION {u.name}({_signature(u, True)}) RETURNS {PG_TYPES[u.returns]}\n"
+        f"CREATE {'OR REPLACE ' if replace else ''}FUNCTION {u.name}({_signature(u, True)}) "
+        f"RETURNS {PG_TYPES[u.returns]}\n"
         f"LANGUAGE plpython3u {' '.join(flags)} AS $fn$\n{body}\n$fn$;\n"
         f"REVOKE ALL ON FUNCTION {u.name}({types}) FROM PUBLIC;\n"
         f"GRANT EXECUTE ON FUNCTION {u.name}({types}) TO {ROLE};\n"
@@ -102,36 +103,74 @@ def function_sql(u: Udf) -> str:
     )
 
 
-def install_script(settings: dict[str, str]) -> str:
-    ddl = [s + ";" for s in catalog.ddl("postgres")]
-    dumps = [
-        f"SELECT pg_catalog.pg_extension_config_dump('{catalog.SCHEMA}.{t}', '');"
-        for t in ("models", "indexes", "grants")
-    ]
+def _text(name: str) -> str:
+    return resources.files("loomdb.engines.postgres").joinpath(name).read_text()
+
+
+def _settings_sql(settings: dict[str, str]) -> str:
     values = ", ".join(f"({_literal(k)}, {_literal(v)})" for k, v in sorted(settings.items()))
-    security = resources.files("loomdb.engines.postgres").joinpath("security.sql").read_text()
-    parts = [
+    return f"INSERT INTO {catalog.SCHEMA}.settings (key, value) VALUES {values};"
+
+
+def _dumps(tables: tuple[str, ...]) -> list[str]:
+    return [
+        f"SELECT pg_catalog.pg_extension_config_dump('{catalog.SCHEMA}.{t}', '');" for t in tables
+    ]
+
+
+def _header(command: str) -> list[str]:
+    return [
         f"-- loomdb {loomdb.__version__}: generated from loomdb/udfs/catalogue.toml by"
         " loomdb.engines.postgres.extension; do not edit by hand.",
-        '\\echo Use "CREATE EXTENSION loomdb" to load this file. \\quit',
+        f'\\echo Use "{command}" to load this file. \\quit',
         "",
-        *ddl,
-        f"INSERT INTO {catalog.SCHEMA}.settings (key, value) VALUES {values};",
-        *dumps,
+    ]
+
+
+def install_script(settings: dict[str, str]) -> str:
+    parts = [
+        *_header("CREATE EXTENSION loomdb"),
+        *[s + ";" for s in catalog.ddl("postgres")],
+        _settings_sql(settings),
+        *_dumps(("models", "indexes", "grants")),
         "",
-        security,
+        _text("security.sql"),
         BOOTSTRAP.replace("{role}", ROLE),
         *[function_sql(u) for u in load()],
     ]
     return "\n".join(parts)
 
 
+def upgrade_script(old: str, settings: dict[str, str]) -> str:
+    """The update from ``old`` to this version: the migration, then everything install makes
+    that the old version lacked, and every function replaced."""
+    parts = [
+        *_header("ALTER EXTENSION loomdb UPDATE"),
+        _text(f"upgrade-{old}--{loomdb.__version__}.sql"),
+        *[s + ";" for s in catalog.ddl("postgres", ("grants", "settings"))],
+        _settings_sql(settings),
+        *_dumps(("grants",)),
+        "",
+        _text("security.sql"),
+        BOOTSTRAP.replace("{role}", ROLE),
+        *[function_sql(u, replace=True) for u in load()],
+    ]
+    return "\n".join(parts)
+
+
+UPGRADES_FROM = ("0.1.0",)  # every released version has an update script to this one
+
+
 def files(settings: dict[str, str] | None = None) -> dict[str, str]:
     v = loomdb.__version__
-    return {
+    settings = settings or default_settings()
+    out = {
         "loomdb.control": CONTROL.format(version=v),
-        f"loomdb--{v}.sql": install_script(settings or default_settings()),
+        f"loomdb--{v}.sql": install_script(settings),
     }
+    for old in UPGRADES_FROM:
+        out[f"loomdb--{old}--{v}.sql"] = upgrade_script(old, settings)
+    return out
 
 
 def write(files: dict[str, str], extension_dir: str) -> list[str]:
