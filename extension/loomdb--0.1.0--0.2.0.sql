@@ -36,10 +36,12 @@ CREATE SCHEMA IF NOT EXISTS loom_data;
 
 CREATE SCHEMA IF NOT EXISTS loom;
 CREATE SCHEMA IF NOT EXISTS loom_data;
-CREATE TABLE IF NOT EXISTS loom.grants (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, grantee text, granted_at timestamptz, PRIMARY KEY (model, grantee));
+CREATE TABLE IF NOT EXISTS loom.grants (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, grantee text, granted_at timestamptz, PRIMARY KEY (owner, model, grantee));
+CREATE TABLE IF NOT EXISTS loom.deployments (schema_name text, function text, owner name NOT NULL DEFAULT current_user, model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), kind text, arity integer, deployed_at timestamptz, PRIMARY KEY (owner, schema_name, function));
 CREATE TABLE IF NOT EXISTS loom.settings (key text, value text, PRIMARY KEY (key));
 INSERT INTO loom.settings (key, value) VALUES ('extra_path', ''), ('numba_cache_dir', '/var/lib/loomdb/venv/numba-cache'), ('venv', '/var/lib/loomdb/venv');
 SELECT pg_catalog.pg_extension_config_dump('loom.grants', '');
+SELECT pg_catalog.pg_extension_config_dump('loom.deployments', '');
 
 -- Several users (loomdb's multi-user model).  Part of the generated install script.
 --
@@ -59,13 +61,15 @@ $do$;
 REVOKE ALL ON SCHEMA loom, loom_data FROM PUBLIC;
 GRANT USAGE ON SCHEMA loom TO loomdb_user;
 GRANT USAGE, CREATE ON SCHEMA loom_data TO loomdb_user;
-REVOKE ALL ON loom.models, loom.indexes, loom.grants, loom.settings FROM PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE ON loom.models, loom.indexes, loom.grants TO loomdb_user;
+REVOKE ALL ON loom.models, loom.indexes, loom.grants, loom.deployments, loom.settings FROM PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON loom.models, loom.indexes, loom.grants, loom.deployments
+    TO loomdb_user;
 GRANT SELECT ON loom.settings TO loomdb_user;
 
 ALTER TABLE loom.models ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.indexes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.grants ENABLE ROW LEVEL SECURITY;
+ALTER TABLE loom.deployments ENABLE ROW LEVEL SECURITY;
 CREATE POLICY models_own ON loom.models
     USING (owner = current_user) WITH CHECK (owner = current_user);
 CREATE POLICY models_granted ON loom.models FOR SELECT USING (EXISTS (
@@ -75,6 +79,8 @@ CREATE POLICY models_granted ON loom.models FOR SELECT USING (EXISTS (
           SELECT 1 FROM pg_catalog.pg_roles r
           WHERE r.rolname = g.grantee AND pg_catalog.pg_has_role(r.oid, 'USAGE')))));
 CREATE POLICY indexes_own ON loom.indexes
+    USING (owner = current_user) WITH CHECK (owner = current_user);
+CREATE POLICY deployments_own ON loom.deployments
     USING (owner = current_user) WITH CHECK (owner = current_user);
 CREATE POLICY grants_own ON loom.grants
     USING (owner = current_user) WITH CHECK (owner = current_user);
@@ -151,6 +157,15 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_proba_sql(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_proba_sql(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_proba_sql(text) IS 'the model''s probability compiled to a native SQL expression (what loom_predict_proba computes)';
+
+CREATE OR REPLACE FUNCTION loom_deploy(model text, options text DEFAULT '{}') RETURNS text
+LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_deploy', model, options)
+$fn$;
+REVOKE ALL ON FUNCTION loom_deploy(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_deploy(text, text) TO loomdb_user;
+COMMENT ON FUNCTION loom_deploy(text, text) IS 'make the model a native SQL function of its feature columns (predict_<model>; a MACRO in DuckDB, an inlinable parallel-safe SQL function in PostgreSQL), redefined when the model is retrained';
 
 CREATE OR REPLACE FUNCTION loom_evaluate(model text, source text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$

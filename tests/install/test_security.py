@@ -77,6 +77,7 @@ def roles(pg_dsn) -> Iterator[tuple[Role, Role, Role]]:
         admin.rows(f"DELETE FROM loom.models WHERE owner = '{name}'")
         admin.rows(f"DELETE FROM loom.indexes WHERE owner = '{name}'")
         admin.rows(f"DELETE FROM loom.grants WHERE owner = '{name}'")
+        admin.rows(f"DELETE FROM loom.deployments WHERE owner = '{name}'")
         admin.rows(f"DROP OWNED BY {name} CASCADE")
         admin.rows(f"DROP ROLE {name}")
     admin.rows("DROP SCHEMA IF EXISTS loomsec CASCADE")
@@ -257,6 +258,39 @@ def test_a_forged_grant_exposes_nothing(roles):
         f"VALUES ('m_alice', '{ALICE}', current_user, now())"
     )
     assert alice.scalar("SELECT count(*) FROM loom.grants WHERE grantee = %s", [BOB]) == 0
+
+
+def test_deployed_functions_are_made_and_dropped_with_the_owners_rights(roles):
+    admin, alice, bob = roles
+    alice.rows("SELECT loom_deploy('m_alice')")
+    owned = "SELECT pg_get_userbyid(proowner) FROM pg_proc WHERE proname = %s"
+    assert alice.scalar(owned, ["predict_m_alice"]) == ALICE
+    alice.rows("SELECT loom_grant('m_alice', %s)", [BOB])
+    assert "only its owner" in bob.error("SELECT loom_deploy('m_alice', '{\"name\": \"b_fn\"}')")
+    alice.rows("SELECT loom_revoke('m_alice', %s)", [BOB])
+    admin.rows("SELECT loom_train('m_admin', 'loomsec.secret', 'y', '{\"epochs\": 2}')")
+    forged = (
+        "INSERT INTO loom.deployments VALUES (%s, %s, current_user, 'm_admin', 'predict', 2, now())"
+    )
+    bob.rows(forged, ["pg_catalog", "float8pl"])  # the superuser's model, a system function
+    bob.rows(forged, ["loomsec", "predict_m_alice"])  # alice's deployed function
+    admin.rows("SELECT loom_deploy('m_admin')")
+    retrain = (
+        "SELECT loom_train('m_admin', 'loomsec.secret', 'y', '{\"epochs\": 2, \"replace\": true}')"
+    )
+    admin.rows(retrain)
+    admin.rows("SELECT loom_drop_model('m_admin')")
+    assert admin.scalar("SELECT 1.0::float8 + 2.0::float8") == 3.0
+    assert admin.scalar("SELECT to_regprocedure('pg_catalog.float8pl(float8, float8)')::text")
+    assert alice.scalar(owned, ["predict_m_alice"]) == ALICE
+    assert admin.rows(owned, ["predict_m_admin"]) == []
+    alice.rows("SELECT loom_train('m_alice', 'secret', 'y', '{\"epochs\": 3, \"replace\": true}')")
+    assert alice.scalar(owned, ["predict_m_alice"]) == ALICE
+    assert alice.scalar("SELECT predict_m_alice(3.0, 1.0)") == alice.scalar(
+        "SELECT loom_predict('m_alice', ARRAY[3.0, 1.0])"
+    )
+    alice.rows("SELECT loom_deploy('m_alice', '{\"drop\": true}')")
+    assert alice.rows(owned, ["predict_m_alice"]) == []
 
 
 def test_a_superuser_sees_everything(roles):

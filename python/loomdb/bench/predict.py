@@ -4,6 +4,8 @@ No paper section.
 Over N rows (1M by default) of 16 features, each engine computes, in one aggregate query:
 * native — ``CASE WHEN b + Σ wᵢ·xᵢ > 0 THEN 1 ELSE 0 END`` written by hand (the peer);
 * compiled — ``loom_predict_sql(model)``'s expression (standardisation included);
+* deployed — ``predict_<model>(x0, …)`` made by ``loom_deploy`` (a MACRO in DuckDB, an inlined
+  parallel-safe SQL function in PostgreSQL);
 * UDF — ``loom_predict(model, [x0, …])`` (an arrow UDF in DuckDB; per row in PostgreSQL).
 Ratios are native time / method time: 1.0 means as fast as native.
 """
@@ -45,10 +47,12 @@ def run(quick: bool = False, dsn: str | None = None) -> list[BenchTable]:
             b = info["intercept"][0] - float(np.asarray(info["standardization"]["shift"]) @ w)
             dot = " + ".join([repr(float(b))] + [f"{float(wi)!r} * {c}" for wi, c in zip(w, cols)])
             compiled = engine.scalar("SELECT loom_predict_sql('bench_p')")
+            engine.scalar("SELECT loom_deploy('bench_p')")
             array = "ARRAY[" + ", ".join(cols) + "]"
             queries = {
                 "native": f"SELECT sum(CASE WHEN {dot} > 0 THEN 1 ELSE 0 END) FROM bench_pred",
                 "compiled": f"SELECT sum({compiled}) FROM bench_pred",
+                "deployed": f"SELECT sum(predict_bench_p({', '.join(cols)})) FROM bench_pred",
                 "UDF": f"SELECT sum(loom_predict('bench_p', {array})) FROM bench_pred",
             }
             answers = {k: engine.scalar(q) for k, q in queries.items()}

@@ -25,10 +25,13 @@ def model_info(db: Any, name: str) -> str:
 
 
 def drop_model(db: Any, name: str) -> str:
+    from loomdb.functions.deploy import undeploy
+
     check_name(name, "model")
     with db.atomic():
-        catalog.drop_model(db, name)
-    return json.dumps({"dropped": name})
+        owner = catalog.drop_model(db, name)
+        functions = undeploy(db, name, owner)
+    return json.dumps({"dropped": name, "functions": functions} if functions else {"dropped": name})
 
 
 def _roles(db: Any, what: str) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from loomdb.accel import registry
 from loomdb.errors import LoomDataError, LoomOptionError
+from loomdb.functions import deploy
 from loomdb.functions.train_plan import Plan, plan, standardize_for
 from loomdb.learn import step_size
 from loomdb.learn.model import LinearModel
@@ -54,6 +55,8 @@ def train(db: Any, name: str, source: str | None, label: str | None, options: st
         }
         record = _record(name, p, laid.info, model, history, used, timings, source)
         catalog.put_model(db, record, replace=exists)
+        if exists:
+            deploy.refresh(db, name, model, db.role())
     return json.dumps(_summary(record, model))
 
 

@@ -75,10 +75,33 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("grantee", "text"),
         ("granted_at", "timestamp"),
     ],
+    "deployments": [
+        ("schema_name", "text"),
+        ("function", "text"),
+        ("owner", "role"),
+        ("model", "name"),
+        ("kind", "text"),
+        ("arity", "integer"),
+        ("deployed_at", "timestamp"),
+    ],
     "settings": [("key", "text"), ("value", "text")],
 }
-KEYS = {"models": "name", "indexes": "name", "grants": "model, grantee", "settings": "key"}
-STAMPS = {"models": "created_at", "indexes": "built_at", "grants": "granted_at"}
+KEYS = {
+    "models": "name",
+    "indexes": "name",
+    "grants": "model, grantee",
+    "deployments": "schema_name, function",
+    "settings": "key",
+}
+# Each role's grants and deployments are keyed apart: a row another role wrote (row-level
+# security hides it) never collides with, and so never blocks, the owner's own.
+PER_ROLE_KEYS = ("grants", "deployments")
+STAMPS = {
+    "models": "created_at",
+    "indexes": "built_at",
+    "grants": "granted_at",
+    "deployments": "deployed_at",
+}
 
 
 def _column(dialect: str, name: str, kind: str) -> str:
@@ -106,9 +129,10 @@ def ddl(dialect: str, tables: tuple[str, ...] = tuple(TABLES)) -> list[str]:
     for table in tables:
         cols = TABLES[table]
         body = ", ".join(_column(dialect, c, t) for c, t in cols)
-        out.append(
-            f"CREATE TABLE IF NOT EXISTS {SCHEMA}.{table} ({body}, PRIMARY KEY ({KEYS[table]}))"
-        )
+        key = KEYS[table]
+        if dialect == "postgres" and table in PER_ROLE_KEYS:
+            key = f"owner, {key}"
+        out.append(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.{table} ({body}, PRIMARY KEY ({key}))")
     return out
 
 
@@ -227,7 +251,8 @@ def _taken(what: str, name: str) -> LoomConflictError:
     )
 
 
-def drop_model(db: Queryable, name: str) -> None:
+def drop_model(db: Queryable, name: str) -> str | None:
+    """Delete the model and its grants; its owner."""
     record = get_model(db, name)
     db.execute(f"DELETE FROM {SCHEMA}.grants WHERE model = $1", [name])
     if not db.query(f"DELETE FROM {SCHEMA}.models WHERE name = $1 RETURNING name", [name]):
@@ -235,6 +260,7 @@ def drop_model(db: Queryable, name: str) -> None:
             f"model '{name}' belongs to {record.owner}: only its owner may drop it",
             hint="ask its owner to drop it",
         )
+    return record.owner
 
 
 def require_absent(db: Queryable, name: str, what: str) -> None:
@@ -271,6 +297,49 @@ def grantees(db: Queryable, model: str) -> list[str]:
         f"SELECT grantee FROM {SCHEMA}.grants WHERE model = $1 ORDER BY grantee", [model]
     )
     return [r[0] for r in rows]
+
+
+# -- deployments: native SQL functions made from models ----------------------------------------
+
+
+def deployments_of(db: Queryable, model: str, owner: str | None) -> list[tuple[str, str, str, int]]:
+    """``(schema, function, kind, arity)`` of every function ``owner`` deployed from ``model``
+    (only the model's owner deploys it: a row of another role's is not acted on)."""
+    rows = db.query(
+        f"SELECT schema_name, function, kind, arity FROM {SCHEMA}.deployments "
+        "WHERE model = $1 AND owner IS NOT DISTINCT FROM $2 ORDER BY schema_name, function",
+        [model, owner],
+    )
+    return [(str(s), str(f), str(k), int(a)) for s, f, k, a in rows]
+
+
+def deployed_model(db: Queryable, schema: str, function: str) -> str | None:
+    rows = db.query(
+        f"SELECT model FROM {SCHEMA}.deployments WHERE schema_name = $1 AND function = $2",
+        [schema, function],
+    )
+    return str(rows[0][0]) if rows else None
+
+
+def put_deployment(
+    db: Queryable, schema: str, function: str, model: str, kind: str, arity: int
+) -> None:
+    delete_deployment(db, schema, function)
+    row = {
+        "schema_name": schema,
+        "function": function,
+        "model": model,
+        "kind": kind,
+        "arity": arity,
+    }
+    _insert(db, "deployments", row)
+
+
+def delete_deployment(db: Queryable, schema: str, function: str) -> None:
+    db.execute(
+        f"DELETE FROM {SCHEMA}.deployments WHERE schema_name = $1 AND function = $2",
+        [schema, function],
+    )
 
 
 # -- indexes -----------------------------------------------------------------------------------

@@ -75,6 +75,18 @@ class Database(Queryable, Protocol):
         """Run the SQL inside as ``role`` (the owner of a catalog row whose SQL is run)."""
         ...
 
+    def define_function(self, name: str, params: Sequence[str], expression: str) -> None:
+        """Create or replace the scalar SQL function ``name(params…)`` (doubles in, a double
+        out) computing ``expression`` over its parameters: a MACRO in DuckDB, an inlinable
+        IMMUTABLE PARALLEL SAFE SQL function in PostgreSQL.  ``name`` and ``params`` quoted."""
+        ...
+
+    def drop_function(self, name: str, arity: int) -> None: ...
+
+    def function_exists(self, schema: str, function: str, arity: int) -> bool:
+        """Whether ``schema.function`` (unquoted names) takes ``arity`` arguments."""
+        ...
+
     def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
         """A cheap fingerprint of the rows (count and a hash sum) to tell a stale index."""
         ...

@@ -143,6 +143,20 @@ class DuckDatabase:
             for name, typ, *_ in rows
         ]
 
+    def define_function(self, name: str, params: Sequence[str], expression: str) -> None:
+        self.execute(f"CREATE OR REPLACE MACRO {name}({', '.join(params)}) AS {expression}")
+
+    def drop_function(self, name: str, arity: int) -> None:
+        self.execute(f"DROP MACRO IF EXISTS {name}")
+
+    def function_exists(self, schema: str, function: str, arity: int) -> bool:
+        rows = self.query(
+            "SELECT count(*) FROM duckdb_functions() WHERE schema_name = $1 AND function_name = $2"
+            " AND len(parameters) = $3 AND database_name = current_database()",
+            [schema, function, arity],
+        )
+        return bool(rows[0][0])
+
     def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
         filtered = f" WHERE {where}" if where else ""
         n, total = self.query(

@@ -171,6 +171,26 @@ class PlpyDatabase:
         result = self._run(f"SELECT * FROM {relation} LIMIT 0", ())
         return [(n, column_kind(t)) for n, t in zip(result.colnames(), result.coltypes())]
 
+    def define_function(self, name: str, params: Sequence[str], expression: str) -> None:
+        typed = ", ".join(f"{p} double precision" for p in params)
+        body = "'" + f"SELECT {expression}".replace("'", "''") + "'"
+        self.execute(
+            f"CREATE OR REPLACE FUNCTION {name}({typed}) RETURNS double precision "
+            f"LANGUAGE sql IMMUTABLE PARALLEL SAFE AS {body}"
+        )
+
+    def drop_function(self, name: str, arity: int) -> None:
+        self.execute(f"DROP FUNCTION IF EXISTS {name}({', '.join(['double precision'] * arity)})")
+
+    def function_exists(self, schema: str, function: str, arity: int) -> bool:
+        rows = self.query(
+            "SELECT count(*) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n "
+            "ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = $2 "
+            "AND p.pronargs = $3",
+            [schema, function, arity],
+        )
+        return bool(rows[0][0])
+
     def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
         n, total = self.query(signature_query(relation, columns, where))[0]
         return f"{n}:{total}"

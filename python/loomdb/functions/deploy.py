@@ -1,0 +1,107 @@
+"""``loom_deploy(model, options)``: a model as a native SQL function of its feature columns.
+
+No paper section.  The function computes what ``loom_predict`` computes (or
+``loom_predict_proba``, with ``proba``), from the compiled expression (``predict_sql``): a MACRO
+in DuckDB, an IMMUTABLE PARALLEL SAFE SQL function in PostgreSQL that the planner inlines, so
+prediction runs at the engine's speed and in parallel plans.  It is made in the current schema,
+named ``predict_<model>`` unless ``name`` says otherwise, and recorded in ``loom.deployments``:
+retraining the model (``replace``) redefines it, dropping the model drops it, and a function of
+that name that loomdb did not make is never replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from loomdb.errors import LoomStateError
+from loomdb.functions import model_cache
+from loomdb.functions.predict_sql import predict_expression, proba_expression
+from loomdb.learn.model import LinearModel
+from loomdb.options import Boolean, Option, Options, Text, parse_json
+from loomdb.store import catalog
+from loomdb.store.names import check_name, quote_ident
+
+OPTIONS = Options(
+    "loom_deploy",
+    Option("name", Text(), None, "the function's name (default predict_<model>)"),
+    Option("schema", Text(), None, "the schema it is made in (default the current schema)"),
+    Option("proba", Boolean(), False, "also deploy <name>_proba (logistic models)"),
+    Option("drop", Boolean(), False, "remove the model's deployed functions instead"),
+)
+
+
+def deploy(db: Any, name: str, options: str | None) -> str:
+    check_name(name, "model")
+    opts = OPTIONS.parse(parse_json(options))
+    with db.atomic():
+        owner = catalog.get_model(db, name).owner
+        if owner != db.role():
+            raise LoomStateError(
+                f"model '{name}' belongs to {owner}: only its owner may deploy it",
+                hint="ask its owner to deploy it",
+            )
+        if opts["drop"]:
+            return json.dumps({"model": name, "dropped": undeploy(db, name, owner)})
+        model = model_cache.load(db, name)
+        schema = check_name(opts["schema"], "schema") if opts["schema"] else _current_schema(db)
+        function = check_name(opts["name"] or f"predict_{name}"[:63], "function")
+        made = [_define(db, name, model, schema, function, "predict")]
+        if opts["proba"]:
+            proba = check_name(function + "_proba", "function")
+            made.append(_define(db, name, model, schema, proba, "proba"))
+    return json.dumps({"model": name, "functions": made})
+
+
+def _current_schema(db: Any) -> str:
+    rows = db.query("SELECT current_schema()")
+    if not rows or rows[0][0] is None:
+        raise LoomStateError(
+            "there is no current schema to deploy into", hint='name one: {"schema": "…"}'
+        )
+    return str(rows[0][0])
+
+
+def _qualified(schema: str, function: str) -> str:
+    return f"{quote_ident(schema)}.{quote_ident(function)}"
+
+
+def _define(db: Any, name: str, model: LinearModel, schema: str, function: str, kind: str) -> str:
+    arity, qualified = len(model.features), _qualified(schema, function)
+    deployed_from = catalog.deployed_model(db, schema, function)
+    if deployed_from is None and db.function_exists(schema, function, arity):
+        raise LoomStateError(
+            f"a function {schema}.{function} with {arity} arguments exists and loomdb did not "
+            "make it",
+            hint='choose another name: {"name": "…"}',
+        )
+    if deployed_from not in (None, name):
+        raise LoomStateError(
+            f"function {schema}.{function} is deployed from model '{deployed_from}'",
+            hint="choose another name, or drop that deployment first",
+        )
+    expression = (predict_expression if kind == "predict" else proba_expression)(model, db.dialect)
+    db.define_function(qualified, [quote_ident(f) for f in model.features], expression)
+    catalog.put_deployment(db, schema, function, name, kind, arity)
+    return f"{schema}.{function}({', '.join(model.features)})"
+
+
+def refresh(db: Any, name: str, model: LinearModel, owner: str | None) -> None:
+    """Redefine the functions deployed from ``name`` after it was retrained (its features may
+    have changed: the old function is dropped first), with the owner's rights."""
+    with db.as_role(owner):
+        for schema, function, kind, arity in catalog.deployments_of(db, name, owner):
+            db.drop_function(_qualified(schema, function), arity)
+            catalog.delete_deployment(db, schema, function)
+            _define(db, name, model, schema, function, kind)
+
+
+def undeploy(db: Any, name: str, owner: str | None) -> list[str]:
+    """Drop the functions deployed from ``name``, with the owner's rights."""
+    dropped = []
+    with db.as_role(owner):
+        for schema, function, _kind, arity in catalog.deployments_of(db, name, owner):
+            db.drop_function(_qualified(schema, function), arity)
+            catalog.delete_deployment(db, schema, function)
+            dropped.append(f"{schema}.{function}")
+    return dropped

@@ -1,0 +1,121 @@
+"""loom_deploy: a model as a native SQL function of its columns, kept in step with the model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+TRAIN = """SELECT loom_train('m', 'd', 'y', '{"nulls": "skip"}')"""
+
+
+def _load(engine, rows=300, columns=("a", "b", "c")):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(rows, len(columns)))
+    X[5, 1] = np.nan  # a row with a NULL feature: NULL from both
+    y = (X[:, 0] - X[:, 2] > 0).astype(float)
+    engine.load("d", X, y, list(columns))
+
+
+def _gap(engine, function, udf, columns="a, b, c"):
+    features = engine.array(columns.split(", "))
+    return engine.rows(
+        f"SELECT max(abs({function}({columns}) - {udf}('m', {features}))), "
+        f"count({function}({columns})), count({udf}('m', {features})) FROM d"
+    )[0]
+
+
+def test_deployed_function_computes_what_loom_predict_computes(engine):
+    _load(engine)
+    engine.scalar("""SELECT loom_train('m', 'd', 'y', '{"model": "logistic", "nulls": "skip"}')""")
+    made = json.loads(engine.scalar("""SELECT loom_deploy('m', '{"proba": true}')"""))
+    schema = engine.scalar("SELECT current_schema()")
+    assert made["functions"] == [
+        f"{schema}.predict_m(a, b, c)",
+        f"{schema}.predict_m_proba(a, b, c)",
+    ]
+    gap, deployed, udf = _gap(engine, "predict_m", "loom_predict")
+    assert gap == 0.0 and deployed == udf == 299
+    gap, deployed, udf = _gap(engine, "predict_m_proba", "loom_predict_proba")
+    assert gap < 1e-12 and deployed == udf == 299
+
+
+def test_retraining_redefines_and_dropping_removes(engine):
+    _load(engine)
+    engine.scalar(TRAIN)
+    engine.scalar("""SELECT loom_deploy('m', '{"name": "score_m"}')""")
+    options = '{"replace": true, "nulls": "skip"}'
+    retrain = f"SELECT loom_train('m', 'SELECT a, c, y FROM d', 'y', '{options}')"
+    engine.scalar(retrain)  # two features now: the function follows
+    gap, deployed, _ = _gap(engine, "score_m", "loom_predict", "a, c")
+    assert gap == 0.0 and deployed == 300
+    with pytest.raises(engine.errors):
+        engine.scalar("SELECT score_m(a, b, c) FROM d")
+    dropped = json.loads(engine.scalar("SELECT loom_drop_model('m')"))
+    assert dropped["functions"] == [engine.scalar("SELECT current_schema()") + ".score_m"]
+    with pytest.raises(engine.errors):
+        engine.scalar("SELECT score_m(a, c) FROM d")
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
+
+
+def test_drop_option_removes_the_functions_and_keeps_the_model(engine):
+    _load(engine)
+    engine.scalar(TRAIN)
+    engine.scalar("SELECT loom_deploy('m')")
+    out = json.loads(engine.scalar("""SELECT loom_deploy('m', '{"drop": true}')"""))
+    assert len(out["dropped"]) == 1
+    with pytest.raises(engine.errors):
+        engine.scalar("SELECT predict_m(a, b, c) FROM d")
+    assert engine.scalar("SELECT count(loom_predict('m', ARRAY[a, b, c])) FROM d") == 299
+
+
+def test_a_function_loomdb_did_not_make_is_never_replaced(engine):
+    _load(engine)
+    engine.scalar(TRAIN)
+    if engine.name == "duckdb":
+        engine.rows("CREATE MACRO predict_m(a, b, c) AS 42")
+    else:
+        engine.rows(
+            "CREATE FUNCTION predict_m(float8, float8, float8) RETURNS float8 "
+            "LANGUAGE sql AS 'SELECT 42.0::float8'"
+        )
+    with pytest.raises(engine.errors, match="loomdb did not make it"):
+        engine.scalar("SELECT loom_deploy('m')")
+    assert engine.scalar("SELECT predict_m(1, 2, 3)") == 42
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
+
+
+def test_bad_names_are_refused(engine):
+    _load(engine)
+    engine.scalar(TRAIN)
+    for options in ('{"name": "x; DROP TABLE d"}', '{"schema": "a.b"}', '{"colour": 1}'):
+        with pytest.raises(engine.errors):
+            engine.scalar(f"SELECT loom_deploy('m', '{options}')")
+    with pytest.raises(engine.errors, match="does not exist"):
+        engine.scalar("SELECT loom_deploy('nope')")
+
+
+@pytest.mark.postgres
+def test_postgres_inlines_it_into_a_parallel_plan(request):
+    from support.engines import PgEngine
+
+    engine = PgEngine(request.getfixturevalue("pg_dsn"))
+    try:
+        _load(engine)
+        engine.scalar(TRAIN)
+        engine.scalar("SELECT loom_deploy('m')")
+        volatility, parallel = engine.rows(
+            "SELECT provolatile, proparallel FROM pg_proc WHERE proname = 'predict_m'"
+        )[0]
+        assert (volatility, parallel) == ("i", "s")
+        plan = "\n".join(
+            r[0] for r in engine.rows("EXPLAIN VERBOSE SELECT predict_m(a, b, c) FROM d")
+        )
+        assert "predict_m" not in plan and "CASE WHEN" in plan  # inlined: the expression itself
+        engine.rows("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0")
+        engine.rows("SET min_parallel_table_scan_size = 0")
+        plan = "\n".join(r[0] for r in engine.rows("EXPLAIN SELECT sum(predict_m(a, b, c)) FROM d"))
+        assert "Parallel Seq Scan" in plan
+    finally:
+        engine.close()
