@@ -72,3 +72,25 @@ def test_the_cli_loads_a_file_read_here(pg_dsn, tmp_path):
         )
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["rows"] == 3
+
+
+@pytest.mark.parametrize("name", ["digits", "breast_cancer", "iris"])
+def test_sample_datasets_equal_their_published_copies(engine, name):
+    from sklearn import datasets
+
+    from loomdb.loaders.sample import SAMPLES
+
+    reference = getattr(datasets, f"load_{name}")()
+    _, features, label, _ = SAMPLES[name]
+    done = json.loads(engine.scalar(f"SELECT loom_load('sample', '{name}', 's_{name}')"))
+    assert done["rows"] == len(reference.target) and done["skipped"] == 0
+    cols = ", ".join(features)
+    rows = engine.rows(f"SELECT {cols}, {label} FROM s_{name}")
+    got = sorted(tuple(r) for r in rows)
+    want = sorted((*x, t) for x, t in zip(reference.data.tolist(), reference.target.tolist()))
+    assert got == want
+
+
+def test_a_sample_needs_no_file_rights_and_unknown_ones_are_refused(engine):
+    with pytest.raises(engine.errors, match="unknown sample dataset"):
+        engine.scalar("SELECT loom_load('sample', '/etc/passwd', 'x')")

@@ -55,7 +55,9 @@ from loomdb.cli.output import render
 
 SQL = Path(__file__).resolve().parents[1] / "sql"
 EXPECTED = SQL / "expected"
-FEATURES = sorted(p.stem for p in SQL.glob("*.sql"))
+SCRIPTS = {p.stem: p for p in SQL.glob("*.sql")}
+SCRIPTS["demo"] = SQL.parents[1] / "sql" / "demo.sql"  # the README's demo, pinned the same way
+FEATURES = sorted(SCRIPTS)
 RUNS = ("duckdb", "postgres", "loomdb-postgres")
 LOOMDB_SQL = [sys.executable, "-m", "loomdb.cli.main", "sql", "-q", "--keep-going", "--echo"]
 PSQL_OPTIONS = ["-X", "-a", "-q", "-v", "ON_ERROR_STOP=0", "-v", "SHOW_CONTEXT=never"]
@@ -149,7 +151,7 @@ def test_duckdb(feature, tmp_path):
             "--duckdb",
             str(tmp_path / f"{feature}.duckdb"),
             "-f",
-            str(SQL / f"{feature}.sql"),
+            str(SCRIPTS[feature]),
         ],
         env=_env(),
     )
@@ -193,7 +195,7 @@ def test_psql(feature, pg_dsn):
         need("psql (postgresql-client)")
     assert psql is not None
     with pg_sandbox(pg_dsn, feature) as env:
-        out = _run([psql, *PSQL_OPTIONS, pg_dsn], stdin_path=SQL / f"{feature}.sql", env=env)
+        out = _run([psql, *PSQL_OPTIONS, pg_dsn], stdin_path=SCRIPTS[feature], env=env)
     check(feature, "postgres", out)
 
 
@@ -201,7 +203,7 @@ def test_psql(feature, pg_dsn):
 @pytest.mark.parametrize("feature", FEATURES)
 def test_loomdb_sql_on_postgres(feature, pg_dsn):
     with pg_sandbox(pg_dsn, feature) as env:
-        out = _run([*LOOMDB_SQL, "--dsn", pg_dsn, "-f", str(SQL / f"{feature}.sql")], env=env)
+        out = _run([*LOOMDB_SQL, "--dsn", pg_dsn, "-f", str(SCRIPTS[feature])], env=env)
     check(feature, "loomdb-postgres", out)
 
 

@@ -299,3 +299,12 @@ def test_a_superuser_sees_everything(roles):
     assert ALICE in owners
     info = json.loads(admin.scalar("SELECT loom_model_info('m_alice')"))
     assert info["owner"] == ALICE
+
+
+def test_files_on_the_server_need_pg_read_server_files_but_samples_do_not(roles):
+    _, _, bob = roles
+    assert "pg_read_server_files" in bob.error(
+        "SELECT loom_load('libsvm', '/etc/passwd', 'loomsec.stolen')"
+    )
+    done = json.loads(bob.scalar("SELECT loom_load('sample', 'iris', 'loomsec.bob_iris')"))
+    assert done["rows"] == 150

@@ -30,6 +30,7 @@ def test_the_wheel_holds_what_loomdb_reads_at_run_time(wheel_python):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "loomdb/udfs/catalogue.toml" in names
     assert "loomdb/engines/postgres/security.sql" in names
+    assert "loomdb/loaders/samples/digits.csv.gz" in names
 
 
 def test_duckdb_trains_and_predicts_from_the_wheel(wheel_python, tmp_path):

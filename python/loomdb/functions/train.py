@@ -224,8 +224,23 @@ def _summary(record: ModelRecord, model: LinearModel) -> dict[str, Any]:
     }
 
 
+EVERY_EPOCH = 10  # epochs reported one by one; after them, at most one report a second
+REPORT_S = 1.0
+
+
 def _progress(db: Any, what: str):
+    last: dict[str, Any] = {"at": time.monotonic(), "precision": None}
+
     def report(e: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if not (
+            e["epoch"] <= EVERY_EPOCH
+            or e["epoch"] == e["epochs"]
+            or e["precision"] != last["precision"]
+            or now - last["at"] >= REPORT_S
+        ):
+            return
+        last.update(at=now, precision=e["precision"])
         rate = f", {e['rows_per_s']:,.0f} rows/s" if e.get("rows_per_s") else ""
         val = f", validation loss {e['val_loss']:.6g}" if "val_loss" in e else ""
         db.notice(

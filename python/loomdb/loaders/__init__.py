@@ -24,6 +24,7 @@ from loomdb.store.names import QUALIFIED, relation
 
 KNOWN: dict[str, str] = {  # name → "module:Class"
     "libsvm": "loomdb.loaders.libsvm:LibsvmLoader",
+    "sample": "loomdb.loaders.sample:SampleLoader",
 }
 COMMON = Options("loom_load", Option("replace", Boolean(), False, "replace an existing table"))
 FLUSH_ROWS = 4096
@@ -55,8 +56,9 @@ class Loader(Protocol):
 
     name: str
     options: Options
+    reads_files: bool  # False: ``path`` names something the loader ships (no file is read)
 
-    def columns(self, options: dict[str, Any]) -> list[tuple[str, str]]:
+    def columns(self, path: str, options: dict[str, Any]) -> list[tuple[str, str]]:
         """``(column, abstract type)`` of the table (types from ``store.db.TYPES``)."""
         ...
 
@@ -90,7 +92,7 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
             f"invalid table name {table!r}", hint="a table name, optionally schema-qualified"
         )
     target = relation(table, db.dialect)
-    columns = loader.columns(opts)
+    columns = loader.columns(path, opts)
     started = time.monotonic()
     with db.atomic():
         if opts["replace"]:
@@ -131,7 +133,7 @@ def loom_load(db: Target, kind: str, path: str, table: str, options: str | None)
     ``pg_read_server_files``, which the caller must hold)."""
     import json
 
-    if db.dialect == "postgres":
+    if db.dialect == "postgres" and get(kind).reads_files:
         allowed = db.query("SELECT pg_has_role(current_user, 'pg_read_server_files', 'MEMBER')")
         if not (allowed and allowed[0][0]):
             raise LoomStateError(

@@ -24,9 +24,10 @@ class LibsvmLoader:
         Option("label", Text(), "label", "the label column's name"),
         Option("zero_based", Boolean(), False, "indexes start at 0 instead of 1"),
     )
+    reads_files = True
     skipped = 0
 
-    def columns(self, options: dict[str, Any]) -> list[tuple[str, str]]:
+    def columns(self, path: str, options: dict[str, Any]) -> list[tuple[str, str]]:
         return [(options["label"], "double"), ("indices", "integer[]"), ("values", "double[]")]
 
     def rows(self, path: str, options: dict[str, Any]) -> Iterator[tuple]:
