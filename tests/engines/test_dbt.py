@@ -104,11 +104,12 @@ class Project:
         )
         return out
 
-    def hook_inside_transaction(self) -> None:
+    def hook_inside_transaction(self, inside: bool) -> None:
         config = self.dir / "dbt_project.yml"
+        was, now = ("false", "true") if inside else ("true", "false")
         text = config.read_text()
-        assert "transaction: false" in text
-        config.write_text(text.replace("transaction: false", "transaction: true"))
+        assert f"transaction: {was}" in text
+        config.write_text(text.replace(f"transaction: {was}", f"transaction: {now}"))
 
 
 def check_project(project: Project, query) -> None:
@@ -135,14 +136,19 @@ def check_project(project: Project, query) -> None:
 
     # A training hook inside the model's transaction: PostgreSQL trains there (it sees the
     # uncommitted rows and would roll back with them); DuckDB refuses, the model untouched.
-    project.hook_inside_transaction()
+    project.hook_inside_transaction(True)
     out = project.dbt("run", "-s", "iris_training", ok=project.target == "postgres")
     [(after,)] = query(f"SELECT uid FROM loom.models WHERE name = '{project.model}'")
     if project.target == "duckdb":
         assert "cannot start a transaction within a transaction" in out
         assert after == uid
-    else:
-        assert after != uid
+        project.hook_inside_transaction(False)  # back after the commit: retrains (replace)
+        project.dbt("run", "-s", "iris_training")
+        [(after, rows)] = query(
+            f"SELECT uid, rows_processed FROM loom.models WHERE name = '{project.model}'"
+        )
+        assert rows == 120
+    assert after != uid
 
     other = f"{project.model}_op"
     args = {"model": other, "relation": f"{project.schema}.iris_training", "label": "species_id"}
