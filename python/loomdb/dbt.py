@@ -7,9 +7,9 @@ In a dbt profile (``pip install 'loomdb[dbt]'``)::
     plugins:
       - module: loomdb.dbt
 
-dbt-duckdb calls ``configure_connection`` once on the connection it opens, before any model
-runs; ``loomdb.register`` creates the catalog there and registers every ``loom_*`` function,
-which dbt's cursors of that connection then call.  Those cursors are not loomdb's tracked
+dbt-duckdb calls ``configure_connection`` on each connection it opens to the database, before
+any model runs on it; ``loomdb.register`` creates the catalog and registers every ``loom_*``
+function, which dbt's cursors of that connection then call.  Those cursors are not loomdb's tracked
 connections: loomdb's writing functions (``loom_train``, ``loom_drop_model``…) commit on a
 connection of their own whether or not dbt holds a transaction open, so they see what was last
 committed and a dbt ROLLBACK does not undo them.  The dbt package in ``dbt/loomdb`` therefore
