@@ -16,6 +16,7 @@ RANKS = {
     "cli": 6,
     "bench": 6,
     "fuzz": 6,
+    "dbt": 6,  # the dbt-duckdb plugin: registers loomdb on dbt's connection
     "engines": 5,
     "loaders": 5,
     "functions": 4,

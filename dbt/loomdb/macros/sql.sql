@@ -1,0 +1,32 @@
+{#- Small SQL builders the other macros share. -#}
+
+{#- A value as an SQL string literal (quotes doubled). -#}
+{% macro literal(value) -%}
+  '{{ value | string | replace("'", "''") }}'
+{%- endmacro %}
+
+{#- Options (a mapping) as loomdb's JSON text. -#}
+{% macro options_literal(options) -%}
+  {{ loomdb.literal(tojson(options or {})) }}
+{%- endmacro %}
+
+{#- A feature vector: each column (or expression) as a double, in order. -#}
+{% macro array(columns) -%}
+  {{ return(adapter.dispatch('array', 'loomdb')(columns)) }}
+{%- endmacro %}
+
+{% macro default__array(columns) -%}
+  {%- if columns is string -%}
+    {{ exceptions.raise_compiler_error("loomdb: columns must be a list of column names, got the string '" ~ columns ~ "'") }}
+  {%- endif -%}
+  ARRAY[{%- for c in columns -%}cast({{ c }} as double precision){{ ", " if not loop.last }}{%- endfor -%}]
+{%- endmacro %}
+
+{#- One number out of a JSON text column (loom_evaluate's metrics, loom_train's summary). -#}
+{% macro metric(json, name) -%}
+  {{ return(adapter.dispatch('metric', 'loomdb')(json, name)) }}
+{%- endmacro %}
+
+{% macro default__metric(json, name) -%}
+  cast(cast({{ json }} as json) ->> {{ loomdb.literal(name) }} as double precision)
+{%- endmacro %}

@@ -1,0 +1,204 @@
+"""The dbt example (examples/dbt) run by real dbt-core on both engines: dbt-duckdb with loomdb's
+plugin (``loomdb.dbt``) and dbt-postgres against the session's server.
+
+``dbt deps`` installs the package in dbt/loomdb, ``dbt build`` seeds iris, builds the features,
+trains the model (a post-hook after the training rows commit), predicts with the UDF and with the
+compiled expression, evaluates, and runs the data tests; ``dbt run-operation`` trains and drops a
+model.  A training hook moved inside the model's transaction trains there on PostgreSQL and is
+refused on DuckDB, where loom_train commits on a connection of its own.  dbt runs from the
+environment ``LOOMDB_DBT`` names (scripts/setup.sh makes one), else beside this Python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import duckdb
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+import loomdb
+from conftest import need
+
+ROOT = Path(__file__).resolve().parents[2]
+FEATURES = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+
+
+def test_train_on_a_registered_connection_commits_on_its_own():
+    """What the dbt package relies on (README, "dbt"): on a connection equipped with
+    loomdb.register, as dbt-duckdb's is, loom_train inside an open transaction reads the
+    committed rows and commits on its own, so a rollback keeps the model."""
+    con = duckdb.connect()
+    loomdb.register(con, progress=False)
+    con.execute("CREATE TABLE t AS SELECT i::DOUBLE AS x, (i % 2)::DOUBLE AS y FROM range(40) r(i)")
+    con.execute("BEGIN")
+    con.execute("INSERT INTO t SELECT i::DOUBLE, 1.0 FROM range(40, 100) r(i)")
+    [(summary,)] = con.execute("SELECT loom_train('m', 't', 'y')").fetchall()
+    con.execute("ROLLBACK")
+    assert json.loads(summary)["rows"] == 40  # not the 60 uncommitted rows
+    assert con.execute("SELECT count(*) FROM loom.models WHERE name = 'm'").fetchall() == [(1,)]
+    # the DuckDB form of loomdb.train: refused inside a transaction, nothing trained
+    con.execute("BEGIN")
+    with pytest.raises(duckdb.TransactionException, match="within a transaction"):
+        con.execute("begin transaction; select loom_train('m2', 't', 'y'); commit")
+    con.execute("ROLLBACK")
+    assert con.execute("SELECT count(*) FROM loom.models WHERE name = 'm2'").fetchall() == [(0,)]
+
+
+def dbt_executable() -> Path:
+    named = os.environ.get("LOOMDB_DBT")
+    candidates = [Path(named)] if named else [Path(sys.executable).parent / "dbt"]
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    need(
+        f"dbt (looked for {', '.join(map(str, candidates))}; "
+        "pip install 'loomdb[dbt]', or set LOOMDB_DBT to a dbt executable)"
+    )
+    raise AssertionError("unreachable")
+
+
+class Project:
+    """A copy of examples/dbt and dbt/loomdb (same relative layout) run with one target."""
+
+    def __init__(self, where: Path, target: str, env: dict[str, str]):
+        shutil.copytree(ROOT / "examples" / "dbt", where / "examples" / "dbt")
+        shutil.copytree(ROOT / "dbt" / "loomdb", where / "dbt" / "loomdb")
+        self.dir = where / "examples" / "dbt"
+        self.target = target
+        self.schema = env["LOOMDB_DBT_SCHEMA"]
+        self.model = f"iris_{uuid.uuid4().hex[:10]}"
+        self.env = {
+            **os.environ,
+            **env,
+            # the loomdb this test imports, whichever environment dbt runs from
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(Path(loomdb.__file__).parents[1]), os.environ.get("PYTHONPATH")])
+            ),
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+            "DBT_USE_COLORS": "false",
+        }
+        self.command = str(dbt_executable())
+
+    def dbt(self, *args: str, ok: bool = True) -> str:
+        vars_ = json.dumps({"loomdb_model": self.model})
+        done = subprocess.run(
+            [self.command, *args, "--profiles-dir", str(self.dir), "--target", self.target]
+            + ([] if args[0] == "deps" else ["--vars", vars_]),
+            cwd=self.dir,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        out = done.stdout + done.stderr
+        assert (done.returncode == 0) == ok, (
+            f"dbt {' '.join(args)}: exit {done.returncode}\n{out[-5000:]}"
+        )
+        return out
+
+    def hook_inside_transaction(self, inside: bool) -> None:
+        config = self.dir / "dbt_project.yml"
+        was, now = ("false", "true") if inside else ("true", "false")
+        text = config.read_text()
+        assert f"transaction: {was}" in text
+        config.write_text(text.replace(f"transaction: {was}", f"transaction: {now}"))
+
+
+def check_project(project: Project, query) -> None:
+    """Build the example, check what it made, then the hook inside the transaction and the
+    run-operations; ``query(sql)`` reads the database dbt wrote."""
+    out = project.dbt("deps")
+    assert "Installed from <local @ ../../dbt/loomdb>" in out
+    out = project.dbt("build")
+    assert "PASS=12 WARN=0 ERROR=0 SKIP=0" in out
+
+    [(source, rows, kind, uid)] = query(
+        f"SELECT source, rows_processed, kind, uid FROM loom.models WHERE name = '{project.model}'"
+    )
+    assert source.endswith('"iris_training"') and rows == 120 and kind == "logistic"
+    predictions = query(
+        "SELECT id, species_id, predicted_id, predicted_id_native, confidence "
+        "FROM iris_predictions ORDER BY id"
+    )
+    assert [p[0] for p in predictions] == list(range(5, 151, 5))  # the holdout rows
+    assert all(p[2] in (0, 1, 2) and p[2] == p[3] and 0 < p[4] <= 1 for p in predictions)
+    correct = sum(p[1] == p[2] for p in predictions)
+    [(accuracy, evaluated)] = query("SELECT accuracy, rows_evaluated FROM iris_metrics")
+    assert evaluated == 30 and accuracy == pytest.approx(correct / 30) and accuracy >= 0.85
+
+    # A training hook inside the model's transaction: PostgreSQL trains there (it sees the
+    # uncommitted rows and would roll back with them); DuckDB refuses, the model untouched.
+    project.hook_inside_transaction(True)
+    out = project.dbt("run", "-s", "iris_training", ok=project.target == "postgres")
+    [(after,)] = query(f"SELECT uid FROM loom.models WHERE name = '{project.model}'")
+    if project.target == "duckdb":
+        assert "cannot start a transaction within a transaction" in out
+        assert after == uid
+        project.hook_inside_transaction(False)  # back after the commit: retrains (replace)
+        project.dbt("run", "-s", "iris_training")
+        [(after, rows)] = query(
+            f"SELECT uid, rows_processed FROM loom.models WHERE name = '{project.model}'"
+        )
+        assert rows == 120
+    assert after != uid
+
+    other = f"{project.model}_op"
+    args = {"model": other, "relation": f"{project.schema}.iris_training", "label": "species_id"}
+    out = project.dbt("run-operation", "loomdb.run_train", "--args", json.dumps(args))
+    assert f'"model": "{other}"' in out and '"rows": 120' in out
+    assert query(f"SELECT count(*) FROM loom.models WHERE name = '{other}'") == [(1,)]
+    project.dbt("run-operation", "loomdb.drop_model", "--args", json.dumps({"model": other}))
+    assert query(f"SELECT count(*) FROM loom.models WHERE name = '{other}'") == [(0,)]
+
+
+@pytest.mark.slow
+def test_example_project_on_duckdb(tmp_path):
+    path = tmp_path / "example.duckdb"
+    project = Project(
+        tmp_path, "duckdb", {"LOOMDB_DBT_DUCKDB_PATH": str(path), "LOOMDB_DBT_SCHEMA": "main"}
+    )
+
+    def query(sql: str) -> list[tuple]:
+        with duckdb.connect(str(path), read_only=True) as con:
+            return con.execute(sql).fetchall()
+
+    check_project(project, query)
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_example_project_on_postgres(tmp_path, pg_dsn):
+    params = conninfo_to_dict(pg_dsn)
+    env = {
+        "PGHOST": str(params.get("host", "localhost")),
+        "PGPORT": str(params.get("port", 5432)),
+        "PGUSER": str(params.get("user", "postgres")),
+        "PGPASSWORD": str(params.get("password", "")),
+        "PGDATABASE": str(params.get("dbname", "postgres")),
+        "LOOMDB_DBT_SCHEMA": f"loomdb_dbt_{uuid.uuid4().hex[:10]}",
+    }
+    project = Project(tmp_path, "postgres", env)
+    schema = project.schema
+    conn = psycopg.connect(pg_dsn, autocommit=True)
+
+    def query(sql: str) -> list[tuple]:
+        conn.execute(f'SET search_path = "{schema}", public')
+        return conn.execute(sql).fetchall()
+
+    try:
+        check_project(project, query)
+    finally:
+        conn.execute(
+            "SELECT loom_drop_model(name) FROM loom.models WHERE name = ANY(%s)",
+            [[project.model, f"{project.model}_op"]],
+        )
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        conn.close()
