@@ -239,3 +239,18 @@ def test_bad_input_is_a_clear_error(engine):
     )
     assert "both classes" in message and hint
     assert engine.rows("SELECT * FROM loom_weights(NULL)") == []  # STRICT: no rows
+
+
+def test_a_raw_duckdb_cursor_unnests_the_rows():
+    con = loomdb.connect(progress=False)
+    con.execute(
+        "CREATE TABLE t AS SELECT * FROM (VALUES (1.0, 0.0), (2.0, 1.0), (3.0, 1.0)) v(a, y)"
+    )
+    con.execute("SELECT loom_train('m', 't', 'y', '{\"epochs\": 2}')").fetchall()
+    raw = con.duckdb.cursor()  # no loomdb macros: the public scalar returns the rows as a list
+    rows = raw.execute(
+        "SELECT * FROM (SELECT unnest(loom_weights('m'), max_depth := 2))"
+    ).fetchall()
+    assert rows == con.execute("SELECT * FROM loom_weights('m')").fetchall()
+    assert [r[0] for r in rows] == ["a", "(intercept)"]
+    con.close()
