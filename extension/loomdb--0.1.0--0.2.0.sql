@@ -176,6 +176,15 @@ REVOKE ALL ON FUNCTION loom_evaluate(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_evaluate(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_evaluate(text, text) IS 'evaluate a model on a table, view or SELECT holding its features and label; returns JSON metrics';
 
+CREATE OR REPLACE FUNCTION loom_roc_curve(model text, source text) RETURNS TABLE ("threshold" double precision, "tpr" double precision, "fpr" double precision)
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_roc_curve', model, source)
+$fn$;
+REVOKE ALL ON FUNCTION loom_roc_curve(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_roc_curve(text, text) TO loomdb_user;
+COMMENT ON FUNCTION loom_roc_curve(text, text) IS 'the ROC curve of a binary logistic or svm model on a table, view or SELECT: one row per distinct score (threshold on the probability scale for logistic, the margin for svm), after a first row at threshold infinity';
+
 CREATE OR REPLACE FUNCTION loom_evaluate_index(model text, index text, backend text DEFAULT 'cpu') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
@@ -193,6 +202,24 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_model_info(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_model_info(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_model_info(text) IS 'everything the catalog knows of a model, as JSON';
+
+CREATE OR REPLACE FUNCTION loom_weights(model text) RETURNS TABLE ("feature" text, "class" double precision, "weight" double precision, "weight_standardized" double precision, "rank" integer, "odds_ratio" double precision)
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_weights', model)
+$fn$;
+REVOKE ALL ON FUNCTION loom_weights(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_weights(text) TO loomdb_user;
+COMMENT ON FUNCTION loom_weights(text) IS 'a model''s coefficients as rows: in the features'' own units and as trained (standardised), ranked by magnitude per class, with odds ratios for logistic models; the intercept is feature ''(intercept)''';
+
+CREATE OR REPLACE FUNCTION loom_training_info(model text) RETURNS TABLE ("epoch" integer, "loss" double precision, "validation_loss" double precision, "precision" integer, "rows" bigint, "bytes" bigint, "seconds" double precision, "lr" double precision)
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_training_info', model)
+$fn$;
+REVOKE ALL ON FUNCTION loom_training_info(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_training_info(text) TO loomdb_user;
+COMMENT ON FUNCTION loom_training_info(text) IS 'a model''s training history, one row per epoch: loss, validation loss, bits read (mlweaving), rows, bytes read, seconds, step size';
 
 CREATE OR REPLACE FUNCTION loom_drop_model(model text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$

@@ -1,8 +1,8 @@
 """The same SQL on both engines: every function called with only its required arguments.
 
 Each call is derived from the UDF catalogue (arguments with a default are left out), so a new
-function is covered the day it is declared.  DuckDB binds defaults through macros; a Binder
-Error here means an omitted-default call does not work there.
+function is covered the day it is declared; a table function is called in FROM.  DuckDB binds
+defaults through macros; a Binder Error here means an omitted-default call does not work there.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def shortest_call(udf) -> str:
         if arg.default is not None:
             break
         args.append(NAMES.get((udf.name, arg.name)) or VALUES[arg.name])
-    return f"SELECT {udf.name}({', '.join(args)})"
+    call = f"{udf.name}({', '.join(args)})"
+    return f"SELECT * FROM {call}" if udf.table else f"SELECT {call}"  # rows: in FROM
 
 
 def test_every_function_runs_with_only_its_required_arguments(engine):

@@ -69,6 +69,8 @@ def upgraded(pg_dsn: str, database: str) -> None:
         assert gone == (None,)
         assert conn.execute("SELECT owner FROM loom.models").fetchone() == ("postgres",)
         assert conn.execute("SELECT loom_predict('old_m', ARRAY[1.0, 0.0])").fetchone() == (1.0,)
+        weights = conn.execute("SELECT feature, weight, rank FROM loom_weights('old_m')")
+        assert weights.fetchall() == [("a", 1.5, 2), ("b", -2.0, 1), ("(intercept)", 0.25, None)]
         conn.execute(
             "CREATE TABLE t AS SELECT g::float8 AS a, (g % 3)::float8 AS b, (g % 2)::float8 AS y "
             "FROM generate_series(1, 50) AS g"

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import loomdb
 from loomdb.engines.duckdb.functions import HIDDEN
 from loomdb.engines.postgres import extension
-from loomdb.udfs import load
+from loomdb.errors import LoomError
+from loomdb.udfs import load, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,7 +49,8 @@ def test_every_function_is_registered_in_duckdb_with_its_defaults():
         found.setdefault(name, set()).add((kind, n, varargs))
     for udf in load():
         n = len(udf.args)
-        assert ("macro", n, None) in found[udf.name], udf.name  # this connection's, defaults in
+        macro = "table_macro" if udf.table else "macro"  # this connection's, defaults in
+        assert (macro, n, None) in found[udf.name], udf.name
         public = {(k, m, v) for k, m, v in found[udf.name] if k == "scalar"}
         # visible on every cursor: vectorised with its arity, scalar ones as varargs
         assert public == ({("scalar", n, None)} if udf.vectorized else {("scalar", 1, "ANY")})
@@ -65,3 +69,61 @@ def test_the_catalogue_ships_in_the_package():
 
     assert resources.files("loomdb.udfs").joinpath("catalogue.toml").is_file()
     assert not resources.files("loomdb.udfs").joinpath("catalogue.toml").is_symlink()  # type: ignore[attr-defined]
+
+
+ENTRY = """
+[[function]]
+name = "f"
+args = ["model text", "source text = 'x'"]
+returns = "{returns}"
+volatility = "stable"
+parallel = "unsafe"
+call = "m:f"
+comment = "c"
+"""
+
+
+def test_a_table_return_is_parsed_into_named_typed_columns():
+    (udf,) = parse(ENTRY.format(returns="table(threshold double, n bigint,  labels double[])"))
+    assert udf.table and udf.returns == "table"
+    assert [(c.name, c.type) for c in udf.columns] == [
+        ("threshold", "double"),
+        ("n", "bigint"),
+        ("labels", "double[]"),
+    ]
+    (scalar,) = parse(ENTRY.format(returns="text"))
+    assert not scalar.table and scalar.returns == "text" and scalar.columns == ()
+
+
+@pytest.mark.parametrize(
+    "returns",
+    [
+        "table(a double, a double)",  # a repeated column
+        "table(model double)",  # an argument's name: PostgreSQL refuses it
+        "table(a number)",  # an unknown type
+        "table(A double)",  # not lowercase
+        "table()",  # no column
+        "table(a double = 1)",  # a default
+        "tabular",  # neither a type nor a table
+    ],
+)
+def test_a_wrong_table_return_is_refused(returns):
+    with pytest.raises(LoomError, match="udfs catalogue"):
+        parse(ENTRY.format(returns=returns))
+
+
+def test_a_vectorized_table_function_is_refused():
+    text = ENTRY.format(returns="table(a double)") + "vectorized = true\n"
+    with pytest.raises(LoomError, match="not vectorized"):
+        parse(text)
+
+
+def test_table_functions_are_sets_in_postgres_and_table_macros_in_duckdb():
+    from loomdb.engines.duckdb.functions import _macro
+
+    (udf,) = parse(ENTRY.format(returns="table(threshold double, n bigint)"))
+    sql = extension.function_sql(udf)
+    assert 'RETURNS TABLE ("threshold" double precision, "n" bigint)' in sql
+    macro = _macro(udf, "tok")
+    assert macro.startswith("CREATE OR REPLACE TEMP MACRO f(model, source := 'x') AS TABLE ")
+    assert "unnest(f__conn(model, source, 'tok'), max_depth := 2)" in macro

@@ -1,6 +1,7 @@
 """``loom_evaluate`` on a source and ``loom_evaluate_index`` on an index's stored form.
 
-No paper section for the metrics (BigQuery ML's ML.EVALUATE set, ``learn/metrics.py``);
+No paper section for the metrics (BigQuery ML's ML.EVALUATE set with its confusion matrix, and
+``loom_roc_curve``, ML.ROC_CURVE's rows: ``learn/metrics.py``);
 ``loom_evaluate_index`` computes A·w on the stored form by a backend (TOC §4: on compressed
 blobs; MLWeaving: on the woven planes at 32 bits) without decompressing.
 """
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.accel import registry
-from loomdb.errors import LoomNotFoundError, LoomOptionError
+from loomdb.errors import LoomDataError, LoomNotFoundError, LoomOptionError
 from loomdb.functions import model_cache
 from loomdb.learn import metrics
 from loomdb.learn.model import LinearModel
@@ -46,30 +47,59 @@ def _metrics(model: LinearModel, Z: np.ndarray, y: np.ndarray) -> dict[str, Any]
     return metrics.classification(y, pred, model.classes, score, proba)
 
 
-def evaluate(db: Any, name: str, source: str) -> str:
+def scored(db: Any, name: str, source: str) -> tuple[LinearModel, np.ndarray, np.ndarray, int]:
+    """Model ``name``, the margins and labels of ``source``'s usable rows (finite, non-NULL
+    features and label) and how many rows were skipped; a clear error for a missing column."""
     model = model_cache.load(db, name)
     label = catalog.get_model(db, name).label
     rel, kinds = columns_of(db, source)
     missing = [c for c in [*model.features, label] if c not in kinds]
     if missing:
+        what = "label column" if missing[0] == label else "column"
         raise LoomNotFoundError(
-            f"source {source!r} has no column {missing[0]!r} of model '{name}'",
+            f"source {source!r} has no {what} {missing[0]!r} of model '{name}'",
             hint=f"the model reads {', '.join(model.features[:10])} and its label {label}",
         )
     cols = [*model.features, label]
     values = [number(c, kinds[c], db.type("double")) for c in cols]
-    where = complete_rows(cols)
-    chunks = list(db.read_matrix(rel, values, where, None, EVAL_CHUNK))
+    chunks = list(db.read_matrix(rel, values, complete_rows(cols), None, EVAL_CHUNK))
     data = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
-    total = db.query(f"SELECT count(*) FROM {rel}")[0][0]
-    result: dict[str, Any] = {"model": name, "rows": len(data), "skipped": int(total) - len(data)}
+    total = int(db.query(f"SELECT count(*) FROM {rel}")[0][0])
     Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
     ok = np.isfinite(Z).all(axis=1) & np.isfinite(data[:, -1])
-    result["skipped"] += int((~ok).sum())
-    result["rows"] = int(ok.sum())
-    if not ok.any():
+    return model, Z[ok], data[ok, -1], total - int(ok.sum())
+
+
+def evaluate(db: Any, name: str, source: str) -> str:
+    model, Z, y, skipped = scored(db, name, source)
+    result: dict[str, Any] = {"model": name, "rows": len(y), "skipped": skipped}
+    if not len(y):
         return _json(result | {"error": NO_ROWS})
-    return _json(result | _metrics(model, Z[ok], data[ok, -1]))
+    return _json(result | _metrics(model, Z, y))
+
+
+def roc_curve(db: Any, name: str, source: str) -> list[tuple[float, float, float]]:
+    """``loom_roc_curve``: (threshold, tpr, fpr) rows of a binary classifier on ``source``;
+    thresholds on loom_predict_proba's scale (logistic) or the margin's (svm)."""
+    model = model_cache.load(db, name)
+    if not model.classifier or len(model.classes) != 2:
+        what = "a linear regression" if not model.classifier else "one-vs-rest"
+        raise LoomOptionError(
+            f"loom_roc_curve needs a binary classifier; model '{name}' is {what}",
+            hint="loom_evaluate reports mse, mae and r2 for regression, and each class's "
+            "precision, recall and f1 (per_class) and the confusion matrix for one-vs-rest",
+        )
+    model, Z, y, _ = scored(db, name, source)
+    positive = y == model.classes[1]
+    if positive.all() or not positive.any():
+        raise LoomDataError(
+            f"a ROC curve needs rows of both classes; source {source!r} has "
+            f"{int(positive.sum())} positive and {int((~positive).sum())} negative usable rows",
+            hint="evaluate on rows holding both classes (finite, non-NULL features and label)",
+        )
+    score = model.probabilities(Z) if model.kind == "logistic" else Z[:, 0]
+    points = metrics.roc_curve(positive, score)
+    return list(zip(*(p.tolist() for p in points), strict=True))
 
 
 def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:

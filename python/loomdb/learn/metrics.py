@@ -1,6 +1,11 @@
-"""Evaluation metrics (BigQuery ML's ML.EVALUATE set), in numpy.  No paper section."""
+"""Evaluation metrics (BigQuery ML's ML.EVALUATE, ML.CONFUSION_MATRIX and ML.ROC_CURVE), in
+numpy.  No paper section.  Each follows scikit-learn's definition (``sklearn.metrics``), which
+the tests compare against: zero_division=0, the ROC curve of ``roc_curve(…,
+drop_intermediate=False)``."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -32,31 +37,61 @@ def roc_auc(positive: np.ndarray, score: np.ndarray) -> float:
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
+def roc_curve(positive: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(thresholds, tpr, fpr), one point per distinct score, highest first, after a first point
+    at threshold +inf (nothing predicted positive): scikit-learn's ``roc_curve`` with
+    ``drop_intermediate=False``.  A row counts as positive at a threshold its score reaches."""
+    order = np.argsort(score, kind="mergesort")[::-1]
+    s, hit = score[order], positive[order]
+    last = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]  # the last row of each distinct score
+    tps = np.cumsum(hit, dtype=np.int64)[last]
+    fps = last + 1 - tps
+    thresholds = np.r_[np.inf, s[last]]
+    return thresholds, np.r_[0, tps] / tps[-1], np.r_[0, fps] / fps[-1]
+
+
+def confusion(y: np.ndarray, pred: np.ndarray, classes: list[float]) -> dict[str, list]:
+    """Counts of (true, predicted) labels: rows are true classes, columns predicted ones, over
+    the model's classes and any other label the data holds (scikit-learn's confusion_matrix
+    with labels = their union, sorted)."""
+    labels = np.union1d(np.asarray(classes, dtype=np.float64), y)
+    L = len(labels)
+    cell = np.searchsorted(labels, y) * L + np.searchsorted(labels, pred)
+    matrix = np.bincount(cell, minlength=L * L).reshape(L, L)
+    return {"labels": labels.tolist(), "matrix": matrix.tolist()}
+
+
+def _one_class(y: np.ndarray, pred: np.ndarray, c: float) -> dict[str, float]:
+    tp = float(((pred == c) & (y == c)).sum())
+    fp = float(((pred == c) & (y != c)).sum())
+    fn = float(((pred != c) & (y == c)).sum())
+    prec = tp / (tp + fp) if tp + fp else 0.0
+    rec = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+    return {"class": c, "precision": prec, "recall": rec, "f1": f1, "support": int(tp + fn)}
+
+
 def classification(
     y: np.ndarray,
     pred: np.ndarray,
     classes: list[float],
     score: np.ndarray | None = None,
     proba: np.ndarray | None = None,
-) -> dict[str, float]:
-    """Accuracy and macro precision/recall/f1 (binary: of the positive class), log loss, AUC."""
-    out = {"accuracy": float((pred == y).mean())}
+) -> dict[str, Any]:
+    """Accuracy and macro precision/recall/f1 (binary: of the positive class), log loss, AUC,
+    the confusion matrix and, for > 2 classes, each class's precision/recall/f1/support."""
+    out: dict[str, Any] = {"accuracy": float((pred == y).mean())}
     targets = classes[1:] if len(classes) == 2 else classes
-    p, r, f = [], [], []
-    for c in targets:
-        tp = float(((pred == c) & (y == c)).sum())
-        fp = float(((pred == c) & (y != c)).sum())
-        fn = float(((pred != c) & (y == c)).sum())
-        prec = tp / (tp + fp) if tp + fp else 0.0
-        rec = tp / (tp + fn) if tp + fn else 0.0
-        p.append(prec)
-        r.append(rec)
-        f.append(2 * prec * rec / (prec + rec) if prec + rec else 0.0)
-    out.update(precision=float(np.mean(p)), recall=float(np.mean(r)), f1=float(np.mean(f)))
+    each = [_one_class(y, pred, c) for c in targets]
+    for metric in ("precision", "recall", "f1"):
+        out[metric] = float(np.mean([e[metric] for e in each]))
     if len(classes) == 2 and score is not None:
         out["roc_auc"] = roc_auc(y == classes[1], score)
     if len(classes) == 2 and proba is not None:
         q = np.clip(proba, 1e-15, 1 - 1e-15)
         pos = y == classes[1]
         out["log_loss"] = float(-(np.log(q[pos]).sum() + np.log(1 - q[~pos]).sum()) / len(y))
+    out["confusion_matrix"] = confusion(y, pred, classes)
+    if len(classes) > 2:
+        out["per_class"] = each
     return out

@@ -2,12 +2,15 @@
 No paper section.
 
 ``load()`` parses it into :class:`Udf` records; the PostgreSQL install script (``pgsql``) and
-the DuckDB registration (``loomdb.engines.duckdb.functions``) are derived from them.
+the DuckDB registration (``loomdb.engines.duckdb.functions``) are derived from them.  A function
+declared with ``returns = "table(name type, …)"`` returns rows: its callable returns a list of
+tuples in column order, and each engine makes it usable as ``SELECT * FROM f(…)``.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -18,6 +21,9 @@ from loomdb.errors import LoomError
 from loomdb.store.db import TYPES
 
 CATALOGUE = Path(__file__).with_name("catalogue.toml")
+TABLE = "table"
+_TABLE = re.compile(r"table\s*\((.*)\)", re.S | re.I)
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,12 @@ class Udf:
     vectorized: bool
     call: str
     comment: str
+    columns: tuple[Arg, ...] = ()  # a table function's columns (name, type); else empty
+
+    @property
+    def table(self) -> bool:
+        """Whether it returns rows (``returns = "table(…)"``) rather than one value."""
+        return self.returns == TABLE
 
     def callable(self) -> Any:
         module, _, attr = self.call.partition(":")
@@ -46,24 +58,54 @@ class Udf:
 
 def _arg(text: str) -> Arg:
     decl, _, default = text.partition("=")
-    name, typ = decl.split(None, 1)
+    try:
+        name, typ = decl.split(None, 1)
+    except ValueError:
+        raise LoomError(f"udfs catalogue: {text!r} is not 'name type'") from None
     typ = typ.strip()
     if typ not in TYPES:
         raise LoomError(f"udfs catalogue: unknown type {typ!r} in {text!r}")
     return Arg(name, typ, default.strip() or None)
 
 
+def _returns(fn: dict[str, Any]) -> tuple[str, tuple[Arg, ...]]:
+    """``returns`` → (type, ()) or ("table", its columns), checked."""
+    text = fn["returns"].strip()
+    match = _TABLE.fullmatch(text)
+    if match is None:
+        if text not in TYPES:
+            raise LoomError(f"udfs catalogue: {fn['name']} returns unknown type {text!r}")
+        return text, ()
+    columns = tuple(_arg(c) for c in match.group(1).split(","))
+    names = [c.name for c in columns]
+    args = {a.split(None, 1)[0] for a in fn["args"]}
+    wrong = [n for n in names if not _IDENTIFIER.fullmatch(n) or n in args or names.count(n) > 1]
+    if wrong or any(c.default is not None for c in columns) or fn.get("vectorized"):
+        raise LoomError(
+            f"udfs catalogue: {fn['name']} returns {text!r}: columns are distinct lowercase "
+            "names, none an argument's name (PostgreSQL's rule), with no defaults, and a table "
+            f"function is not vectorized (offending: {wrong or names})"
+        )
+    return TABLE, columns
+
+
 @cache
 def load() -> tuple[Udf, ...]:
-    with open(CATALOGUE, "rb") as f:
-        raw = tomllib.load(f)
+    return parse(CATALOGUE.read_text(encoding="utf-8"))
+
+
+def parse(text: str) -> tuple[Udf, ...]:
+    """The :class:`Udf` records a catalogue's TOML text declares."""
+    raw = tomllib.loads(text)
     out = []
     for fn in raw["function"]:
+        returns, columns = _returns(fn)
         out.append(
             Udf(
                 name=fn["name"],
                 args=tuple(_arg(a) for a in fn["args"]),
-                returns=fn["returns"],
+                returns=returns,
+                columns=columns,
                 volatility=fn["volatility"],
                 parallel=fn["parallel"],
                 strict=bool(fn.get("strict", False)),

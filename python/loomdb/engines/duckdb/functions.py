@@ -9,6 +9,12 @@ shadow them and pass two more arguments to hidden twins: the connection's token 
 whose transaction and interrupt it runs under) and, for vectorised functions,
 ``txid_current()`` (so every vector of one statement is scored by one version of the model).
 
+A table function (``returns = "table(…)"`` in the catalogue) cannot be a Python UDF: DuckDB's
+Python API has none.  Its public function and hidden twin are scalar UDFs returning a LIST of
+STRUCTs (one per row), and a loomdb connection's TEMP *table* macro of the same name unnests
+it: ``SELECT * FROM loom_roc_curve('m', 't')`` works as in PostgreSQL.  (A raw cursor has no
+TEMP macros: there ``SELECT unnest(loom_roc_curve('m', 't'), max_depth := 2)``.)
+
 A loomdb error raised in a UDF — on whatever DuckDB worker thread ran it — is kept in a small
 table under a number that travels in DuckDB's error text (``[loomdb error 17]``); the
 connection finds it and raises the original ``LoomError`` subclass.
@@ -138,9 +144,13 @@ def _scalar_fn(udf: Udf, instance: Instance, with_token: bool):
             state.may_write(udf.name)
         cur = instance.cursor()
         try:
-            return udf.callable()(DuckDatabase(cur, state), *values)
+            out = udf.callable()(DuckDatabase(cur, state), *values)
         finally:
             cur.close()
+        if udf.table:  # rows (tuples in column order) → the LIST of STRUCTs DuckDB returns
+            names = [c.name for c in udf.columns]
+            return [dict(zip(names, row, strict=True)) for row in out]
+        return out
 
     names = [a.name for a in udf.args] + ["token"] if with_token else None
     return _guarded(fn, names)
@@ -150,6 +160,12 @@ def _type(name: str) -> Any:
     return duckdb.sqltype(TYPES[name])
 
 
+def _return_type(udf: Udf) -> Any:
+    if not udf.table:
+        return _type(udf.returns)
+    return duckdb.list_type(duckdb.struct_type({c.name: _type(c.type) for c in udf.columns}))
+
+
 def _create(con: Any, name: str, fn: Any, params: list[Any] | None, udf: Udf) -> None:
     with contextlib.suppress(Exception):  # not registered yet
         con.remove_function(name)
@@ -157,7 +173,7 @@ def _create(con: Any, name: str, fn: Any, params: list[Any] | None, udf: Udf) ->
         name,
         fn,
         params,
-        _type(udf.returns),
+        _return_type(udf),
         type="arrow" if udf.vectorized else "native",
         # vectorised UDFs mask NULL rows themselves (a NULL element NULLs the row too)
         null_handling="default" if udf.strict and not udf.vectorized else "special",
@@ -186,10 +202,10 @@ def _macro(udf: Udf, token: str) -> str:
     if udf.vectorized:
         passed.append("CAST(txid_current() AS BIGINT)")
     passed.append(f"'{token}'")
-    return (
-        f"CREATE OR REPLACE TEMP MACRO {udf.name}({params}) AS "
-        f"{HIDDEN.format(udf.name)}({', '.join(passed)})"
-    )
+    call = f"{HIDDEN.format(udf.name)}({', '.join(passed)})"
+    if udf.table:  # one row per element, one column per field (array columns stay arrays)
+        call = f"TABLE SELECT unnest({call}, max_depth := 2)"
+    return f"CREATE OR REPLACE TEMP MACRO {udf.name}({params}) AS {call}"
 
 
 def equip(con: Any, state: ConnectionState) -> None:

@@ -6,7 +6,8 @@ script creates the catalog (``store.catalog.ddl``), the multi-user rules (``secu
 ``loom.settings`` holding where the server imports loomdb from — fixed here, at install time,
 and writable only by the installing superuser (never a setting a role could change) — the
 bootstrap that reads it, and one function per catalogued UDF whose body is one line of
-dispatch.  Every function is executable by ``loomdb_user`` only.
+dispatch (a table function ``RETURNS TABLE (…)``; its body returns the list of rows).  Every
+function is executable by ``loomdb_user`` only.
 
 ``python -m loomdb.engines.postgres.extension DIR`` writes the files with the default settings
 (the committed ``extension/`` folder; a test checks it is current).
@@ -83,6 +84,13 @@ def _signature(u: Udf, defaults: bool) -> str:
     return ", ".join(parts)
 
 
+def _returns(u: Udf) -> str:
+    """The return type; a table function returns ``TABLE (…)`` (a set of rows)."""
+    if not u.table:
+        return PG_TYPES[u.returns]
+    return "TABLE (" + ", ".join(f'"{c.name}" {PG_TYPES[c.type]}' for c in u.columns) + ")"
+
+
 def function_sql(u: Udf, replace: bool = False) -> str:
     names = "".join(f", {a.name}" for a in u.args)
     flags = [u.volatility.upper(), f"PARALLEL {u.parallel.upper()}"]
@@ -95,7 +103,7 @@ def function_sql(u: Udf, replace: bool = False) -> str:
     types = ", ".join(PG_TYPES[a.type] for a in u.args)
     return (
         f"CREATE {'OR REPLACE ' if replace else ''}FUNCTION {u.name}({_signature(u, True)}) "
-        f"RETURNS {PG_TYPES[u.returns]}\n"
+        f"RETURNS {_returns(u)}\n"
         f"LANGUAGE plpython3u {' '.join(flags)} AS $fn$\n{body}\n$fn$;\n"
         f"REVOKE ALL ON FUNCTION {u.name}({types}) FROM PUBLIC;\n"
         f"GRANT EXECUTE ON FUNCTION {u.name}({types}) TO {ROLE};\n"
