@@ -4,6 +4,7 @@ No paper section.
 loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL]
 loomdb load KIND PATH TABLE (--duckdb PATH | --dsn DSN) [--options JSON] [--keep-going] [--echo]
 loomdb pg install --dsn DSN [--venv DIR] [--source DIR] [--reinstall]
+loomdb plot MODEL [MODEL …] (--duckdb PATH | --dsn DSN) [-o PNG]
 loomdb bench SUITE [--quick] [--json PATH]
 loomdb fuzz [DECODER ...] [--runs N] [--timeout SECONDS] [--max-len BYTES]
 """
@@ -97,6 +98,12 @@ def parser() -> argparse.ArgumentParser:
 
     load.add_arguments(ld)
     ld.set_defaults(func=load.run_load)
+
+    pl = sub.add_parser("plot", help="draw models' loss per epoch (and bits read) as a PNG")
+    from loomdb.cli import plot
+
+    plot.add_arguments(pl)
+    pl.set_defaults(func=plot.run_plot)
 
     b = sub.add_parser("bench", help="run a benchmark suite and print its table")
     from loomdb.bench import SUITES

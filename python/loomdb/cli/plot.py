@@ -1,0 +1,121 @@
+"""``loomdb plot MODEL [MODEL …]``: the loss per epoch of trained models, as a PNG.
+
+No paper section.  The curves are ``loom_training_info`` rows read through SQL from either
+engine: the training loss (solid), the validation loss where one was held out (dashed), and,
+for a model that read an mlweaving index at changing precision (the adaptive schedule), a
+second panel with the bits read per epoch.  Several models share the axes, so runs at 2, 4 and
+32 bits compare at a glance.  Needs matplotlib (``pip install 'loomdb[plot]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loomdb.errors import LoomStateError
+
+QUERY = (
+    "SELECT epoch, loss, validation_loss, precision FROM loom_training_info('{model}') "
+    "ORDER BY epoch"
+)
+
+
+@dataclass
+class Curve:
+    model: str
+    epochs: list[int]
+    loss: list[float]
+    validation: list[float | None]
+    precision: list[int | None]
+
+    @property
+    def varying_precision(self) -> bool:
+        return len({p for p in self.precision if p is not None}) > 1
+
+
+def curves(rows_of: Any, models: Sequence[str]) -> list[Curve]:
+    """``rows_of(sql)`` runs a query on the chosen engine; one curve per model."""
+    from loomdb.store.names import check_name
+
+    out = []
+    for model in models:
+        rows = rows_of(QUERY.format(model=check_name(model, "model")))
+        if not rows:
+            raise LoomStateError(
+                f"model '{model}' has no recorded epochs", hint="train it with loom_train"
+            )
+        epochs, loss, validation, precision = (list(c) for c in zip(*rows))
+        out.append(Curve(model, epochs, loss, validation, precision))
+    return out
+
+
+def draw(found: list[Curve], path: str, title: str | None = None) -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        raise LoomStateError(
+            "loomdb plot needs matplotlib", hint="pip install 'loomdb[plot]'"
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bits = any(c.varying_precision for c in found)
+    fig, axes = plt.subplots(
+        2 if bits else 1, 1, sharex=True, figsize=(8, 6 if bits else 4.5), squeeze=False
+    )
+    ax = axes[0][0]
+    colours = {}
+    for c in found:
+        (line,) = ax.plot(c.epochs, c.loss, label=c.model)
+        colours[c.model] = line.get_color()
+        if any(v is not None for v in c.validation):
+            ax.plot(c.epochs, c.validation, "--", color=colours[c.model], label=f"{c.model} (val)")
+    ax.set_ylabel("loss")
+    if max(max(c.loss) for c in found) > 10 * min(min(c.loss) for c in found):
+        ax.set_yscale("log")
+    ax.set_title(title or "loss per epoch")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    if bits:
+        bx = axes[1][0]
+        for c in found:
+            if c.varying_precision:
+                bx.step(c.epochs, c.precision, where="post", color=colours[c.model], label=c.model)
+        bx.set_ylabel("bits read")
+        bx.legend()
+        bx.grid(alpha=0.3)
+    axes[-1][0].set_xlabel("epoch")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    path = args.output or f"{args.models[0]}-loss.png"
+    if args.duckdb is not None:
+        import loomdb
+
+        con = loomdb.connect(args.duckdb, progress=False)
+        try:
+            found = curves(lambda sql: con.execute(sql).fetchall(), args.models)
+        finally:
+            con.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(args.dsn, autocommit=True) as conn:
+            found = curves(lambda sql: conn.execute(sql).fetchall(), args.models)
+    draw(found, path, args.title)
+    print(path)
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("models", nargs="+", metavar="MODEL", help="trained models to draw")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--duckdb", metavar="PATH", help="a DuckDB database file")
+    where.add_argument("--dsn", help="a PostgreSQL connection string")
+    parser.add_argument("-o", "--output", metavar="PNG", help="default: <first model>-loss.png")
+    parser.add_argument("--title", help="the chart's title")
