@@ -143,7 +143,10 @@ def options(method: str, reloptions: list[str]) -> tuple[str, dict[str, Any]]:
 def check(db: Any, method: str, reloptions: list[str]) -> None:
     """Refuse ``WITH`` options a loomdb ``method`` index cannot take (amoptions)."""
     if method not in formats.KNOWN:
-        raise LoomStateError(f"'{method}' is not a loomdb index method")
+        raise LoomStateError(
+            f"'{method}' is not a loomdb index method",
+            hint=f"loomdb's methods: {', '.join(sorted(formats.KNOWN))}",
+        )
     options(method, reloptions)
 
 
