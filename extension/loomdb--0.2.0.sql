@@ -281,3 +281,127 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_load(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_load(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_load(text, text, text, text) IS 'load a file or folder read by the database''s process into a new table (kinds: see loomdb.loaders; PostgreSQL: needs pg_read_server_files)';
+
+-- CREATE INDEX … USING mlweaving | toc | dense in psql (part of the generated install script).
+--
+-- loom.index_relations says which PostgreSQL index relation holds which loomdb index: its OID
+-- is the identity (it survives ALTER INDEX … RENAME and REINDEX), its name the loomdb index's.
+-- Rows are written by loom._index_am_build, which the access methods' build callback calls as
+-- the table's owner.  The table is not dumped: OIDs mean nothing in another cluster; a
+-- restored CREATE INDEX takes over the restored loomdb index of its name and table.
+CREATE TABLE IF NOT EXISTS loom.index_relations (
+    relation oid PRIMARY KEY,
+    name text NOT NULL UNIQUE CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'),
+    owner name NOT NULL DEFAULT current_user
+);
+REVOKE ALL ON loom.index_relations FROM PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON loom.index_relations TO loomdb_user;
+ALTER TABLE loom.index_relations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY index_relations_own ON loom.index_relations
+    USING (owner = current_user) WITH CHECK (owner = current_user);
+
+-- The Python half of the access methods (loomdb.engines.postgres.index_am).
+CREATE OR REPLACE FUNCTION loom._index_am_build(index oid, OUT heap_tuples float8, OUT index_tuples float8)
+LANGUAGE plpython3u VOLATILE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].index_am(plpy, 'build', index)
+$fn$;
+REVOKE ALL ON FUNCTION loom._index_am_build(oid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom._index_am_build(oid) TO loomdb_user;
+COMMENT ON FUNCTION loom._index_am_build(oid) IS 'lay a table out for the loomdb index relation given (called by CREATE INDEX and REINDEX)';
+
+CREATE OR REPLACE FUNCTION loom._index_am_check(method text, options text[])
+RETURNS void LANGUAGE plpython3u VOLATILE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].index_am(plpy, 'check', method, options)
+$fn$;
+REVOKE ALL ON FUNCTION loom._index_am_check(text, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom._index_am_check(text, text[]) TO loomdb_user;
+COMMENT ON FUNCTION loom._index_am_check(text, text[]) IS 'check the WITH options of a loomdb index (called by CREATE INDEX and ALTER INDEX … SET)';
+
+-- DROP INDEX (or DROP TABLE, DROP SCHEMA … CASCADE) of a loomdb index relation removes the
+-- loomdb index: its catalog row and its storage table.  SECURITY DEFINER because whoever may
+-- drop the relation (any role with the table owner's privileges, a superuser) may not see
+-- the rows, which row-level security keeps to the role that built it; the function can only
+-- run as this event trigger, and acts only on index relations PostgreSQL reports dropped.
+-- It removes only rows of the owner that registered the relation, and the storage table
+-- (derived from the checked name, never read from the catalog as SQL) only with its row: a
+-- DROP TABLE runs no code of the table's owner.
+CREATE OR REPLACE FUNCTION loom._index_am_dropped() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    gone record;
+BEGIN
+    FOR gone IN
+        SELECT DISTINCT r.name, r.owner
+        FROM pg_catalog.pg_event_trigger_dropped_objects() AS d
+        JOIN loom.index_relations AS r
+          ON r.relation = d.objid
+          -- an index relation PostgreSQL replaced without building it again (a column type
+          -- change that keeps the operator class) has a new OID: match it by name
+          OR (r.name = d.object_name
+              AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class AS c WHERE c.oid = r.relation))
+        WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.object_type = 'index'
+    LOOP
+        DELETE FROM loom.index_relations WHERE name = gone.name;
+        DELETE FROM loom.indexes WHERE name = gone.name AND owner = gone.owner;
+        IF FOUND THEN
+            EXECUTE format('DROP TABLE IF EXISTS loom_data.%I', gone.name);
+        END IF;
+    END LOOP;
+END
+$fn$;
+REVOKE ALL ON FUNCTION loom._index_am_dropped() FROM PUBLIC;
+COMMENT ON FUNCTION loom._index_am_dropped() IS 'remove the loomdb index of a dropped loomdb index relation';
+CREATE EVENT TRIGGER loom_index_am_drop ON sql_drop EXECUTE FUNCTION loom._index_am_dropped();
+
+-- The access methods themselves, when their library is installed (loomdb pg install builds
+-- it where PostgreSQL's server headers are present); without it, loom_create_index only.
+DO $do$
+DECLARE
+    library text := (SELECT setting FROM pg_catalog.pg_config WHERE name = 'PKGLIBDIR')
+                    || '/loomdb_am.so';
+BEGIN
+    IF pg_catalog.pg_stat_file(library, true) IS NULL THEN
+        RAISE NOTICE 'loomdb: % is not installed: CREATE INDEX … USING mlweaving|toc|dense '
+                     'is unavailable (loom_create_index works)', library;
+        RETURN;
+    END IF;
+    CREATE FUNCTION loom.mlweaving_handler(internal) RETURNS index_am_handler
+        LANGUAGE c AS '$libdir/loomdb_am', 'loomdb_mlweaving_handler';
+    REVOKE ALL ON FUNCTION loom.mlweaving_handler(internal) FROM PUBLIC;
+    CREATE ACCESS METHOD mlweaving TYPE INDEX HANDLER loom.mlweaving_handler;
+    COMMENT ON ACCESS METHOD mlweaving IS 'loomdb: lay the table out as mlweaving for loom_train (never used by queries)';
+    CREATE OPERATOR CLASS loom.mlweaving_float8_ops DEFAULT FOR TYPE float8 USING mlweaving AS STORAGE float8;
+    CREATE OPERATOR CLASS loom.mlweaving_float4_ops DEFAULT FOR TYPE float4 USING mlweaving AS STORAGE float4;
+    CREATE OPERATOR CLASS loom.mlweaving_numeric_ops DEFAULT FOR TYPE numeric USING mlweaving AS STORAGE numeric;
+    CREATE OPERATOR CLASS loom.mlweaving_int8_ops DEFAULT FOR TYPE int8 USING mlweaving AS STORAGE int8;
+    CREATE OPERATOR CLASS loom.mlweaving_int4_ops DEFAULT FOR TYPE int4 USING mlweaving AS STORAGE int4;
+    CREATE OPERATOR CLASS loom.mlweaving_int2_ops DEFAULT FOR TYPE int2 USING mlweaving AS STORAGE int2;
+    CREATE OPERATOR CLASS loom.mlweaving_bool_ops DEFAULT FOR TYPE bool USING mlweaving AS STORAGE bool;
+    CREATE FUNCTION loom.toc_handler(internal) RETURNS index_am_handler
+        LANGUAGE c AS '$libdir/loomdb_am', 'loomdb_toc_handler';
+    REVOKE ALL ON FUNCTION loom.toc_handler(internal) FROM PUBLIC;
+    CREATE ACCESS METHOD toc TYPE INDEX HANDLER loom.toc_handler;
+    COMMENT ON ACCESS METHOD toc IS 'loomdb: lay the table out as toc for loom_train (never used by queries)';
+    CREATE OPERATOR CLASS loom.toc_float8_ops DEFAULT FOR TYPE float8 USING toc AS STORAGE float8;
+    CREATE OPERATOR CLASS loom.toc_float4_ops DEFAULT FOR TYPE float4 USING toc AS STORAGE float4;
+    CREATE OPERATOR CLASS loom.toc_numeric_ops DEFAULT FOR TYPE numeric USING toc AS STORAGE numeric;
+    CREATE OPERATOR CLASS loom.toc_int8_ops DEFAULT FOR TYPE int8 USING toc AS STORAGE int8;
+    CREATE OPERATOR CLASS loom.toc_int4_ops DEFAULT FOR TYPE int4 USING toc AS STORAGE int4;
+    CREATE OPERATOR CLASS loom.toc_int2_ops DEFAULT FOR TYPE int2 USING toc AS STORAGE int2;
+    CREATE OPERATOR CLASS loom.toc_bool_ops DEFAULT FOR TYPE bool USING toc AS STORAGE bool;
+    CREATE FUNCTION loom.dense_handler(internal) RETURNS index_am_handler
+        LANGUAGE c AS '$libdir/loomdb_am', 'loomdb_dense_handler';
+    REVOKE ALL ON FUNCTION loom.dense_handler(internal) FROM PUBLIC;
+    CREATE ACCESS METHOD dense TYPE INDEX HANDLER loom.dense_handler;
+    COMMENT ON ACCESS METHOD dense IS 'loomdb: lay the table out as dense for loom_train (never used by queries)';
+    CREATE OPERATOR CLASS loom.dense_float8_ops DEFAULT FOR TYPE float8 USING dense AS STORAGE float8;
+    CREATE OPERATOR CLASS loom.dense_float4_ops DEFAULT FOR TYPE float4 USING dense AS STORAGE float4;
+    CREATE OPERATOR CLASS loom.dense_numeric_ops DEFAULT FOR TYPE numeric USING dense AS STORAGE numeric;
+    CREATE OPERATOR CLASS loom.dense_int8_ops DEFAULT FOR TYPE int8 USING dense AS STORAGE int8;
+    CREATE OPERATOR CLASS loom.dense_int4_ops DEFAULT FOR TYPE int4 USING dense AS STORAGE int4;
+    CREATE OPERATOR CLASS loom.dense_int2_ops DEFAULT FOR TYPE int2 USING dense AS STORAGE int2;
+    CREATE OPERATOR CLASS loom.dense_bool_ops DEFAULT FOR TYPE bool USING dense AS STORAGE bool;
+END
+$do$;

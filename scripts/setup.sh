@@ -2,7 +2,8 @@
 # Set up loomdb from nothing on a fresh Debian machine, then run the demo or the whole suite.
 #
 #   bash scripts/setup.sh demo   # venv + loomdb, then sql/demo.sql on embedded DuckDB
-#   bash scripts/setup.sh test   # + PostgreSQL 15 and plpython3u (apt, as root), ruff, mypy, pytest
+#   bash scripts/setup.sh test   # + PostgreSQL 15, plpython3u and its server headers (apt, as
+#                                #   root), ruff, mypy, pytest
 #
 # Environment: PYTHON (default python3), VENV (default .venv), DBT_VENV (default .venv-dbt: the
 # test command's dbt, in an environment of its own), LOOMDB_TEST_DSN (use that PostgreSQL
@@ -53,7 +54,9 @@ demo)
 test)
     if [ -z "${LOOMDB_TEST_DSN:-}" ]; then
         # The server's own Python (/usr/bin/python3) gets a venv of its own: python3-venv.
-        apt_install postgresql-15 postgresql-plpython3-15 python3-venv
+        # The server headers, make and gcc build CREATE INDEX … USING (loomdb pg install).
+        apt_install postgresql-15 postgresql-plpython3-15 python3-venv \
+            postgresql-server-dev-15 make gcc
     fi
     make_venv "[test]"
     # dbt-core 1.11 pins pathspec < 0.13, which mypy >= 2 cannot run with: the example dbt

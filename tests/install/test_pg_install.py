@@ -137,3 +137,17 @@ def test_install_refuses_a_role_that_is_not_superuser(pg_dsn):
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute("DROP ROLE loom_plain")
+
+
+@pytest.mark.postgres
+def test_the_install_built_the_index_access_methods(pg_dsn):
+    """CI installs PostgreSQL's server headers (scripts/setup.sh): there the install must have
+    compiled CREATE INDEX … USING; elsewhere it may report them missing and go on."""
+    from conftest import need
+    from support import pgserver
+
+    methods = server_setup.index_methods(pg_dsn)
+    if sorted(methods) != ["dense", "mlweaving", "toc"]:
+        need(f"loomdb's index access methods (the server has {methods or 'none'})")
+    if pgserver.cluster is not None:
+        assert "CREATE INDEX … USING dense|mlweaving|toc: available" in pgserver.cluster["output"]

@@ -1,8 +1,8 @@
 -- indexes: lay a table out once (dense, toc, mlweaving) and train on it many times.
--- CREATE INDEX … USING, REINDEX INDEX and DROP INDEX are loomdb's SQL front-end: they work
--- through loomdb sql and loomdb.connect() on both engines; psql hands them to PostgreSQL,
--- which has no such access methods, so in psql the same indexes are made with
--- loom_create_index and the statements below are PostgreSQL's own errors.
+-- CREATE INDEX … USING, REINDEX INDEX and DROP INDEX work everywhere: loomdb sql and
+-- loomdb.connect() rewrite them into loom_create_index & co. on both engines; psql hands them
+-- to PostgreSQL, whose loomdb access methods (mlweaving, toc, dense) build the same layout
+-- for an index relation (and PostgreSQL's own errors where a method does not exist).
 
 CREATE TABLE ix_points AS
 SELECT a, b, c, CASE WHEN a + b > 1 THEN 1 ELSE 0 END AS y

@@ -74,10 +74,11 @@ class PgEngine(Engine):
             self.reset()
 
     def reset(self) -> None:
-        """Drop every index and model (through loomdb's functions) and a fresh test schema."""
+        """Drop every index and model (through loomdb's functions) and a fresh test schema
+        (first: a CREATE INDEX … USING index goes with its relation, not loom_drop_index)."""
+        self.rows("DROP SCHEMA IF EXISTS loomtest CASCADE")
         self.rows("SELECT loom_drop_index(name) FROM loom.indexes")
         self.rows("SELECT loom_drop_model(name) FROM loom.models")
-        self.rows("DROP SCHEMA IF EXISTS loomtest CASCADE")
         self.rows("CREATE SCHEMA loomtest")
         self.rows("SET search_path = loomtest, public")
 

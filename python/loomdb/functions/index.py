@@ -9,6 +9,7 @@ import json
 import time
 from typing import Any
 
+from loomdb.errors import LoomOptionError, LoomStateError
 from loomdb.options import Boolean, Option, Options, parse_json
 from loomdb.seams import IndexInfo
 from loomdb.store import catalog, formats, layout
@@ -43,6 +44,12 @@ def create_index(
     fmt = formats.get(given.get("format") if isinstance(given.get("format"), str) else None)
     opts = (INDEX + layout.options_of(fmt)).parse(given)
     exists = opts.pop("if_not_exists")
+    held = catalog.index_relation(db, name)
+    if held is not None:
+        raise LoomOptionError(
+            f"the index name '{name}' is held by the PostgreSQL index {held}",
+            hint=f"choose another name, or drop that one first: DROP INDEX {held}",
+        )
     if catalog.index_exists(db, name):
         if exists:
             return _summary(catalog.get_index(db, name))
@@ -60,6 +67,12 @@ def create_index(
 
 def drop_index(db: Any, name: str) -> str:
     check_name(name, "index")
+    held = catalog.index_relation(db, name)
+    if held is not None:
+        raise LoomStateError(
+            f"index '{name}' belongs to the PostgreSQL index {held} (CREATE INDEX … USING)",
+            hint=f"drop it with DROP INDEX {held}",
+        )
     with db.atomic():
         layout.drop(db, name)
     return json.dumps({"dropped": name})

@@ -348,6 +348,12 @@ def delete_deployment(db: Queryable, schema: str, function: str) -> None:
 def get_index(db: Queryable, name: str) -> IndexInfo:
     rows = _select(db, "indexes", "name = $1", [check_name(name, "index")])
     if not rows:
+        held = index_relation(db, name)
+        if held is not None:  # CREATE INDEX … USING on an empty table (or TRUNCATE)
+            raise LoomStateError(
+                f"index '{name}' has no layout: {held}'s table was empty when it was built",
+                hint=f"REINDEX INDEX {held} once the table has rows",
+            )
         raise _missing("index", name)
     row = rows[0]
     row["label_counts"] = {float(k): int(v) for k, v in (row["label_counts"] or {}).items()}
@@ -365,6 +371,22 @@ def put_index(db: Queryable, info: IndexInfo) -> None:
         _insert(db, "indexes", values)
     except LoomConflictError:
         raise _taken("index", info.name) from None
+
+
+def index_relation(db: Queryable, name: str) -> str | None:
+    """The PostgreSQL index relation (``schema.name``) holding loomdb index ``name`` — one
+    made by ``CREATE INDEX … USING`` — or None (always None in DuckDB).  The table it reads,
+    ``loom.index_relations``, is kept by ``engines/postgres/index_am.py``."""
+    if db.dialect != "postgres":
+        return None
+    rows = db.query(
+        "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) "
+        f"FROM {SCHEMA}.index_relations AS r "
+        "JOIN pg_catalog.pg_class AS c ON c.oid = r.relation "
+        "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace WHERE r.name = $1",
+        [name],
+    )
+    return str(rows[0][0]) if rows else None
 
 
 def delete_index(db: Queryable, name: str) -> None:

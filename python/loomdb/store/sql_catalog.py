@@ -17,7 +17,13 @@ class DbCatalog:
         self.db = db
 
     def is_index(self, name: str) -> bool:
-        return bool(NAME.match(name)) and catalog.index_exists(self.db, name)
+        """A loomdb index the front-end rewrites DROP/REINDEX of: not one PostgreSQL holds
+        as an index relation (``CREATE INDEX … USING`` in psql), whose statements pass."""
+        return (
+            bool(NAME.match(name))
+            and catalog.index_exists(self.db, name)
+            and catalog.index_relation(self.db, name) is None
+        )
 
     def index_for(self, table: str, format: str) -> str | None:
         return catalog.index_for(self.db, table, format)

@@ -5,8 +5,9 @@ looks.  No paper section.
 script creates the catalog (``store.catalog.ddl``), the multi-user rules (``security.sql``),
 ``loom.settings`` holding where the server imports loomdb from — fixed here, at install time,
 and writable only by the installing superuser (never a setting a role could change) — the
-bootstrap that reads it, and one function per catalogued UDF whose body is one line of
-dispatch (a table function ``RETURNS TABLE (…)``; its body returns the list of rows).  Every
+bootstrap that reads it, one function per catalogued UDF whose body is one line of
+dispatch (a table function ``RETURNS TABLE (…)``; its body returns the list of rows), and the
+index access methods (``index_am_install``: ``CREATE INDEX … USING`` in psql).  Every
 function is executable by ``loomdb_user`` only.
 
 ``python -m loomdb.engines.postgres.extension DIR`` writes the files with the default settings
@@ -22,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 import loomdb
+from loomdb.engines.postgres import index_am_install
 from loomdb.engines.postgres.dialect import PG_TYPES
 from loomdb.errors import LoomStateError
 from loomdb.store import catalog
@@ -145,6 +147,7 @@ def install_script(settings: dict[str, str]) -> str:
         _text("security.sql"),
         BOOTSTRAP.replace("{role}", ROLE),
         *[function_sql(u) for u in load()],
+        index_am_install.extension_sql(),
     ]
     return "\n".join(parts)
 
@@ -162,6 +165,7 @@ def upgrade_script(old: str, settings: dict[str, str]) -> str:
         _text("security.sql"),
         BOOTSTRAP.replace("{role}", ROLE),
         *[function_sql(u, replace=True) for u in load()],
+        index_am_install.extension_sql(),
     ]
     return "\n".join(parts)
 

@@ -12,7 +12,10 @@ the server.  Installing it means, in order:
    directory of its own (owner the server's OS user, mode 0700);
 4. write the extension files into ``SHAREDIR/extension``, with where loomdb lives fixed in the
    install script's ``loom.settings`` — written only by superusers, never a setting a role can
-   change (loomdb 0.1's ``loomdb.*`` server settings are removed);
+   change (loomdb 0.1's ``loomdb.*`` server settings are removed) — and, where PostgreSQL's
+   server headers, ``make`` and a C compiler are present, compile the index access methods
+   (``CREATE INDEX … USING mlweaving`` in psql) into the server's library directory
+   (``index_am_install``; optional: what is missing is reported and the rest goes on);
 5. check inside the server that its Python imports loomdb, numpy and numba from there;
 6. ``CREATE EXTENSION loomdb`` in the DSN's database (``ALTER EXTENSION … UPDATE`` and new
    settings when present; drop and create again with ``reinstall``);
@@ -26,12 +29,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from loomdb.engines.postgres import extension, server_setup
+from loomdb.engines.postgres import extension, index_am_install, server_setup
 from loomdb.engines.postgres.venv import (
     copy_loomdb,
     ensure_venv,
@@ -72,9 +76,11 @@ def prepare(
     extension_dir: str,
     server_uid: int,
     server_gid: int,
+    pg_config: str | None = None,
     log: Log = _stderr,
 ) -> dict[str, Any]:
-    """The steps on the server's machine (2–4): environment, loomdb, cache, extension files.
+    """The steps on the server's machine (2–4): environment, loomdb, cache, extension files,
+    the index access methods' library (built with ``pg_config``'s PGXS when it can be).
 
     ``loomdb pg prepare`` runs just these (an image build has no running server yet)."""
     venv = os.path.abspath(venv or DEFAULT_VENV)
@@ -95,6 +101,7 @@ def prepare(
     log(f"numba cache {cache}: owned by uid {server_uid}, mode 0700")
     written = extension.write(extension.files(settings), extension_dir)
     log(f"wrote {', '.join(sorted(written))} into {extension_dir}")
+    index_am_library = index_am_install.build_module(pg_config, log)
     paths = [p for p in (source_dir,) if p] + list(env.site_packages)
     return {
         "venv": venv,
@@ -105,6 +112,7 @@ def prepare(
         "settings": settings,
         "extension_dir": extension_dir,
         "extension_files": sorted(written),
+        "index_am_library": index_am_library,
         "paths": paths,
     }
 
@@ -134,6 +142,7 @@ def install(
         extension_dir=server.extension_dir,
         server_uid=server.os_uid,
         server_gid=server.os_gid,
+        pg_config=_server_pg_config(server),
         log=log,
     )
     removed = server_setup.reset_old_settings(dsn)
@@ -148,6 +157,14 @@ def install(
     if action in ("updated", "already installed"):
         server_setup.write_settings(dsn, settings)
     log(f"extension loomdb {version}: {action}")
+    methods = server_setup.index_methods(dsn)
+    if done["index_am_library"] and not methods:
+        log(
+            "the extension was created before the index access methods were built: "
+            "run loomdb pg install --reinstall to add CREATE INDEX … USING"
+        )
+    elif methods:
+        log(f"CREATE INDEX … USING {'|'.join(methods)}: available")
     server_setup.check_functions_run(dsn)
     log("checked: a train and a prediction run in a new session")
     return {
@@ -155,8 +172,15 @@ def install(
         "dsn": server_setup.describe_dsn(dsn),
         "extension_version": version,
         "action": action,
+        "index_methods": methods,
         "server_loomdb_file": found["loomdb"],
     }
+
+
+def _server_pg_config(server: server_setup.ServerInfo) -> str | None:
+    """The server's own pg_config (its BINDIR), else the one on PATH."""
+    own = os.path.join(server.bin_dir, "pg_config") if server.bin_dir else ""
+    return own if own and os.access(own, os.X_OK) else shutil.which("pg_config")
 
 
 def add_arguments(parser: argparse.ArgumentParser, prepare_only: bool = False) -> None:
@@ -164,6 +188,11 @@ def add_arguments(parser: argparse.ArgumentParser, prepare_only: bool = False) -
     if prepare_only:
         parser.add_argument("--extension-dir", required=True, help="SHAREDIR/extension")
         parser.add_argument("--server-user", default="postgres", help="the server's OS user")
+        parser.add_argument(
+            "--pg-config",
+            default=None,
+            help="the server's pg_config, to build CREATE INDEX … USING (default: on PATH)",
+        )
     else:
         parser.add_argument("--dsn", required=True, help="connection string of a superuser")
     parser.add_argument(
@@ -205,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"loomdb {done['extension_version']} {done['action']} in {done['dsn']}")
     print(f"  server environment  {done['venv']}")
     print(f"  numba cache         {done['settings']['numba_cache_dir']}")
+    methods = "|".join(done["index_methods"]) or "not installed (see above)"
+    print(f"  CREATE INDEX USING  {methods}")
     print(f"  users: GRANT {extension.ROLE} TO <role>;  (see the README's 'Several users')")
     return 0
 
@@ -222,6 +253,7 @@ def run_prepare(args: argparse.Namespace) -> int:
         extension_dir=args.extension_dir,
         server_uid=user.pw_uid,
         server_gid=user.pw_gid,
+        pg_config=args.pg_config or shutil.which("pg_config"),
     )
     print(f"loomdb prepared in {done['venv']}; now CREATE EXTENSION loomdb as a superuser")
     return 0

@@ -2,7 +2,9 @@
 
 The generated function bodies call ``call(plpy, name, *args)``; it finds the catalogued UDF,
 wraps ``plpy`` in a :class:`PlpyDatabase`, runs the engine-neutral callable and turns a
-:class:`LoomError` into a PostgreSQL error with its detail, hint and SQLSTATE.
+:class:`LoomError` into a PostgreSQL error with its detail, hint and SQLSTATE.  The index
+access methods' functions (``loom._index_am_build``, ``loom._index_am_check``) call
+``index_am(plpy, name, *args)`` the same way.
 """
 
 from __future__ import annotations
@@ -28,5 +30,19 @@ def call(plpy: Any, name: str, *args: Any) -> Any:
             return None if value != value else float(value)
         return udf.callable()(db, *args)
     except LoomError as e:
-        extra = {k: v for k, v in (("detail", e.detail), ("hint", e.hint)) if v}
-        plpy.error(e.message, sqlstate=e.sqlstate, **extra)
+        _raise(plpy, e)
+
+
+def index_am(plpy: Any, name: str, *args: Any) -> Any:
+    """The index access methods' entry points (``index_am.build``, ``index_am.check``)."""
+    from loomdb.engines.postgres import index_am as methods
+
+    try:
+        return getattr(methods, name)(PlpyDatabase(plpy), *args)
+    except LoomError as e:
+        _raise(plpy, e)
+
+
+def _raise(plpy: Any, e: LoomError) -> None:
+    extra = {k: v for k, v in (("detail", e.detail), ("hint", e.hint)) if v}
+    plpy.error(e.message, sqlstate=e.sqlstate, **extra)

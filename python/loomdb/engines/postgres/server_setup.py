@@ -31,6 +31,7 @@ class ServerInfo:
     os_user: str
     os_uid: int
     os_gid: int
+    bin_dir: str = ""  # the server's own programs (its pg_config builds the access methods)
 
 
 def describe_dsn(dsn: str) -> str:
@@ -78,6 +79,7 @@ def inspect_server(dsn: str) -> ServerInfo:
             )
         data_directory = str(_one(conn, "SELECT current_setting('data_directory')"))
         share = str(_one(conn, "SELECT setting FROM pg_config WHERE name = 'SHAREDIR'"))
+        bin_dir = str(_one(conn, "SELECT setting FROM pg_config WHERE name = 'BINDIR'"))
         system_id = int(str(_one(conn, "SELECT system_identifier FROM pg_control_system()")))
     _check_local(dsn, data_directory, system_id)
     extension_dir = os.path.join(share, "extension")
@@ -91,7 +93,9 @@ def inspect_server(dsn: str) -> ServerInfo:
         os_user = pwd.getpwuid(owner.st_uid).pw_name
     except KeyError:
         os_user = str(owner.st_uid)
-    return ServerInfo(version, data_directory, extension_dir, os_user, owner.st_uid, owner.st_gid)
+    return ServerInfo(
+        version, data_directory, extension_dir, os_user, owner.st_uid, owner.st_gid, bin_dir
+    )
 
 
 def _check_local(dsn: str, data_directory: str, system_id: int) -> None:
@@ -255,6 +259,17 @@ def check_server_python(
         if notice.startswith("loomdb-check "):
             return dict(json.loads(notice.removeprefix("loomdb-check ")))
     raise LoomStateError("the server's Python check printed nothing", hint="see the server log")
+
+
+def index_methods(dsn: str) -> list[str]:
+    """The loomdb index access methods the database has (``CREATE INDEX … USING``)."""
+    from loomdb.engines.postgres.index_am_install import METHODS
+
+    with connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT amname FROM pg_am WHERE amname = ANY(%s) ORDER BY amname", [list(METHODS)]
+        ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 def check_functions_run(dsn: str) -> dict[str, str]:
