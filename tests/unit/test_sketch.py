@@ -298,3 +298,19 @@ def test_every_truncation_of_a_default_message_is_refused():
     for cut in range(0, len(blob), 7):
         with pytest.raises(LoomFormatError):
             sketch.decode(blob[:cut])
+
+
+def test_the_bench_measures_what_the_codecs_write():
+    from loomdb.bench.sketch import CHAIN, Case, _tables, measure
+
+    keys, values = zipf_gradient(3000, 0.1)
+    case = Case("tiny", 0.1, [(keys, values), (keys[:1000], values[:1000])])
+    by = {m: measure(case, m, repeat=1) for m in CHAIN}
+    assert (
+        by["none"]["bytes"] == 16 + 12 * 2000
+        and by["none"]["per key"] == by["none"]["bytes"] / 2000
+    )
+    assert by["sketchml"]["sign"] == 1.0 and by["keys"]["rel"] == 0.0
+    chain, full = _tables([(case, by)])
+    assert chain.rows[0][3:6] == [by["none"]["bytes"] / by[m]["bytes"] for m in CHAIN[1:4]]
+    assert len(full.rows) == len(CHAIN)

@@ -130,7 +130,7 @@ def measure(case: Case, method: str, repeat: int) -> dict[str, float]:
         assert (got_k == k).all(), f"{method}: keys did not come back"
         nz = v != 0
         rel.append(np.abs(got[nz] - v[nz]) / np.abs(v[nz]))
-        l2.append(np.linalg.norm(got - v) / max(np.linalg.norm(v), 1e-300))
+        l2.append(float(np.linalg.norm(got - v)) / max(float(np.linalg.norm(v)), 1e-300))
         sign.append(np.sign(got[nz]) == np.sign(v[nz]))
     size = sum(len(b) for b in blobs)
     return {

@@ -71,7 +71,7 @@ def weave_seeds() -> list[bytes]:
 def gradients() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Small sparse gradients ``(keys, values)`` whose messages exercise every path."""
     rng = np.random.default_rng(9)
-    figure3 = [-0.36, -0.12, -0.05, -0.02, 0.01, 0.03, 0.08, 0.14, 0.21, 0.52]
+    figure3 = np.array([-0.36, -0.12, -0.05, -0.02, 0.01, 0.03, 0.08, 0.14, 0.21, 0.52])
     many = np.round(rng.standard_t(3, 120) * 0.01, 4)  # ties after rounding; both signs
     many[::17] = 0.0
     return {
@@ -80,7 +80,10 @@ def gradients() -> dict[str, tuple[np.ndarray, np.ndarray]]:
         "one-key": (np.array([3]), np.array([-0.25])),
         "one-sign": (np.arange(0, 120, 3), -rng.random(40) - 1e-3),
         "ties-and-zeros": (np.arange(30), np.repeat([0.5, 0.0, -0.5, 0.5, 0.0, 2.0], 5)),
-        "wide-keys": (np.array([7, 2**32, 2**32 + 5, 2**40, 2**63 - 1]), [1e-300, -2, 3, 0, 1e300]),
+        "wide-keys": (
+            np.array([7, 2**32, 2**32 + 5, 2**40, 2**63 - 1]),
+            np.array([1e-300, -2, 3, 0, 1e300]),
+        ),
         "many": (np.cumsum(rng.integers(1, 400, 120)), many),
     }
 
