@@ -1,5 +1,6 @@
 """numba kernels of the gradient codecs: SketchML's delta-binary keys (§3.4), the bucket of
-each value (§3.2 Step 2) and the MinMaxSketch's insert-min (§3.3).
+each value (§3.2 Step 2), the MinMaxSketch's insert-min (§3.3) and the merge of the groups'
+sorted key lists on decoding.
 
 They import nothing of loomdb (the fuzzer compiles them before it instruments the rest).
 ``unpack_deltas`` reads possibly hostile bytes: it checks every read against the buffer and
@@ -86,3 +87,25 @@ def insert_min(cells, cols, dist):  # pragma: no cover
             c = cols[i, j]
             if dist[j] < cells[i, c]:
                 cells[i, c] = dist[j]
+
+
+@njit(cache=True)
+def merge_runs(keys, values, ends):  # pragma: no cover
+    """Sorted runs of keys (run i ends at ``ends[i]``) merged into one sorted array, their
+    values alongside: a linear scan of the run heads, for a few runs."""
+    runs = len(ends)
+    heads = np.empty(runs, dtype=np.int64)
+    for r in range(runs):
+        heads[r] = 0 if r == 0 else ends[r - 1]
+    out_k = np.empty(len(keys), dtype=np.int64)
+    out_v = np.empty(len(keys), dtype=np.float64)
+    for i in range(len(keys)):
+        best, key = -1, np.int64(0)
+        for r in range(runs):
+            h = heads[r]
+            if h < ends[r] and (best < 0 or keys[h] < key):
+                best, key = r, keys[h]
+        out_k[i] = key
+        out_v[i] = values[heads[best]]
+        heads[best] += 1
+    return out_k, out_v

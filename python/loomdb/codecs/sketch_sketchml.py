@@ -32,6 +32,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from loomdb.codecs import sketch_kernels as kernels
 from loomdb.codecs import sketch_minmax as minmax
 from loomdb.codecs.sketch_format import GradientCodec, Reader, broken, is_wide
 from loomdb.codecs.sketch_keys import pack_deltas, read_deltas
@@ -75,9 +76,12 @@ def _read_params(r: Reader, sketch: bool) -> tuple[int, int, int, int, np.ndarra
 
 
 def _merge(keys: list[np.ndarray], values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    k, v = np.concatenate(keys), np.concatenate(values)
-    order = np.argsort(k, kind="stable")
-    return k[order], v[order]
+    """The lists (each sorted) merged into one sorted gradient."""
+    k, v = np.concatenate(keys), np.concatenate(values).astype(np.float64, copy=False)
+    if len(keys) > 16:  # a scan of the heads costs runs × d: sort instead
+        order = np.argsort(k, kind="stable")
+        return k[order], v[order]
+    return kernels.merge_runs(k, v, np.cumsum([len(x) for x in keys]).astype(np.int64))
 
 
 class Quantile(GradientCodec):
