@@ -1,14 +1,15 @@
 """The codecs the kit (``codec_kit``) runs: dense, TOC (every variant, with and without its
-zstd stage) and MLWeaving's woven planes."""
+zstd stage), MLWeaving's woven planes and the gradient messages of ``loomdb.codecs.sketch``."""
 
 from __future__ import annotations
 
 import numpy as np
+import sketch_reference as reference
 from codec_kit import Codec, Shape
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from loomdb.codecs import dense, toc, toc_format, weave
+from loomdb.codecs import dense, sketch, sketch_format, toc, toc_format, weave
 from loomdb.fuzz import seeds, targets
 
 FLOATS = st.one_of(
@@ -92,3 +93,56 @@ WEAVE = Codec(
 )
 
 CODECS = {c.name: c for c in (DENSE, TOC, WEAVE)}
+
+
+# Gradient messages (loomdb.codecs.sketch): an "array" is a structured array of (key, value)
+# pairs; the lossy methods must decode to what the scalar reference says (sketch_reference).
+GRAD = np.dtype([("key", "<i8"), ("value", "<f8")])
+SEED = 11
+
+
+def gradient(keys, values) -> np.ndarray:
+    out = np.zeros(len(keys), dtype=GRAD)
+    out["key"], out["value"] = keys, values
+    return out
+
+
+def _sketch_expected(X: np.ndarray, variant: str) -> np.ndarray:
+    keys, values = [int(k) for k in X["key"]], [float(v) for v in X["value"]]
+    method = variant.split("-")[0]
+    if method in ("none", "keys"):
+        return X.copy()
+    if method.startswith("zipml"):
+        return gradient(keys, reference.zipml(values, int(method[5:]), SEED))
+    if method == "quantile":
+        return gradient(keys, reference.quantile(values, 16, 4))
+    return gradient(keys, reference.sketchml(keys, values, 16, 4, 2, SEED))
+
+
+@st.composite
+def _gradients(draw) -> np.ndarray:
+    keys = draw(
+        st.sets(
+            st.one_of(st.integers(0, 600), st.integers(0, 2**33), st.integers(0, 2**63 - 1)),
+            max_size=40,
+        )
+    )
+    finite = st.floats(allow_nan=False, allow_infinity=False)
+    tame = st.sampled_from([0.0, -0.0, 0.5, -0.5, 0.25, -2.0, 5e-324, -1.7976931348623157e308])
+    values = draw(st.lists(st.one_of(tame, finite), min_size=len(keys), max_size=len(keys)))
+    return gradient(sorted(keys), values)
+
+
+SKETCH = Codec(
+    name="sketch",
+    version=sketch_format.VERSION,
+    variants=("none", "keys", "zipml8", "zipml16", *seeds.SMALL),
+    encode=lambda X, variant: seeds.gradient_codec(variant).encode(X["key"], X["value"], seed=SEED),
+    decode=lambda blob, shape: gradient(*sketch.decode(blob)),
+    expected=_sketch_expected,
+    use=lambda blob, shape: targets.sketch(blob),
+    examples=lambda: {name: gradient(*kv) for name, kv in seeds.gradients().items()},
+    arrays=_gradients(),
+)
+
+CODECS[SKETCH.name] = SKETCH

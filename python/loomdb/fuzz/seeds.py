@@ -3,14 +3,17 @@ and stage, so that mutation starts from inputs that reach every stage of a decod
 sections, the zstd stage, the tree build, the products).
 
 No paper section: the matrices echo TOC's Figure 3 and the edge cases of its §3 (all-zero rows,
-one row, fully dense rows, −0.0 and NaN as values) and MLWeaving's padding to 8 × 64 (§4.3).
+one row, fully dense rows, −0.0 and NaN as values) and MLWeaving's padding to 8 × 64 (§4.3);
+the gradients echo SketchML's Figures 3 and 6 (values around zero in equal-count buckets) and
+its edge cases: no key, one key, one sign, fewer values than buckets, ties, zeros, keys past
+2**32 and deltas of every width (§3.2–3.4).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from loomdb.codecs import dense, toc, weave
+from loomdb.codecs import dense, sketch, toc, weave
 from loomdb.fuzz.targets import join_weave_input
 
 
@@ -65,4 +68,42 @@ def weave_seeds() -> list[bytes]:
     return out
 
 
-SEEDS = {"dense": dense_seeds, "toc": toc_seeds, "weave": weave_seeds}
+def gradients() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Small sparse gradients ``(keys, values)`` whose messages exercise every path."""
+    rng = np.random.default_rng(9)
+    figure3 = np.array([-0.36, -0.12, -0.05, -0.02, 0.01, 0.03, 0.08, 0.14, 0.21, 0.52])
+    many = np.round(rng.standard_t(3, 120) * 0.01, 4)  # ties after rounding; both signs
+    many[::17] = 0.0
+    return {
+        "figure3": (np.array([1, 4, 5, 9, 14, 20, 33, 290, 70_000, 16_777_300]), figure3),
+        "empty": (np.zeros(0, np.int64), np.zeros(0)),
+        "one-key": (np.array([3]), np.array([-0.25])),
+        "one-sign": (np.arange(0, 120, 3), -rng.random(40) - 1e-3),
+        "ties-and-zeros": (np.arange(30), np.repeat([0.5, 0.0, -0.5, 0.5, 0.0, 2.0], 5)),
+        "wide-keys": (
+            np.array([7, 2**32, 2**32 + 5, 2**40, 2**63 - 1]),
+            np.array([1e-300, -2, 3, 0, 1e300]),
+        ),
+        "many": (np.cumsum(rng.integers(1, 400, 120)), many),
+    }
+
+
+# Configurations whose messages are small (q = 16 buckets, not 256): the test kit's exhaustive
+# mutations stay fast, and the format is the same whatever q is.
+SMALL = {"quantile-q16": sketch.Quantile(q=16, r=4), "sketchml-q16": sketch.SketchML(q=16, r=4)}
+
+
+def gradient_codec(variant: str) -> sketch.GradientCodec:
+    """A registered codec, or one of ``SMALL``."""
+    return SMALL[variant] if variant in SMALL else sketch.get(variant)
+
+
+def sketch_seeds() -> list[bytes]:
+    return [
+        gradient_codec(variant).encode(keys, values, seed=5)
+        for keys, values in gradients().values()
+        for variant in [*sketch.METHODS, *SMALL]
+    ]
+
+
+SEEDS = {"dense": dense_seeds, "toc": toc_seeds, "weave": weave_seeds, "sketch": sketch_seeds}

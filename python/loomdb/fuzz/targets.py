@@ -8,7 +8,10 @@ A target takes one input and returns normally when the decoder behaved; anything
 other than ``LoomFormatError`` is a finding.  Past decoding, each target uses what it got the
 way loomdb does (TOC: A·v, v·A, A·M, M·A; MLWeaving: the products of ``WovenMatrix``) and checks
 the answers against a dense decode when the matrix is small and its values are tame, so a blob
-that decodes one way and multiplies another (a row naming a column twice) is caught too.
+that decodes one way and multiplies another (a row naming a column twice) is caught too.  A
+gradient message (SketchML §3) must decode to int64 keys, strictly increasing, and as many
+finite float64 values, its sections adding up to its length; a lossless method's must encode
+back to the same gradient.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from collections.abc import Callable
 import numpy as np
 
 from loomdb.codecs import dense as dense_codec
+from loomdb.codecs import sketch as sketch_codec
+from loomdb.codecs import sketch_format
 from loomdb.codecs import toc as toc_codec
 from loomdb.codecs import weave as weave_codec
 
@@ -67,6 +72,21 @@ def weave(data: bytes) -> None:
     _agree(W.toarray(), {"A·v": (W @ v, v), "v·A": (u @ W, u), "A·M": (W @ M, M)}, "weave")
 
 
+def sketch(data: bytes) -> None:
+    keys, values, sizes = sketch_format.read_message(data, dict(sketch_codec.METHODS))
+    if keys.dtype != np.int64 or values.dtype != np.float64 or keys.shape != values.shape:
+        raise AssertionError(f"sketch decoded keys {keys.shape}, values {values.shape}")
+    if (np.diff(keys) <= 0).any() or (len(keys) and keys[0] < 0) or not np.isfinite(values).all():
+        raise AssertionError("sketch decoded unsorted or negative keys, or a value not finite")
+    if sum(sizes.values()) != len(data):
+        raise AssertionError(f"sketch sections {sizes} do not add up to {len(data)} bytes")
+    codec = sketch_codec.METHODS[sketch_codec.method_of(data)]
+    if codec.lossless:
+        again = sketch_codec.decode(codec.encode(keys, values))
+        if again[0].tobytes() != keys.tobytes() or again[1].tobytes() != values.tobytes():
+            raise AssertionError(f"a {codec.name} message does not encode back to itself")
+
+
 def join_weave_input(planes: list[bytes], n: int, m: int, s: int) -> bytes:
     """A weave fuzz input: the block's shape and precision, then its planes back to back."""
     return WEAVE_HEAD.pack(n - 1, m - 1, s - 1) + b"".join(planes)
@@ -100,4 +120,9 @@ def _agree(X: np.ndarray, results: dict, codec: str) -> None:
             raise AssertionError(f"{codec} {name} differs from the dense decode's product")
 
 
-TARGETS: dict[str, Callable[[bytes], None]] = {"dense": dense, "toc": toc, "weave": weave}
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "dense": dense,
+    "toc": toc,
+    "weave": weave,
+    "sketch": sketch,
+}
