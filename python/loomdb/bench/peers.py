@@ -18,7 +18,8 @@ from loomdb.bench.epochwise import Race, race
 from loomdb.bench.objective import Objective
 from loomdb.bench.search import Search, fewest_steps
 
-ETA0_GRID = (0.001, 0.003, 0.01, 0.03, 0.1)
+REFERENCE_TOL = 1e-8  # lbfgs's gradient tolerance for the reference (default 1e-4)
+ETA0_GRID = (0.0001, 0.0003, 0.001, 0.003, 0.01)
 
 
 def lbfgs(n: int, l2: float, **kw: Any):
@@ -52,7 +53,7 @@ class Reference:
 
 
 def reference(obj: Objective) -> Reference:
-    model = lbfgs(len(obj.y), obj.l2, tol=1e-10, max_iter=100_000)
+    model = lbfgs(len(obj.y), obj.l2, tol=REFERENCE_TOL, max_iter=100_000)
     seconds = quiet_fit(model, obj.zscored(), obj.y)
     value = obj.of_zscored(model.coef_[0], model.intercept_[0])
     return Reference(value, seconds, int(model.n_iter_[0]))
