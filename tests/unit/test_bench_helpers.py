@@ -99,3 +99,14 @@ def test_parse_copy_binary_refuses_what_it_cannot_read():
     null = good.replace(struct.pack(">id", 8, 1.0), struct.pack(">i", -1) + b"\0" * 8, 1)
     with pytest.raises(ValueError):
         parse_copy_binary(null, 2)
+
+
+def test_bench_json_writes_na_as_null():
+    import json
+
+    from loomdb.bench.table import BenchTable, dumps
+
+    table = BenchTable("t", ["a", "b", "c"])
+    table.add(1.5, float("nan"), "not reached")
+    assert json.loads(dumps([table]))[0]["rows"] == [[1.5, None, "not reached"]]
+    assert table.render().splitlines()[-1].split("|")[2].strip() == "n/a"

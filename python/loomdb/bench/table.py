@@ -4,6 +4,7 @@ No paper section."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -49,5 +50,15 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _plain(v: Any) -> Any:
+    """JSON has no NaN or infinity: n/a is written as null, an infinity as text."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if v != v else str(v)
+    return v
+
+
 def dumps(tables: list[BenchTable]) -> str:
-    return json.dumps([t.to_dict() for t in tables], indent=2, default=str)
+    out = [t.to_dict() for t in tables]
+    for t in out:
+        t["rows"] = [[_plain(v) for v in row] for row in t["rows"]]
+    return json.dumps(out, indent=2, default=str, allow_nan=False)
