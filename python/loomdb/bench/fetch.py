@@ -28,7 +28,7 @@ def _split(data: np.ndarray, names: list[str], label: str) -> tuple[np.ndarray, 
 
 def pg_fetchall(conn: Any, table: str, label: str) -> tuple[np.ndarray, np.ndarray]:
     with conn.cursor() as cur:
-        cur.execute(f'SELECT * FROM "{table}"')
+        cur.execute(f'SELECT * FROM "{table}"', prepare=False)  # tables change shape
         names = [d.name for d in cur.description]
         data = np.asarray(cur.fetchall(), dtype=np.float64)
     return _split(data, names, label)
@@ -36,7 +36,7 @@ def pg_fetchall(conn: Any, table: str, label: str) -> tuple[np.ndarray, np.ndarr
 
 def pg_copy_binary(conn: Any, table: str, label: str) -> tuple[np.ndarray, np.ndarray]:
     with conn.cursor() as cur:
-        cur.execute(f'SELECT * FROM "{table}" LIMIT 0')
+        cur.execute(f'SELECT * FROM "{table}" LIMIT 0', prepare=False)
         names = [d.name for d in cur.description]
         with cur.copy(f'COPY "{table}" TO STDOUT (FORMAT BINARY)') as copy:
             raw = b"".join(bytes(block) for block in copy)
