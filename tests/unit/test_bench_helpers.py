@@ -70,6 +70,7 @@ def test_race_stops_at_the_target_on_a_plateau_or_at_the_cap():
     values = iter([5.0, 4.0, 3.0, 2.0, 1.0])
     met = race(lambda: None, lambda: next(values), 2.5, 10)
     assert (met.epochs, met.why, met.best) == (4, "met", 2.0)
+    assert met.seconds == met.spent >= 0
     flat = race(lambda: None, lambda: 2.0, 1.0, 100, patience=4)
     assert (flat.epochs, flat.seconds, flat.why, flat.ran) == (None, None, "plateau", 5)
     capped = race(lambda: None, lambda: 2.0, 1.0, 7)
@@ -110,3 +111,13 @@ def test_bench_json_writes_na_as_null():
     table.add(1.5, float("nan"), "not reached")
     assert json.loads(dumps([table]))[0]["rows"] == [[1.5, None, "not reached"]]
     assert table.render().splitlines()[-1].split("|")[2].strip() == "n/a"
+
+
+def test_bench_table_shows_the_significant_digits_asked_for():
+    from loomdb.bench.table import BenchTable
+
+    table = BenchTable("t", ["s", "r"], digits={"s": 3, "r": 5})
+    table.add(0.013456, 1.0099123)
+    table.add(158.04, 1.0)
+    rows = [line.split("|")[1:3] for line in table.render().splitlines()[4:6]]
+    assert [[c.strip() for c in r] for r in rows] == [["0.0135", "1.0099"], ["158", "1.0000"]]

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 @dataclass
 class Race:
     """``epochs``/``seconds`` to the target (None: not met); ``best`` objective; ``ran`` epochs;
-    ``why``: how the run ended ("met", "cap", "plateau")."""
+    ``why``: how the run ended ("met", "cap", "plateau"); ``spent``: seconds of all epochs run."""
 
     epochs: int | None
     seconds: float | None
     best: float
     ran: int
     why: str
+    spent: float = 0.0
 
 
 def race(
@@ -39,11 +40,11 @@ def race(
         spent += time.perf_counter() - started
         value = objective()
         if value <= target:
-            return Race(k, spent, min(best, value), k, "met")
+            return Race(k, spent, min(best, value), k, "met", spent)
         if value < best:
             best, since = value, 0
         else:
             since += 1
         if patience is not None and since >= patience:
-            return Race(None, None, best, k, "plateau")
-    return Race(None, None, best, cap, "cap")
+            return Race(None, None, best, k, "plateau", spent)
+    return Race(None, None, best, cap, "cap", spent)

@@ -80,7 +80,12 @@ def _dataset(targets, calls, found, name: str, obj: Objective, cap: int, repeat:
         Row(MEMORY, "sklearn lbfgs, to target", lb.k or f"> {cap}", lb_s, lb_value),
         race_row(MEMORY, "sklearn SGDClassifier, default", default, cap),
     ]
-    eta0, tuned, _ = sgd_tuned(obj, target, cap, PATIENCE)
+    eta0, tuned, grid = sgd_tuned(obj, target, cap, PATIENCE)
+    targets.notes.append(
+        f"{name}: tuning SGDClassifier's eta0 took {sum(r.spent for r in grid.values()):.1f} s "
+        f"of epochs over the grid ({', '.join(f'{e:g}: {r.why}' for e, r in grid.items())}), "
+        "not counted in its row"
+    )
     rows.append(
         race_row(MEMORY, f"sklearn SGDClassifier, eta0 {eta0:g} (best of grid)", tuned, cap)
     )
@@ -90,6 +95,11 @@ def _dataset(targets, calls, found, name: str, obj: Objective, cap: int, repeat:
     rows.append(race_row(MEMORY, f"numpy minibatch SGD (floor; {lr})", floor, cap))
     for lt in loom:
         rows += _loom_rows(lt, obj, cap)
+        if not _deterministic(lt, obj):
+            targets.notes.append(
+                f"{name} {lt.engine}: the search's k-epoch model and the timed cold/warm ones "
+                "differ: the trainer was not deterministic here, k may be off"
+            )
         if lt.restarts:
             targets.notes.append(
                 f"{name} {lt.engine}: the guard restarted {lt.restarts} trains; a k-epoch "
@@ -98,6 +108,14 @@ def _dataset(targets, calls, found, name: str, obj: Objective, cap: int, repeat:
     add_target_rows(targets, name, rows, ref.value, lb_s, floor.seconds)
     for engine, lt in zip(found, loom):
         _call_rows(calls, name, engine, lt, obj, ref.value, repeat)
+
+
+def _deterministic(lt: LoomTarget, obj: Objective) -> bool:
+    """The timed k-epoch trains end where the search's k-epoch probe did."""
+    if lt.search.k is None or lt.cold is None or lt.warm is None:
+        return True
+    probe = lt.search.probes[lt.search.k]
+    return all(abs(obj(t.w, t.b) - probe) <= 1e-9 * probe for t in (lt.cold, lt.warm))
 
 
 def _loom_rows(lt: LoomTarget, obj: Objective, cap: int) -> list[Row]:
