@@ -1,4 +1,5 @@
 """Time to a target for an in-memory optimiser that can be stepped one epoch at a time.
+No paper section.
 
 Only the epochs are timed; the objective is measured between them, untimed.  The run stops at
 the first epoch whose model meets the target, at ``cap`` epochs, or when the objective has not

@@ -1,4 +1,5 @@
 """What a user does instead of training in the database: fetch the table into numpy.
+No paper section.
 
 DuckDB: the cursor's ``fetchnumpy()`` (one array per column).  PostgreSQL: psycopg's
 ``fetchall()`` (what most code does), and ``COPY … TO STDOUT (FORMAT BINARY)`` parsed by numpy

@@ -1,4 +1,5 @@
 """The floor: loomdb's minibatch SGD as a plain numpy loop over an in-memory array.
+No paper section.
 
 The same algorithm as ``learn/trainer.py`` with the options a loomdb train actually used (read
 from ``loom.models``: step size, schedule, optimiser, batch size, penalties), so it follows the

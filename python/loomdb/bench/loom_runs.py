@@ -1,4 +1,5 @@
 """loomdb as a user drives it, through SQL: train, build an index, read back what was stored.
+No paper section.
 
 Only the options a benchmark must fix are passed; everything else is loomdb's default, and what
 a train actually used (its step size, schedule, batch size …) is read back from ``loom.models``,

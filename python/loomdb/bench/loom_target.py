@@ -1,4 +1,5 @@
 """loomdb's time to the target loss on one engine, through SQL.
+No paper section.
 
 loomdb's trainer is deterministic and its step schedule is indexed by the epoch, so a k-epoch
 train is the first k epochs of any longer one: the fewest epochs k that reach the target are

@@ -1,4 +1,5 @@
 """The one objective every system in ``bench train`` is judged by.
+No paper section.
 
     mean training log-loss  +  (l2 / 2) · ‖v‖²,    v = the weights per z-scored feature
 

@@ -1,4 +1,5 @@
 """scikit-learn's logistic regressions on the same objective, in memory, to a target.
+No paper section.
 
 LogisticRegression (lbfgs) with C = 1/(n·l2) and SGDClassifier(loss="log_loss", alpha=l2)
 minimise exactly :mod:`loomdb.bench.objective`'s objective on z-scored rows (neither penalises

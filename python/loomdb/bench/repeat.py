@@ -1,4 +1,5 @@
-"""Best of a few timed runs, fewer when one run is long (its noise is then small)."""
+"""Best of a few timed runs, fewer when one run is long (its noise is then small).
+No paper section."""
 
 from __future__ import annotations
 

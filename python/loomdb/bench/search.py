@@ -1,4 +1,5 @@
 """The fewest steps (epochs, iterations) after which a deterministic optimiser meets a target.
+No paper section.
 
 A deterministic optimiser whose k-step run is a prefix of any longer run can be probed at any
 k by running k steps.  Probing doubles k (1, 2, 4, …, ``cap``) until the target is met, then

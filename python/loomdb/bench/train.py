@@ -1,4 +1,5 @@
 """``loomdb bench train``: time to the same loss, and the whole call against fetch + fit.
+No paper section.
 
 One objective for every system (``bench/objective.py``): mean training log-loss + (l2/2)·‖v‖²,
 l2 = 1e-4, v the weights per z-scored feature, computed from each system's final model on the

@@ -1,4 +1,5 @@
-"""The two tables of ``bench train``: their columns, what each column means, their rows."""
+"""The two tables of ``bench train``: their columns, what each column means, their rows.
+No paper section."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """What a user would do instead of ``loom_train``: fetch the table into numpy from the same
-engine, z-score it (StandardScaler) and fit scikit-learn, timed end to end."""
+engine, z-score it (StandardScaler) and fit scikit-learn, timed end to end.
+No paper section."""
 
 from __future__ import annotations
 
