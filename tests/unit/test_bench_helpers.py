@@ -121,3 +121,44 @@ def test_bench_table_shows_the_significant_digits_asked_for():
     table.add(158.04, 1.0)
     rows = [line.split("|")[1:3] for line in table.render().splitlines()[4:6]]
     assert [[c.strip() for c in r] for r in rows] == [["0.0135", "1.0099"], ["158", "1.0000"]]
+
+
+@pytest.mark.parametrize("optimizer", ["nesterov", "sgd", "adam"])
+def test_the_numpy_floor_is_the_trainers_algorithm(optimizer):
+    """Same rows in the same order, same options: the floor's model after k epochs is the
+    trainer's k-epoch model (a short last batch, per-epoch hooks and the model iterate included)."""
+    from loomdb.accel.cpu import CpuBackend
+    from loomdb.bench.floor import sgd_epochs
+    from loomdb.learn.trainer import TrainConfig, fit
+    from support.arrays import ArraySource, problem
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(2.0, 3.0, size=(203, 5))
+    y = (X @ rng.normal(size=5) + rng.normal(size=203) > 4).astype(float)
+    used = {
+        "lr": 0.05,
+        "lr_schedule": "constant",
+        "lr_decay": 0.0,
+        "optimizer": optimizer,
+        "batch_size": 32,
+        "l1": 0.0,
+        "l2": 1e-3,
+        "fit_intercept": True,
+    }
+    obj = Objective(X, y, l2=used["l2"])
+    step, model = sgd_epochs(obj.zscored(), y, used, order=np.arange(len(y)))
+    for _ in range(7):
+        step()
+    p = problem(X, [0.0, 1.0])
+    config = TrainConfig(
+        kind="logistic",
+        epochs=7,
+        lr=0.05,
+        lr_schedule="constant",
+        optimizer=optimizer,
+        l2=used["l2"],
+    )
+    trained, _ = fit(ArraySource(X, y, 32), p, config, CpuBackend())
+    v, c = model()
+    np.testing.assert_allclose(v, trained.W[:, 0], rtol=1e-7, atol=1e-10)
+    assert c == pytest.approx(float(trained.b[0]), rel=1e-7, abs=1e-10)
