@@ -73,7 +73,10 @@ def target_table(cap: int, repeat: int) -> BenchTable:
             "obj ÷ ref",
         ],
         notes=[
-            "passes: epochs (iterations for lbfgs) to the target; not reached within "
+            "passes: epochs (iterations for lbfgs) to the target, read off an epoch-by-epoch "
+            "run (SGDClassifier, the floor) or searched (loomdb, lbfgs: k-step runs, doubling "
+            "then bisecting to a k that reaches the target after k − 1 did not; if the "
+            "objective is not monotone in k an earlier k might also reach it); not reached within "
             f"{cap} ('> {cap}'), or given up on after {PATIENCE} epochs without a new best "
             "objective ('plateau @ epoch')",
             "seconds: time to the target. lbfgs: the fit; SGDClassifier and the numpy floor: "
