@@ -1,13 +1,15 @@
 """loomdb's time to the target loss on one engine, through SQL.
 No paper section.
 
-loomdb's trainer is deterministic and its step schedule is indexed by the epoch, so a k-epoch
-train is the first k epochs of any longer one: the fewest epochs k that reach the target are
-found by :func:`loomdb.bench.search.fewest_steps` over ``{"epochs": k, "tol": 0}`` trains on an
-index (warm, so the search is cheap), and then k-epoch trains are timed three ways: cold (on the
-index with ``"cache_mb": 0``: every epoch reads the database), warm (on the index, the default
-cache) and the whole call from the table (profiling and layout included), each the best of a
-few, after one warm-up train (what a session pays once: imports, compiled kernels).  Only the
+loomdb's trainer is deterministic and what it does in epoch k depends on epochs 1..k only (the
+step schedule is indexed by the epoch, the optimiser's restarts by the epoch losses so far), so
+a k-epoch train is the first k epochs of any longer one (train.py checks the timed trains end
+where the search's did).  The fewest epochs k that reach the target are found by
+:func:`loomdb.bench.search.fewest_steps` over ``{"epochs": k, "tol": 0}`` trains on an index
+(warm, so the search is cheap); then k-epoch trains are timed three ways: cold (on the index
+with ``"cache_mb": 0``: every epoch reads the database), warm (on the index, the default cache)
+and the whole call from the table (profiling and layout included), each the best of a few,
+after one warm-up train (what a session pays once: imports, compiled kernels).  Only the
 model and its penalty are fixed (they define the objective); every other option is loomdb's
 default.
 """
