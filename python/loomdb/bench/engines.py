@@ -19,6 +19,7 @@ class BenchEngine:
     name: str
     run: Callable[[str], list[tuple]]
     load: Callable[..., list[str]]
+    raw: Any = None  # the engine's own connection (duckdb / psycopg), for what a user would do
 
     def scalar(self, sql: str) -> Any:
         return self.run(sql)[0][0]
@@ -43,6 +44,7 @@ def engines(dsn: str | None) -> Iterator[list[BenchEngine]]:
             "duckdb",
             lambda sql: con.execute(sql).fetchall(),
             lambda *a, **k: load_duckdb(con.duckdb, *a, **k),
+            con.duckdb,
         )
     ]
     conn = None
@@ -59,7 +61,9 @@ def engines(dsn: str | None) -> Iterator[list[BenchEngine]]:
         run_pg("DROP SCHEMA IF EXISTS loombench CASCADE")
         run_pg("CREATE SCHEMA loombench")
         run_pg("SET search_path = loombench, public")
-        found.append(BenchEngine("postgres", run_pg, lambda *a, **k: load_postgres(conn, *a, **k)))
+        found.append(
+            BenchEngine("postgres", run_pg, lambda *a, **k: load_postgres(conn, *a, **k), conn)
+        )
     try:
         yield found
     finally:

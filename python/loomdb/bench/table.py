@@ -4,6 +4,7 @@ No paper section."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ class BenchTable:
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    digits: dict[str, int] = field(default_factory=dict)  # column → significant digits shown
 
     def add(self, *values: Any) -> None:
         if len(values) != len(self.columns):
@@ -23,7 +25,8 @@ class BenchTable:
         self.rows.append(list(values))
 
     def render(self) -> str:
-        cells = [[_fmt(v) for v in row] for row in self.rows]
+        given = [self.digits.get(c) for c in self.columns]
+        cells = [[_fmt(v, d) for v, d in zip(row, given)] for row in self.rows]
         widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(self.columns)]
         line = "| " + " | ".join(c.ljust(w) for c, w in zip(self.columns, widths)) + " |"
         rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
@@ -37,10 +40,13 @@ class BenchTable:
         return asdict(self)
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: Any, digits: int | None = None) -> str:
     if isinstance(v, float):
         if v != v:
             return "n/a"
+        if digits is not None and v != 0 and math.isfinite(v):
+            decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+            return f"{v:,.{decimals}f}"
         if abs(v) >= 1000:
             return f"{v:,.0f}"
         if abs(v) >= 10:
@@ -49,5 +55,15 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _plain(v: Any) -> Any:
+    """JSON has no NaN or infinity: n/a is written as null, an infinity as text."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if v != v else str(v)
+    return v
+
+
 def dumps(tables: list[BenchTable]) -> str:
-    return json.dumps([t.to_dict() for t in tables], indent=2, default=str)
+    out = [t.to_dict() for t in tables]
+    for t in out:
+        t["rows"] = [[_plain(v) for v in row] for row in t["rows"]]
+    return json.dumps(out, indent=2, default=str, allow_nan=False)

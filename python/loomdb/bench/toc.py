@@ -136,5 +136,5 @@ def run(quick: bool = False, dsn: str | None = None) -> list[BenchTable]:
             assert folder is not None
             y = (load_mnist(folder, limit=len(X))[1] < 5).astype(float)
         labelled.append((name, X, y))
-    tables.append(epoch_times(labelled, dsn, epochs=2 if quick else 5))
+    tables.append(epoch_times(labelled, dsn, epochs=3 if quick else 10))
     return tables
