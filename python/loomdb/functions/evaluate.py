@@ -18,8 +18,9 @@ from loomdb.functions import model_cache
 from loomdb.learn import metrics
 from loomdb.learn.model import LinearModel
 from loomdb.learn.scaling import Scaling
+from loomdb.learn.sparse_model import SparseLinearModel
 from loomdb.store import catalog, layout
-from loomdb.store.names import check_name
+from loomdb.store.names import check_name, quote_ident
 from loomdb.store.source import columns_of, complete_rows, number
 
 EVAL_CHUNK = 65536
@@ -57,19 +58,37 @@ def evaluate(db: Any, name: str, source: str) -> str:
             hint=f"the model reads {', '.join(model.features[:10])} and its label {label}",
         )
     cols = [*model.features, label]
-    values = [number(c, kinds[c], db.type("double")) for c in cols]
     where = complete_rows(cols)
-    chunks = list(db.read_matrix(rel, values, where, None, EVAL_CHUNK))
-    data = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
+    if isinstance(model, SparseLinearModel):
+        Z, y = _sparse_margins(
+            db, model, rel, number(label, kinds[label], db.type("double")), where
+        )
+    else:
+        values = [number(c, kinds[c], db.type("double")) for c in cols]
+        chunks = list(db.read_matrix(rel, values, where, None, EVAL_CHUNK))
+        data = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
+        Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
+        y = data[:, -1]
     total = db.query(f"SELECT count(*) FROM {rel}")[0][0]
-    result: dict[str, Any] = {"model": name, "rows": len(data), "skipped": int(total) - len(data)}
-    Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
-    ok = np.isfinite(Z).all(axis=1) & np.isfinite(data[:, -1])
+    result: dict[str, Any] = {"model": name, "rows": len(y), "skipped": int(total) - len(y)}
+    ok = np.isfinite(Z).all(axis=1) & np.isfinite(y)
     result["skipped"] += int((~ok).sum())
     result["rows"] = int(ok.sum())
     if not ok.any():
         return _json(result | {"error": NO_ROWS})
-    return _json(result | _metrics(model, Z[ok], data[ok, -1]))
+    return _json(result | _metrics(model, Z[ok], y[ok]))
+
+
+def _sparse_margins(
+    db: Any, model: SparseLinearModel, rel: str, label: str, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Margins and labels of a sparse source's complete rows, read as CSR chunks."""
+    indices, values = (quote_ident(c) for c in model.features)
+    scores, labels = [np.empty((0, len(model.b)))], [np.empty(0)]
+    for y, rows in db.read_sparse(rel, label, indices, values, where, None, EVAL_CHUNK, 2**31):
+        scores.append(model.margins(rows))
+        labels.append(y)
+    return np.concatenate(scores), np.concatenate(labels)
 
 
 def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
@@ -82,6 +101,8 @@ def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
         )
     engine = registry.get(backend or "cpu")
     W, b = model.folded()
+    if isinstance(model, SparseLinearModel):  # over the index's observed columns
+        W, b = model.folded_over(np.asarray(laid.info.stats["columns"]))
     if laid.fmt.value_map == "minmax":  # stored values u = (x − min)/spread: fold that map in
         unit = Scaling.over_minmax("none", laid.info.stats)
         W, b = W * unit.scale[:, None], b - unit.shift @ (W * unit.scale[:, None])

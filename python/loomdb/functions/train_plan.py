@@ -76,7 +76,10 @@ class Plan:
             raise LoomOptionError(f"index '{info.name}' has label '{info.label}', not '{label}'")
         built = {**info.options, "features": info.columns}
         for key in layout.options_of(formats.get(info.format)).names():
-            if key in self.given and self.given[key] != built.get(key):
+            given, had = self.given.get(key), built.get(key)
+            if isinstance(given, dict) and isinstance(had, dict):  # sparse: the keys given
+                had = {k: had.get(k) for k in given}
+            if key in self.given and given != had:
                 raise LoomOptionError(
                     f"index '{info.name}' was built with {key} = {built.get(key)!r}; "
                     f"this train asks for {self.given[key]!r}",
