@@ -50,8 +50,8 @@ def sparse_rows(indices: Sequence[Any], values: Sequence[Any]) -> tuple[CsrRows,
 
 def rows_of(udf: Udf, columns: Sequence[Sequence[Any]]) -> tuple[Any, np.ndarray]:
     """The rows a vectorised UDF scores from its data arguments (all but the model): one
-    ``double[]`` of features (dense rows), or ``integer[]`` indices and ``double[]`` values."""
-    if [a.type for a in udf.args[1:]] == ["integer[]", "double[]"]:
+    ``double[]`` of features (dense rows), or ``bigint[]`` indices and ``double[]`` values."""
+    if [a.type for a in udf.args[1:]] == ["bigint[]", "double[]"]:
         return sparse_rows(*columns)
     (features,) = columns
     return feature_rows(features)

@@ -26,6 +26,7 @@ TYPES = (
     "double",
     "double[]",
     "integer[]",
+    "bigint[]",
     "bytes",
     "timestamp",
     "boolean",

@@ -29,6 +29,7 @@ TYPES = {
     "double": "DOUBLE",
     "double[]": "DOUBLE[]",
     "integer[]": "INTEGER[]",
+    "bigint[]": "BIGINT[]",
     "bigint": "BIGINT",
     "integer": "INTEGER",
     "smallint": "SMALLINT",

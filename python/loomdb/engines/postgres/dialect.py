@@ -16,6 +16,7 @@ PG_TYPES = {
     "double": "double precision",
     "double[]": "double precision[]",
     "integer[]": "integer[]",
+    "bigint[]": "bigint[]",
     "bigint": "bigint",
     "integer": "integer",
     "smallint": "smallint",

@@ -118,6 +118,9 @@ def test_a_hashed_cross_file_past_2_20_columns_trains_through_sql(engine):
     assert all((p > 0.5) == (y > 0) for y, _, p in pred)
     with pytest.raises(engine.errors, match="no SQL expression"):
         engine.scalar("SELECT loom_predict_sql('x')")
+    if engine.name == "duckdb":  # loomdb's SQL front-end: DoppioDB's inference form
+        with pytest.raises(engine.errors, match="sparse source"):
+            engine.rows("SELECT * FROM infer_mlweaving(x, 'crossed')")
     # dense stores the observed columns: a few dozen here
     assert train(engine, "xd", "crossed", {"epochs": 2})["stored_coefficients"] > 12
 
@@ -131,6 +134,8 @@ def test_a_sparse_toc_index_trains_and_evaluates_on_its_blobs(engine):
         )
     )
     assert built["features"] == ["indices", "values"] and built["rows"] == 60
+    assert built["sparse"]["indices"] == "indices" and 2**20 < built["sparse"]["width"] <= 2**21
+    assert 12 < built["sparse"]["columns"] < 200  # the columns the rows hold
     engine.scalar("SELECT loom_train('cm', NULL, 'label', '{\"index\": \"cx\", \"epochs\": 10}')")
     on_blobs = json.loads(engine.scalar("SELECT loom_evaluate_index('cm', 'cx')"))
     on_rows = json.loads(engine.scalar("SELECT loom_evaluate('cm', 'crossed')"))
