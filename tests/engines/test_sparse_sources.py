@@ -192,6 +192,7 @@ GOOD = [(1, "ARRAY[0, 4]", "ARRAY[1.0, 2.0]"), (0, "ARRAY[4, 1]", "ARRAY[0.5, 1.
         ([*GOOD, (1, "NULL", "ARRAY[1.0]")], {}, "NULL features"),
         ([*GOOD, (1, "ARRAY[1]", "ARRAY['NaN'::double precision]")], {}, "NaN or infinite"),
         (GOOD, {"features": ["ix"]}, "indices .an integer array."),
+        ([(1, "ARRAY[0]", "ARRAY[1.0]")] * 8, {"sparse": {"indices": "vs"}}, "integer array"),
         (GOOD, {"sparse": {"width": 0}}, "width from 1"),
     ],
 )
@@ -216,6 +217,10 @@ def test_sparse_columns_are_inferred_or_named_and_nulls_skipped(engine):
     assert z[-1] == (None, None) and all(a is not None for a, _ in z[:-1])
     evaluated = json.loads(engine.scalar("SELECT loom_evaluate('i1', 'inf')"))
     assert evaluated["rows"] == 8 and evaluated["skipped"] == 1
+    engine.rows("ALTER TABLE inf ADD COLUMN x double precision DEFAULT 1.5")
+    with pytest.raises(engine.errors, match="say which are the features"):
+        train(engine, "i3", "inf", {"nulls": "skip"})  # numeric columns and arrays: ambiguous
+    assert train(engine, "i3", "inf", {"features": ["x"], "epochs": 1})["features"] == 1
 
 
 def test_the_zipf_generator_makes_the_same_table_on_both_engines(engine):

@@ -3,11 +3,11 @@
 No paper section (TOC §3.1 starts from the same column–value pairs; loomdb reads them from the
 database instead of from a dense matrix).  A source is sparse when the ``sparse`` option says
 so (``{"indices": col, "values": col, "width": n}``, every key optional), when ``features`` names
-exactly its indices then its values array column, or — with neither option given — when it has
-exactly one integer-array and one other numeric-array column besides the label (its scalar
-columns are then not features).  Indices are 0-based columns below ``width`` (at most 2^31;
-by default the largest index + 1); the order inside a row does not matter, an index twice in
-one row is refused.
+exactly its indices then its values array column, or — with neither option given — when its
+columns besides the label are one integer-array and one other numeric-array column and no
+numeric ones (a source with numeric columns as well must say which it means).  Indices are
+0-based columns below ``width`` (at most 2^31; by default the largest index + 1); the order
+inside a row does not matter, an index twice in one row is refused.
 
 Nothing here builds a dense row.  Profiling is SQL over the unnested pairs: one pass checks
 them (equal lengths, no NULL element, indices in range), one ``GROUP BY index`` gathers each
@@ -109,7 +109,17 @@ def resolve(
     if given is None:
         ints = [c for c, k in arrays.items() if k == "integer[]"]
         nums = [c for c, k in arrays.items() if k == "double[]"]
-        return SparseSpec(ints[0], nums[0]) if len(ints) == 1 and len(nums) == 1 else None
+        if len(ints) != 1 or len(nums) != 1:
+            return None
+        scalars = [c for c, k in available.items() if k in dense_source.USABLE and c != label]
+        if scalars:
+            raise LoomOptionError(
+                f"{source} has numeric columns ({', '.join(scalars[:5])}) and the array columns "
+                f"{ints[0]} and {nums[0]}: say which are the features",
+                hint=f'pass {{"features": [{", ".join(repr(c) for c in scalars[:3])}…]}} for '
+                f'the numeric columns, or {{"sparse": {{}}}} for the arrays',
+            )
+        return SparseSpec(ints[0], nums[0])
     indices = given.get("indices")
     if indices is None:
         indices = _only(arrays, "integer[]", source, "indices")
