@@ -141,6 +141,11 @@ class CsrRows:
             )
         return CsrRows(self.indptr, indices, values, self.width)
 
+    def held_columns(self) -> np.ndarray:
+        """The columns holding a stored value, increasing: where ``R @ rows`` can be nonzero
+        (the keys of a sparse gradient)."""
+        return np.unique(self.indices)
+
     def toarray(self) -> np.ndarray:
         out = np.zeros(self.shape)
         out[self.row_ids(), self.indices] = self.values

@@ -45,6 +45,8 @@ def test_encode_csr_gives_the_bytes_of_the_dense_matrix(variant, entropy):
             toc.encode_csr(R.indptr, R.indices, R.values, m, variant=variant, entropy=entropy)
             == dense
         )
+        held = toc.TocMatrix.from_bytes(dense).held_columns()
+        assert held.tolist() == sorted(set(np.nonzero(X.view(np.uint64))[1].tolist()))
 
 
 def test_encode_csr_refuses_rows_that_are_not_canonical():
@@ -77,6 +79,8 @@ def test_csr_rows_products_slices_and_canonical_form():
     fixed = shuffled.canonical()
     assert fixed.indices.tolist() == [0, 2, 4, 1, 9] and fixed.values.tolist() == [1, 2, 0, 4, 3]
     assert R.canonical() is R
+    held = np.flatnonzero((X.view(np.uint64) != 0).any(axis=0))  # −0.0 is a stored value
+    assert R.held_columns().tolist() == held.tolist()
     with pytest.raises(LoomDataError, match="column 2 twice"):
         CsrRows(np.array([0, 3]), np.array([2, 0, 2]), np.ones(3), 5).canonical()
 

@@ -216,6 +216,11 @@ class TocMatrix:
             return k.rmatvec(*self._tree(), np.ascontiguousarray(u[0]), self.cols)[None, :]
         return k.rmatmat(*self._tree(), u, self.cols)
 
+    def held_columns(self) -> np.ndarray:
+        """The columns holding a stored value, increasing: where v·A can be nonzero (the keys
+        of a sparse gradient)."""
+        return np.unique(self.kcol[1:])
+
     def _with_values(self, kval: np.ndarray) -> TocMatrix:
         out = copy.copy(self)
         out.kval = kval

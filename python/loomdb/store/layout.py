@@ -4,7 +4,9 @@ No paper section of its own: Bismarck's "shuffle once, then scan" (rows come out
 in a seeded pseudo-random order and are cut into minibatches once) with each format's encoding.
 A layout is stored (an index: ``build``, ``open_index``) or, for a train without an index,
 kept in memory when it fits ``cache_mb`` and in a temporary table otherwise (``scratch``); the
-trainer reads either through :class:`Layout`.
+trainer reads either through :class:`Layout`.  A sparse source (``store/sparse.py``) is
+profiled, read and cut into minibatches as CSR rows, and each format encodes those
+(``Format.sparse_encoder``): no dense row is ever built for it.
 
 Any SQL derived from a catalog row — the index's source, re-run to rebuild it or to tell that it
 is stale, and its storage table — runs as the row's owner (``db.as_role``), so a superuser
