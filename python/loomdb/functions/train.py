@@ -79,7 +79,8 @@ def _problem(db: Any, name: str, p: Plan, info: IndexInfo, exists: bool) -> Prob
     cls = classes_of(info.label, info.label_counts) if p.loss.classifier else []
     init = _warm_start(db, name, kind, info, cls) if p.opts["warm_start"] else None
     fmt = layout.formats.get(info.format)
-    method = init.scaling.method if init else standardize_for(p.opts, fmt)
+    sparse = bool(info.options.get("sparse"))
+    method = init.scaling.method if init else standardize_for(p.opts, fmt, sparse)
     over = fmt.value_map == "minmax"
     scaling = (
         Scaling.over_minmax(method, info.stats) if over else Scaling.from_stats(method, info.stats)
