@@ -21,6 +21,8 @@ VALUES = {
     "source": "'t'",
     "label": "'y'",
     "features": "ARRAY[1.0, 2.0]",
+    "feature_indices": "ARRAY[0, 1]",
+    "feature_values": "ARRAY[1.0, 2.0]",
     "index": "'i'",
     "role": "'public'",
     "kind": "'libsvm'",

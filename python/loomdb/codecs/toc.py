@@ -56,38 +56,85 @@ def _first_appearance(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq[order], rank[inverse.ravel()]
 
 
-def sections(batch: np.ndarray, variant: str = "full") -> Sections:
-    """The sparse, logical and physical encodings of a batch, before serialisation."""
+def _check_variant(variant: str) -> None:
     if variant not in VARIANTS:
         raise LoomOptionError(f"TOC variant must be one of {', '.join(VARIANTS)}; got {variant!r}")
-    X = np.ascontiguousarray(batch, dtype=np.float64)
-    if X.ndim != 2:
-        raise LoomOptionError(f"a TOC batch must be 2-D; got shape {X.shape}")
-    n, cols = X.shape
+
+
+def _check_shape(n: int, cols: int) -> None:
     if cols > MAX_COLS or n > MAX_ROWS:
         raise LoomOptionError(
             f"a TOC batch has at most {MAX_ROWS:,} rows and {MAX_COLS:,} columns; got "
             f"{n:,}×{cols:,}",
             hint="use a smaller batch_size" if n > MAX_ROWS else None,
         )
+
+
+def sections(batch: np.ndarray, variant: str = "full") -> Sections:
+    """The sparse, logical and physical encodings of a batch, before serialisation."""
+    _check_variant(variant)
+    X = np.ascontiguousarray(batch, dtype=np.float64)
+    if X.ndim != 2:
+        raise LoomOptionError(f"a TOC batch must be 2-D; got shape {X.shape}")
+    n, cols = X.shape
+    _check_shape(n, cols)
     bits = X.view(np.uint64)
     rows_idx, cols_idx = np.nonzero(bits)  # +0.0 only: −0.0 and NaN are values
-    vbits = bits[rows_idx, cols_idx]
     row_starts = np.searchsorted(rows_idx, np.arange(n + 1)).astype(np.int64)
+    return _encoded_pairs(
+        n, cols, cols_idx.astype(np.int64), bits[rows_idx, cols_idx], row_starts, variant
+    )
+
+
+def sections_csr(
+    indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, cols: int, variant: str = "full"
+) -> Sections:
+    """:func:`sections` of the matrix whose rows are given in CSR form (row ``r`` holds
+    ``values[indptr[r]:indptr[r+1]]`` at columns ``indices[…]``, strictly increasing), without
+    making it dense: the same sections, so the same bytes, as the dense matrix gives.  A stored
+    +0.0 is dropped as the dense path drops it; −0.0 and NaN are kept."""
+    _check_variant(variant)
+    indptr = np.asarray(indptr, dtype=np.int64)
+    indices = np.asarray(indices, dtype=np.int64)
+    vbits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    n, nnz = len(indptr) - 1, len(indices)
+    _check_shape(n, cols)
+    if n < 0 or len(vbits) != nnz or indptr[0] != 0 or indptr[-1] != nnz:
+        raise LoomOptionError(
+            f"CSR arrays disagree: indptr runs {indptr[:1]}…{indptr[-1:]}, {nnz} indices, "
+            f"{len(vbits)} values"
+        )
+    if (np.diff(indptr) < 0).any():
+        raise LoomOptionError("CSR indptr must not decrease")
+    if nnz and (indices.min() < 0 or indices.max() >= cols):
+        raise LoomOptionError(f"a CSR column is outside 0..{cols - 1}")
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    if ((np.diff(indices) <= 0) & (np.diff(rows) == 0)).any():
+        raise LoomOptionError("CSR columns must strictly increase within each row")
+    keep = vbits != 0
+    rows, indices, vbits = rows[keep], indices[keep], vbits[keep]
+    row_starts = np.searchsorted(rows, np.arange(n + 1)).astype(np.int64)
+    return _encoded_pairs(n, cols, indices, vbits, row_starts, variant)
+
+
+def _encoded_pairs(
+    n: int, cols: int, cols_idx: np.ndarray, vbits: np.ndarray, row_starts: np.ndarray, variant: str
+) -> Sections:
+    """Sections from the nonzero pairs in row-major order (TOC §3.1 onwards)."""
     flags = VARIANTS[variant]
     if not flags & LOGICAL:
         return Sections(
             n,
             cols,
             flags,
-            cols_idx.astype(np.int64),
+            cols_idx,
             vbits.view(np.float64),
             None,
             None,
             row_starts[:-1],
         )
     distinct, value_ids = _first_appearance(vbits)
-    pairs, pair_ids = _first_appearance(cols_idx.astype(np.int64) * len(distinct) + value_ids - 1)
+    pairs, pair_ids = _first_appearance(cols_idx * len(distinct) + value_ids - 1)
     icol, ivalue = pairs // len(distinct), pairs % len(distinct)
     codes, code_starts = k.lzw_encode(pair_ids, row_starts, len(pairs))
     if flags & VALUE_INDEX:
@@ -101,6 +148,23 @@ def encode(batch: np.ndarray, *, variant: str = "full", entropy: str | None = No
     if entropy not in (None, "zstd"):
         raise LoomOptionError(f"TOC entropy stage must be 'zstd' or none; got {entropy!r}")
     return serialize(sections(batch, variant), ZSTD_LEVEL if entropy else None)
+
+
+def encode_csr(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    values: np.ndarray,
+    cols: int,
+    *,
+    variant: str = "full",
+    entropy: str | None = None,
+) -> bytes:
+    """:func:`encode` of a matrix given in CSR form: the same bytes, never densified."""
+    if entropy not in (None, "zstd"):
+        raise LoomOptionError(f"TOC entropy stage must be 'zstd' or none; got {entropy!r}")
+    return serialize(
+        sections_csr(indptr, indices, values, cols, variant), ZSTD_LEVEL if entropy else None
+    )
 
 
 def decode(blob: bytes | memoryview) -> np.ndarray:
@@ -151,6 +215,11 @@ class TocMatrix:
         if u.shape[0] == 1:
             return k.rmatvec(*self._tree(), np.ascontiguousarray(u[0]), self.cols)[None, :]
         return k.rmatmat(*self._tree(), u, self.cols)
+
+    def held_columns(self) -> np.ndarray:
+        """The columns holding a stored value, increasing: where v·A can be nonzero (the keys
+        of a sparse gradient)."""
+        return np.unique(self.kcol[1:])
 
     def _with_values(self, kval: np.ndarray) -> TocMatrix:
         out = copy.copy(self)

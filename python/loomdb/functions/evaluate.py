@@ -19,8 +19,9 @@ from loomdb.functions import model_cache
 from loomdb.learn import metrics
 from loomdb.learn.model import LinearModel
 from loomdb.learn.scaling import Scaling
+from loomdb.learn.sparse_model import SparseLinearModel
 from loomdb.store import catalog, layout
-from loomdb.store.names import check_name
+from loomdb.store.names import check_name, quote_ident
 from loomdb.store.source import columns_of, complete_rows, number
 
 EVAL_CHUNK = 65536
@@ -61,13 +62,31 @@ def scored(db: Any, name: str, source: str) -> tuple[LinearModel, np.ndarray, np
             hint=f"the model reads {', '.join(model.features[:10])} and its label {label}",
         )
     cols = [*model.features, label]
-    values = [number(c, kinds[c], db.type("double")) for c in cols]
-    chunks = list(db.read_matrix(rel, values, complete_rows(cols), None, EVAL_CHUNK))
-    data = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
+    where = complete_rows(cols)
+    if isinstance(model, SparseLinearModel):
+        label_value = number(label, kinds[label], db.type("double"))
+        Z, y = _sparse_margins(db, model, rel, label_value, where)
+    else:
+        values = [number(c, kinds[c], db.type("double")) for c in cols]
+        chunks = list(db.read_matrix(rel, values, where, None, EVAL_CHUNK))
+        data = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
+        Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
+        y = data[:, -1]
     total = int(db.query(f"SELECT count(*) FROM {rel}")[0][0])
-    Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
-    ok = np.isfinite(Z).all(axis=1) & np.isfinite(data[:, -1])
-    return model, Z[ok], data[ok, -1], total - int(ok.sum())
+    ok = np.isfinite(Z).all(axis=1) & np.isfinite(y)
+    return model, Z[ok], y[ok], total - int(ok.sum())
+
+
+def _sparse_margins(
+    db: Any, model: SparseLinearModel, rel: str, label: str, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Margins and labels of a sparse source's complete rows, read as CSR chunks."""
+    indices, values = (quote_ident(c) for c in model.features)
+    scores, labels = [np.empty((0, len(model.b)))], [np.empty(0)]
+    for y, rows in db.read_sparse(rel, label, indices, values, where, None, EVAL_CHUNK, 2**31):
+        scores.append(model.margins(rows))
+        labels.append(y)
+    return np.concatenate(scores), np.concatenate(labels)
 
 
 def evaluate(db: Any, name: str, source: str) -> str:
@@ -112,6 +131,8 @@ def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
         )
     engine = registry.get(backend or "cpu")
     W, b = model.folded()
+    if isinstance(model, SparseLinearModel):  # over the index's observed columns
+        W, b = model.folded_over(np.asarray(laid.info.stats["columns"]))
     if laid.fmt.value_map == "minmax":  # stored values u = (x − min)/spread: fold that map in
         unit = Scaling.over_minmax("none", laid.info.stats)
         W, b = W * unit.scale[:, None], b - unit.shift @ (W * unit.scale[:, None])

@@ -31,6 +31,8 @@ def _summary(info: IndexInfo, seconds: float | None = None) -> str:
         "batch_size": info.options.get("batch_size"),
         "features": info.columns,
     }
+    if info.options.get("sparse"):  # its array columns, width and the columns its rows hold
+        out["sparse"] = {**info.options["sparse"], "columns": len(info.stats["columns"])}
     if seconds is not None:
         out["seconds"] = round(seconds, 6)
     return json.dumps(out)

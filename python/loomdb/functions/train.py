@@ -23,6 +23,7 @@ from loomdb.learn import step_size
 from loomdb.learn.model import LinearModel
 from loomdb.learn.problem import Problem
 from loomdb.learn.scaling import Scaling
+from loomdb.learn.sparse_model import SparseLinearModel, from_layout, warm_start_over
 from loomdb.learn.trainer import TrainConfig, fit
 from loomdb.options import parse_json
 from loomdb.seams import IndexInfo, ModelRecord
@@ -79,9 +80,10 @@ def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) 
 def _problem(db: Any, name: str, p: Plan, info: IndexInfo, exists: bool) -> Problem:
     kind = p.opts["model"]
     cls = classes_of(info.label, info.label_counts) if p.loss.classifier else []
-    init = _warm_start(db, name, kind, info.columns, cls) if p.opts["warm_start"] else None
+    init = _warm_start(db, name, kind, info, cls) if p.opts["warm_start"] else None
     fmt = layout.formats.get(info.format)
-    method = init.scaling.method if init else standardize_for(p.opts, fmt)
+    sparse = bool(info.options.get("sparse"))
+    method = init.scaling.method if init else standardize_for(p.opts, fmt, sparse)
     over = fmt.value_map == "minmax"
     scaling = (
         Scaling.over_minmax(method, info.stats) if over else Scaling.from_stats(method, info.stats)
@@ -130,6 +132,9 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, exists: bool, what: s
         )
     used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method}
     model.scaling = Scaling.from_stats(problem.scaling.method, info.stats)
+    sparse = info.options.get("sparse")
+    if sparse:  # coefficients kept by source column (learn/sparse_model.py)
+        model = from_layout(model, np.asarray(info.stats["columns"]), sparse["width"])
     return model, history, used
 
 
@@ -147,8 +152,15 @@ def _automatic_step(
     if estimate and not hasattr(backend, "run_epoch"):
         batches = step_size.sample(laid.batches(0, info.batches, precision))
         shift, scale = problem.scaling.shift, problem.scaling.scale
+        sparse = info.options.get("sparse")
+        start = step_size.start_vector(
+            len(scale),
+            p.opts["fit_intercept"],
+            info.stats["columns"] if sparse else None,
+            sparse["width"] if sparse else None,
+        )
         lam = step_size.power_lambda(
-            batches, backend.margins, backend.gradient, shift, scale, p.opts["fit_intercept"]
+            batches, backend.margins, backend.gradient, shift, scale, p.opts["fit_intercept"], start
         )
     batch = int(info.options["batch_size"])
     return step_size.auto_step(
@@ -156,18 +168,35 @@ def _automatic_step(
     )
 
 
-def _warm_start(db: Any, name: str, kind: str, features: list[str], cls: list) -> LinearModel:
+def _warm_start(db: Any, name: str, kind: str, info: IndexInfo, cls: list) -> LinearModel:
     model = model_of(catalog.get_model(db, name))
-    if model.kind != kind or model.features != features or model.classes != cls:
+    sparse = info.options.get("sparse")
+    if (
+        model.kind != kind
+        or model.features != info.columns
+        or model.classes != cls
+        or isinstance(model, SparseLinearModel) != bool(sparse)
+    ):
         raise LoomOptionError(
             f"cannot warm-start model '{name}': it is a {model.kind} model over "
             f"{len(model.features)} features and {len(model.classes)} classes",
             hint="warm_start needs the same model kind, features and classes",
         )
+    if isinstance(model, SparseLinearModel) and sparse:
+        return warm_start_over(model, np.asarray(info.stats["columns"]), sparse["width"])
     return model
 
 
 def model_of(record: ModelRecord) -> LinearModel:
+    if isinstance(record.coefficients, dict):  # a sparse source's model
+        return SparseLinearModel.from_record(
+            record.kind,
+            record.feature_names,
+            record.coefficients,
+            record.intercept,
+            record.standardization,
+            record.classes,
+        )
     return LinearModel.from_dict(
         {
             "kind": record.kind,
@@ -182,14 +211,15 @@ def model_of(record: ModelRecord) -> LinearModel:
 
 def _record(name, p, info, model, history, used, timings, source) -> ModelRecord:
     simulated = [h["simulated_seconds"] for h in history if "simulated_seconds" in h]
+    stored = model.stored()
     return ModelRecord(
         name=name,
         kind=model.kind,
-        coefficients=model.W.tolist(),
+        coefficients=stored["coefficients"],
         intercept=model.b.tolist(),
         feature_names=model.features,
         classes=model.classes,
-        standardization=model.scaling.to_dict(),
+        standardization=stored["standardization"],
         options=used,
         history=history,
         rows_processed=info.rows,
@@ -207,10 +237,14 @@ def _record(name, p, info, model, history, used, timings, source) -> ModelRecord
 
 def _summary(record: ModelRecord, model: LinearModel) -> dict[str, Any]:
     epochs = [h for h in record.history if "epoch" in h]
+    stored = (
+        {"stored_coefficients": len(model.index)} if isinstance(model, SparseLinearModel) else {}
+    )
     return {
         "model": record.name,
         "kind": record.kind,
-        "features": len(model.features),
+        "features": model.width,
+        **stored,
         "classes": model.classes,
         "epochs": len(epochs),
         "loss": epochs[-1]["loss"] if epochs else None,

@@ -53,7 +53,12 @@ TRAIN = Options(
         "none",
         "'balanced' or an object of label: weight",
     ),
-    Option("standardize", Choices(METHODS), None, "zscore (default), minmax or none"),
+    Option(
+        "standardize",
+        Choices(METHODS),
+        None,
+        "zscore (default; minmax for sparse sources and mlweaving), minmax or none",
+    ),
     Option("warm_start", Boolean(), False, "continue training the model of this name"),
     Option("replace", Boolean(), False, "overwrite the model of this name"),
     Option("validation_fraction", Interval(False, 0, 0.9), 0.0, "hold out the last batches"),

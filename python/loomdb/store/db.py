@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from loomdb.csr import CsrRows
+
 #: The one vocabulary of column and argument types; each engine spells every one of them.
 TYPES = (
     "text",
@@ -24,6 +26,7 @@ TYPES = (
     "double",
     "double[]",
     "integer[]",
+    "bigint[]",
     "bytes",
     "timestamp",
     "boolean",
@@ -40,7 +43,8 @@ class Queryable(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
-        """``(name, kind)`` of a relation's columns; kind is numeric | boolean | other."""
+        """``(name, kind)`` of a relation's columns; kind is numeric | boolean | integer[] |
+        double[] (one-dimensional arrays of integers / of other numbers) | other."""
         ...
 
 
@@ -102,4 +106,21 @@ class Database(Queryable, Protocol):
         """Rows of ``columns`` (SQL expressions yielding numbers) as float64 arrays of ``chunk``
         rows; with ``shuffle_seed`` in a seeded pseudo-random order (Bismarck: shuffle once).
         Values travel packed, never one Python object per value."""
+        ...
+
+    def read_sparse(
+        self,
+        relation: str,
+        label: str,
+        indices: str,
+        values: str,
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+        width: int,
+    ) -> Iterator[tuple[np.ndarray, CsrRows]]:
+        """Rows of a sparse source as ``(labels, CsrRows)`` chunks of ``chunk`` rows, in the
+        order :meth:`read_matrix` would give: ``label`` an SQL expression yielding a number,
+        ``indices`` and ``values`` (quoted) array columns, read whole per row and packed.
+        Columns are returned as stored (not checked against ``width``, not sorted)."""
         ...

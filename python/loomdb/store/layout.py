@@ -4,7 +4,9 @@ No paper section of its own: Bismarck's "shuffle once, then scan" (rows come out
 in a seeded pseudo-random order and are cut into minibatches once) with each format's encoding.
 A layout is stored (an index: ``build``, ``open_index``) or, for a train without an index,
 kept in memory when it fits ``cache_mb`` and in a temporary table otherwise (``scratch``); the
-trainer reads either through :class:`Layout`.
+trainer reads either through :class:`Layout`.  A sparse source (``store/sparse.py``) is
+profiled, read and cut into minibatches as CSR rows, and each format encodes those
+(``Format.sparse_encoder``): no dense row is ever built for it.
 
 Any SQL derived from a catalog row — the index's source, re-run to rebuild it or to tell that it
 is stale, and its storage table — runs as the row's owner (``db.as_role``), so a superuser
@@ -24,11 +26,12 @@ import numpy as np
 from loomdb.errors import LoomDataError, LoomStateError
 from loomdb.options import Choices, Interval, Names, Option, Options
 from loomdb.seams import Batch, IndexInfo
-from loomdb.store import catalog, formats, storage
+from loomdb.store import catalog, formats, sparse, storage
 from loomdb.store.db import Database
 from loomdb.store.formats.base import Format
+from loomdb.store.names import quote_ident
 from loomdb.store.norms import RowNorms
-from loomdb.store.source import SourceProfile, complete_rows, profile
+from loomdb.store.source import SourceProfile, complete_rows
 from loomdb.store.source import number as as_double
 
 CHUNK = 8192  # rows per chunk read from the source
@@ -48,8 +51,14 @@ OPTIONS = Options(
     Option("seed", Interval(True, 0, 2**31 - 1), 42, "the seed of the one-time shuffle"),
     Option("nulls", Choices(["error", "skip"]), "error", "what rows with NULLs do"),
     Option("dtype", Choices(["float64", "float32"]), "float64", "the dense format's values"),
+    Option(
+        "sparse",
+        sparse.SparseOption(),
+        None,
+        "a sparse source's indices and values array columns and width (store/sparse.py)",
+    ),
 )
-BUILT_WITH = ("format", "features", "batch_size", "seed", "nulls", "dtype")
+BUILT_WITH = ("format", "features", "batch_size", "seed", "nulls", "dtype", "sparse")
 
 
 def options_of(fmt: Format) -> Options:
@@ -67,7 +76,7 @@ class Layout:
     close: Callable[[], None] = lambda: None
 
     def batches(self, first: int, stop: int, precision: int) -> Iterator[Batch]:
-        m = len(self.info.columns)
+        m = sparse.feature_count(self.info)
         for stored in self.read_stored(first, stop, self.fmt.parts(precision)):
             yield self.fmt.decode(stored, m, precision)
 
@@ -110,8 +119,11 @@ def _minibatches(chunks: Iterable[np.ndarray], size: int) -> Iterator[np.ndarray
 
 def _encoded(
     db: Database, prof: SourceProfile, fmt: Format, opts: dict[str, Any], progress: Progress
-) -> Iterator[tuple[int, np.ndarray, list[bytes]]]:
+) -> Iterator[tuple[int, Any, list[bytes]]]:
     """``(number, features, parts)`` of every minibatch of the shuffled source."""
+    if isinstance(prof, sparse.SparseProfile):
+        yield from _encoded_sparse(db, prof, fmt, opts, progress)
+        return
     encode = fmt.encoder(prof.stats, opts)
     chunks = db.read_matrix(
         prof.relation, prof.values(db.type("double")), prof.where, opts["seed"], CHUNK
@@ -126,7 +138,25 @@ def _encoded(
         progress.rows(done)
 
 
+def _encoded_sparse(
+    db: Database, prof: sparse.SparseProfile, fmt: Format, opts: dict[str, Any], progress: Progress
+) -> Iterator[tuple[int, Any, list[bytes]]]:
+    """The same for a sparse source: CSR minibatches, never a dense row (store/sparse.py)."""
+    encode = fmt.sparse_encoder(prof.stats, opts, len(prof.columns))
+    rows = sparse.read_rows(db, prof, opts["seed"], CHUNK)
+    done = 0
+    for number, (y, X) in enumerate(sparse.minibatches(rows, opts["batch_size"])):
+        if not (np.isfinite(y).all() and np.isfinite(X.values).all()):
+            raise LoomDataError(f"{prof.source} holds NaN or infinite values")
+        yield number, X, [fmt.encode_labels(y), *encode(X)]
+        done += len(y)
+        progress.rows(done)
+
+
 def _info(name: str, prof: SourceProfile, fmt: Format, opts: dict[str, Any]) -> IndexInfo:
+    options = {k: v for k, v in opts.items() if k != "features"}
+    if isinstance(prof, sparse.SparseProfile):
+        options["sparse"] = prof.spec.as_option()
     return IndexInfo(
         name=name,
         source=prof.source,
@@ -134,8 +164,8 @@ def _info(name: str, prof: SourceProfile, fmt: Format, opts: dict[str, Any]) -> 
         columns=prof.features,
         format=fmt.name,
         format_version=fmt.version,
-        options={k: v for k, v in opts.items() if k != "features"},
-        stats={k: v.tolist() for k, v in prof.stats.items()},
+        options=options,
+        stats=prof.stored_stats(),
         label_counts=prof.label_counts,
         rows=prof.rows,
         skipped=prof.skipped,
@@ -175,7 +205,12 @@ def _signature(db: Database, info: IndexInfo, kinds: dict[str, str]) -> str:
     from loomdb.store.names import relation
 
     cols = [*info.columns, info.label]
-    exprs = [as_double(c, kinds.get(c, "numeric"), db.type("double")) for c in cols]
+    exprs = [
+        quote_ident(c)
+        if info.options.get("sparse") and c != info.label  # the array columns
+        else as_double(c, kinds.get(c, "numeric"), db.type("double"))
+        for c in cols
+    ]
     where = complete_rows(cols) if info.options.get("nulls") == "skip" else None
     return db.signature(relation(info.source, db.dialect), exprs, where)
 
@@ -192,7 +227,7 @@ def build(
     """Profile ``source``, write its minibatches as index ``name``, record it in the catalog."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
-    prof = profile(db, source, label, opts["features"], opts["nulls"])
+    prof = sparse.profile_source(db, source, label, opts)
     info = _info(name, prof, fmt, opts)
     relation = catalog.storage_relation(name)
     storage.create(db, relation)
@@ -223,10 +258,10 @@ def scratch(
     temporary table (dropped with the session or by ``close``)."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
-    prof = profile(db, source, label, opts["features"], opts["nulls"])
+    prof = sparse.profile_source(db, source, label, opts)
     info = _info("", prof, fmt, opts)
     progress = Progress(db, what, prof.rows, quiet)
-    if prof.rows * (len(prof.features) + 1) * 8 <= budget:
+    if prof.raw_bytes <= budget:
         kept: list[tuple] = []
         _lay_out(db, info, prof, fmt, opts, kept.extend, progress)
         return Layout(info, fmt, _memory_reader(kept))

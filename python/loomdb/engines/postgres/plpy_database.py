@@ -3,11 +3,12 @@
 Values are bound through ``plpy.prepare`` with typed parameters (plans cached per statement
 text and types); rows stream through ``plpy.cursor(...).fetch(n)``; minibatch rows travel from
 SQL packed as one ``bytea`` per chunk (``array_send`` of a float8[] per row, concatenated by
-``string_agg``), never as one Python object per value, and are written back as arrays
-(``unnest``), one statement per page.  Errors PostgreSQL raises come out as loomdb errors
-carrying its message; a cancel (``pg_cancel_backend``, ``statement_timeout``) as
-``LoomInterrupted``, noticed within ``INTERRUPT_EVERY_S`` because ``check_interrupt`` runs a
-trivial statement (which is where PostgreSQL checks for a pending cancel).
+``string_agg``; a sparse row's two arrays likewise), never as one Python object per value,
+and are written back as arrays (``unnest``), one statement per page.  Errors PostgreSQL
+raises come out as loomdb errors carrying its message; a cancel (``pg_cancel_backend``,
+``statement_timeout``) as ``LoomInterrupted``, noticed within ``INTERRUPT_EVERY_S`` because
+``check_interrupt`` runs a trivial statement (which is where PostgreSQL checks for a pending
+cancel).
 """
 
 from __future__ import annotations
@@ -19,10 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from loomdb.csr import CsrRows
 from loomdb.engines.postgres.dialect import (
+    array_rows,
     column_kind,
     decode_packed_rows,
+    decode_packed_sparse,
     packed_rows_query,
+    packed_sparse_query,
     param_type,
     signature_query,
     type_name,
@@ -88,19 +93,15 @@ class PlpyDatabase:
         self._run(sql, params)
 
     def insert(self, relation: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
-        """Scalar rows as one ``unnest`` of arrays; rows holding arrays one prepared INSERT
-        each (``unnest`` would flatten them), typed by the table's own columns."""
+        """Rows as one ``INSERT … SELECT … FROM unnest(…)`` of arrays: a column of scalars as
+        an array, a column of arrays as one flat array sliced per row (``array_rows``)."""
         if not rows:
             return
         try:
             if any(isinstance(v, (list, tuple)) for v in rows[0]):
                 types = self._column_types(relation, len(columns))
-                marks = ", ".join(f"${i + 1}" for i in range(len(columns)))
-                plan = self.plpy.prepare(
-                    f"INSERT INTO {relation} ({', '.join(columns)}) VALUES ({marks})", types
-                )
-                for row in rows:
-                    self.plpy.execute(plan, list(row))
+                sql, kinds, params = array_rows(relation, columns, types, rows)
+                self.plpy.execute(self.plpy.prepare(sql, kinds), params)
                 return
             arrays = [[r[i] for r in rows] for i in range(len(columns))]
             kinds = [param_type(a[0]) + "[]" for a in arrays]
@@ -206,3 +207,18 @@ class PlpyDatabase:
         sql = packed_rows_query(relation, columns, where, shuffle_seed, chunk)
         for (blob,) in self.stream(sql, (), size=1):
             yield decode_packed_rows(bytes(blob), len(columns))
+
+    def read_sparse(
+        self,
+        relation: str,
+        label: str,
+        indices: str,
+        values: str,
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+        width: int,
+    ) -> Iterator[tuple[np.ndarray, CsrRows]]:
+        sql = packed_sparse_query(relation, label, indices, values, where, shuffle_seed, chunk)
+        for heads, bodies in self.stream(sql, (), size=1):
+            yield decode_packed_sparse(bytes(heads), bytes(bodies), width)

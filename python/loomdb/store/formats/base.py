@@ -5,6 +5,10 @@ parts read at a precision become a matrix-like payload (``payload``); ``store.st
 and checks the parts, ``store.layout`` decides what to read.  ``value_map`` names the affine map
 a format applied to the values it stores (mlweaving: min–max), so the trainer can fold any
 standardisation on top of it and the model predicts on raw rows.
+
+A sparse source's minibatches arrive as ``CsrRows`` (``sparse_encoder``): a format that stores
+them as they are says so by overriding it (toc); the others get them densified, refused when a
+dense minibatch would exceed ``MAX_DENSIFIED`` bytes (with the hint to use toc).
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ from typing import Any
 import numpy as np
 
 from loomdb.codecs import dense
-from loomdb.errors import LoomFormatError
+from loomdb.csr import CsrRows
+from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.options import Options
 from loomdb.seams import Batch
 from loomdb.store.storage import Stored
 
 Encoder = Callable[[np.ndarray], list[bytes]]
+SparseEncoder = Callable[[CsrRows], list[bytes]]
+MAX_DENSIFIED = 16 << 20  # bytes of one densified minibatch of a sparse source
 
 
 class Format:
@@ -39,6 +46,22 @@ class Format:
 
     def encoder(self, stats: dict[str, Any], options: dict[str, Any]) -> Encoder:
         raise NotImplementedError
+
+    def sparse_encoder(
+        self, stats: dict[str, Any], options: dict[str, Any], cols: int
+    ) -> SparseEncoder:
+        """How a sparse source's minibatches (``cols`` columns) become parts: densified here."""
+        size = int(options["batch_size"]) * cols * 8
+        if size > MAX_DENSIFIED:
+            raise LoomOptionError(
+                f"the {self.name} format stores sparse rows dense: a minibatch of "
+                f"{options['batch_size']} rows × {cols:,} columns would take "
+                f"{size / 2**20:,.1f} MiB (at most {MAX_DENSIFIED >> 20} MiB)",
+                hint='lay the source out with {"format": "toc"}, which stores sparse rows '
+                "without densifying them",
+            )
+        encode = self.encoder(stats, options)
+        return lambda X: encode(X.toarray())
 
     def payload(self, parts: list[bytes], rows: int, n_features: int, precision: int) -> Any:
         raise NotImplementedError
