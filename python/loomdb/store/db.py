@@ -40,7 +40,7 @@ class Queryable(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
-        """``(name, kind)`` of a relation's columns; kind is numeric | boolean | other."""
+        """``(name, kind)`` of a relation's columns; kind is numeric | boolean | bytes | other."""
         ...
 
 
@@ -90,4 +90,16 @@ class Database(Queryable, Protocol):
         """Rows of ``columns`` (SQL expressions yielding numbers) as float64 arrays of ``chunk``
         rows; with ``shuffle_seed`` in a seeded pseudo-random order (Bismarck: shuffle once).
         Values travel packed, never one Python object per value."""
+        ...
+
+    def read_rows(
+        self,
+        relation: str,
+        columns: Sequence[str],
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+    ) -> Iterator[list[tuple]]:
+        """Rows of ``columns`` as Python values (bytes for a bytea/BLOB), ``chunk`` at a time,
+        in ``read_matrix``'s order: for values that are not numbers (images)."""
         ...

@@ -34,6 +34,7 @@ TYPES = {
     "bytes": "BLOB",
     "timestamp": "TIMESTAMP",
 }
+KINDS = {"BOOLEAN": "boolean", "BLOB": "bytes"}
 NUMERIC = re.compile(
     r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
     r"FLOAT|DOUBLE|REAL|DECIMAL(\(\d+,\s*\d+\))?)$"
@@ -139,7 +140,7 @@ class DuckDatabase:
     def columns(self, relation: str) -> list[tuple[str, str]]:
         rows = self.query(f"DESCRIBE SELECT * FROM {relation}")
         return [
-            (name, "numeric" if NUMERIC.match(typ) else "boolean" if typ == "BOOLEAN" else "other")
+            (name, "numeric" if NUMERIC.match(typ) else KINDS.get(typ, "other"))
             for name, typ, *_ in rows
         ]
 
@@ -158,6 +159,31 @@ class DuckDatabase:
         shuffle_seed: int | None,
         chunk: int,
     ) -> Iterator[np.ndarray]:
+        for rb in self._batches(relation, columns, where, shuffle_seed, chunk):
+            yield np.column_stack([c.to_numpy(zero_copy_only=False) for c in rb.columns]).astype(
+                np.float64, copy=False
+            )
+
+    def read_rows(
+        self,
+        relation: str,
+        columns: Sequence[str],
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+    ) -> Iterator[list[tuple]]:
+        for rb in self._batches(relation, columns, where, shuffle_seed, chunk):
+            yield list(zip(*(c.to_pylist() for c in rb.columns)))
+
+    def _batches(
+        self,
+        relation: str,
+        columns: Sequence[str],
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+    ) -> Iterator[Any]:
+        """Arrow record batches of ``columns`` in ``read_matrix``'s order."""
         filtered = f" WHERE {where}" if where else ""
         order = (
             f" ORDER BY hash(loom_rn, {int(shuffle_seed)}), loom_rn"
@@ -177,9 +203,7 @@ class DuckDatabase:
                 reader = cur.sql(sql).to_arrow_reader(chunk)
                 for rb in reader:
                     if rb.num_rows:
-                        yield np.column_stack(
-                            [c.to_numpy(zero_copy_only=False) for c in rb.columns]
-                        ).astype(np.float64, copy=False)
+                        yield rb
         finally:
             cur.close()
 

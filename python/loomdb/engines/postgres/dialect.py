@@ -25,6 +25,7 @@ PG_TYPES = {
 
 NUMERIC_OIDS = {20, 21, 23, 700, 701, 1700}  # int8 int2 int4 float4 float8 numeric
 BOOL_OID = 16
+BYTEA_OID = 17
 FLOAT8_OID = 701
 ARRAY_HEADER = 20  # ndim, flags, element type, dimension, lower bound: 5 × int4
 
@@ -34,7 +35,9 @@ def type_name(abstract: str) -> str:
 
 
 def column_kind(oid: int) -> str:
-    return "numeric" if oid in NUMERIC_OIDS else "boolean" if oid == BOOL_OID else "other"
+    if oid in NUMERIC_OIDS:
+        return "numeric"
+    return {BOOL_OID: "boolean", BYTEA_OID: "bytes"}.get(oid, "other")
 
 
 def param_type(value: Any) -> str:
@@ -68,6 +71,17 @@ def packed_rows_query(
         f"row_number() OVER (ORDER BY {order}) AS loom_pos FROM ("
         f"SELECT *, row_number() OVER () AS loom_rn FROM {relation}{filtered}) loom_a) loom_b "
         f"GROUP BY (loom_pos - 1) / {int(chunk)} ORDER BY (loom_pos - 1) / {int(chunk)}"
+    )
+
+
+def rows_query(relation: str, columns: Sequence[str], where: str | None, seed: int | None) -> str:
+    """The values of ``columns`` (SQL expressions), in the order of :func:`packed_rows_query`."""
+    values = ", ".join(f"{c} AS loom_c{i}" for i, c in enumerate(columns))
+    order = shuffle_key("loom_rn", seed) if seed is not None else "loom_rn"
+    filtered = f" WHERE {where}" if where else ""
+    return (
+        f"SELECT {values} FROM (SELECT *, row_number() OVER () AS loom_rn "
+        f"FROM {relation}{filtered}) loom_a ORDER BY {order}"
     )
 
 

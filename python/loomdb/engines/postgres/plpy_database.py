@@ -24,6 +24,7 @@ from loomdb.engines.postgres.dialect import (
     decode_packed_rows,
     packed_rows_query,
     param_type,
+    rows_query,
     signature_query,
     type_name,
 )
@@ -186,3 +187,20 @@ class PlpyDatabase:
         sql = packed_rows_query(relation, columns, where, shuffle_seed, chunk)
         for (blob,) in self.stream(sql, (), size=1):
             yield decode_packed_rows(bytes(blob), len(columns))
+
+    def read_rows(
+        self,
+        relation: str,
+        columns: Sequence[str],
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+    ) -> Iterator[list[tuple]]:
+        rows: list[tuple] = []
+        for row in self.stream(rows_query(relation, columns, where, shuffle_seed), (), chunk):
+            rows.append(row)
+            if len(rows) >= chunk:
+                yield rows
+                rows = []
+        if rows:
+            yield rows
