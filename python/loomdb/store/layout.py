@@ -28,7 +28,7 @@ from loomdb.store import catalog, formats, storage
 from loomdb.store.db import Database
 from loomdb.store.formats.base import Format
 from loomdb.store.norms import RowNorms
-from loomdb.store.source import SourceProfile, complete_rows, profile
+from loomdb.store.source import SourceProfile, complete_rows
 from loomdb.store.source import number as as_double
 
 CHUNK = 8192  # rows per chunk read from the source
@@ -108,6 +108,26 @@ def _minibatches(chunks: Iterable[np.ndarray], size: int) -> Iterator[np.ndarray
         yield np.concatenate(pending) if len(pending) > 1 else pending[0]
 
 
+class RowEncoding:
+    """The numeric formats' pass: shuffled rows cut into minibatches, each encoded into parts
+    (labels first), the squared row norms gathered on the way (``store/norms.py``)."""
+
+    def __init__(
+        self, db: Database, prof: SourceProfile, fmt: Format, opts: dict[str, Any], progress
+    ):
+        self.args = (db, prof, fmt, opts, progress)
+        self.norms = RowNorms(prof.stats)
+
+    def __iter__(self) -> Iterator[tuple[int, int, int, list[bytes]]]:
+        """``(minibatch, rows, first part, parts)`` of every minibatch."""
+        for number, X, parts in _encoded(*self.args):
+            self.norms.add(X)
+            yield number, len(X), 0, parts
+
+    def stats(self) -> dict[str, Any]:
+        return {"sq_norm": self.norms.summary()}
+
+
 def _encoded(
     db: Database, prof: SourceProfile, fmt: Format, opts: dict[str, Any], progress: Progress
 ) -> Iterator[tuple[int, np.ndarray, list[bytes]]]:
@@ -156,26 +176,30 @@ def _lay_out(
     progress: Progress,
 ) -> None:
     progress.start(prof.source, fmt.name)
-    norms = RowNorms(prof.stats)
+    encoding = fmt.encoding(db, prof, opts, progress) or RowEncoding(db, prof, fmt, opts, progress)
     pending: list[tuple] = []
     size = 0
-    for number, X, parts in _encoded(db, prof, fmt, opts, progress):
-        norms.add(X)
-        pending += storage.rows_of(info.uid, number, len(X), fmt.version, parts)
-        size += sum(len(p) for p in parts)
-        info.batches, info.bytes = number + 1, info.bytes + sum(len(p) for p in parts)
+    for number, rows, first, parts in encoding:
+        pending += storage.rows_of(info.uid, number, rows, fmt.version, parts, first)
+        nbytes = sum(len(p) for p in parts)
+        size += nbytes
+        info.batches, info.bytes = max(info.batches, number + 1), info.bytes + nbytes
         if size >= FLUSH_BYTES:
             sink(pending)
             pending, size = [], 0
     sink(pending)
-    info.stats["sq_norm"] = norms.summary()
+    info.stats.update(encoding.stats())
 
 
 def _signature(db: Database, info: IndexInfo, kinds: dict[str, str]) -> str:
-    from loomdb.store.names import relation
+    from loomdb.store.names import quote_ident, relation
 
     cols = [*info.columns, info.label]
-    exprs = [as_double(c, kinds.get(c, "numeric"), db.type("double")) for c in cols]
+    double = db.type("double")
+    exprs = [  # an image column's bytes are fingerprinted as they are
+        quote_ident(c) if kinds.get(c) == "bytes" else as_double(c, kinds.get(c, "numeric"), double)
+        for c in cols
+    ]
     where = complete_rows(cols) if info.options.get("nulls") == "skip" else None
     return db.signature(relation(info.source, db.dialect), exprs, where)
 
@@ -192,7 +216,7 @@ def build(
     """Profile ``source``, write its minibatches as index ``name``, record it in the catalog."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
-    prof = profile(db, source, label, opts["features"], opts["nulls"])
+    prof = fmt.profile(db, source, label, opts["features"], opts["nulls"])
     info = _info(name, prof, fmt, opts)
     relation = catalog.storage_relation(name)
     storage.create(db, relation)
@@ -223,18 +247,18 @@ def scratch(
     temporary table (dropped with the session or by ``close``)."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
-    prof = profile(db, source, label, opts["features"], opts["nulls"])
+    prof = fmt.profile(db, source, label, opts["features"], opts["nulls"])
     info = _info("", prof, fmt, opts)
     progress = Progress(db, what, prof.rows, quiet)
-    if prof.rows * (len(prof.features) + 1) * 8 <= budget:
+    if prof.raw_bytes <= budget:
         kept: list[tuple] = []
         _lay_out(db, info, prof, fmt, opts, kept.extend, progress)
-        return Layout(info, fmt, _memory_reader(kept))
+        return Layout(info, fmt.bind(info), _memory_reader(kept))
     relation = storage.scratch_relation(db, info.uid)
     storage.create(db, relation)
     _lay_out(db, info, prof, fmt, opts, lambda rows: storage.write(db, relation, rows), progress)
     reader = storage.Reader(db, relation, what, info.uid, fmt.version, None)
-    layout = Layout(info, fmt, _stored_reader(reader, info))
+    layout = Layout(info, fmt.bind(info), _stored_reader(reader, info))
     layout.close = lambda: db.execute(f"DROP TABLE IF EXISTS {relation}")
     return layout
 
@@ -278,7 +302,7 @@ def open_index(db: Database, name: str, allow_stale: bool = False) -> Layout:
         check_fresh(db, info)
     relation = catalog.storage_relation(name)
     reader = storage.Reader(db, relation, name, info.uid, fmt.version, info.owner)
-    return Layout(info, fmt, _stored_reader(reader, info))
+    return Layout(info, fmt.bind(info), _stored_reader(reader, info))
 
 
 def check_fresh(db: Database, info: IndexInfo) -> None:

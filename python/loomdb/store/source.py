@@ -46,6 +46,12 @@ class SourceProfile:
     stats: dict[str, np.ndarray]
     label_counts: dict[float, int] = field(default_factory=dict)
     where: str | None = None
+    size: int | None = None  # bytes of the rows' values, where not 8 per value (images)
+
+    @property
+    def raw_bytes(self) -> int:
+        """What the source's rows take in memory, laid out."""
+        return self.size if self.size is not None else self.rows * (len(self.features) + 1) * 8
 
     def values(self, double: str) -> list[str]:
         """SQL expressions of the features then the label, as doubles."""
