@@ -40,8 +40,10 @@ make_venv() {
     "$VENV/bin/python" -m pip install -q -e ".$1"
 }
 
+# jpegtran (libjpeg-turbo's tools): the pcr format transcodes JPEGs to progressive ones with it
 case "$mode" in
 demo)
+    apt_install libjpeg-turbo-progs
     make_venv ""
     say "running sql/demo.sql on embedded DuckDB"
     db="$(mktemp -d)/demo.duckdb"
@@ -52,6 +54,7 @@ test)
         # The server's own Python (/usr/bin/python3) gets a venv of its own: python3-venv.
         apt_install postgresql-15 postgresql-plpython3-15 python3-venv
     fi
+    apt_install libjpeg-turbo-progs
     make_venv "[test]"
     say "ruff"
     "$VENV/bin/ruff" check python tests

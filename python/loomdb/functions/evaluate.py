@@ -1,5 +1,8 @@
 """``loom_evaluate`` on a source and ``loom_evaluate_index`` on an index's stored form.
 
+A model trained on images (a pcr index) is evaluated on the source's image column, read at
+``{"scans": k}`` scan groups or as stored (``functions/predict_image.py``).
+
 No paper section for the metrics (BigQuery ML's ML.EVALUATE set, ``learn/metrics.py``);
 ``loom_evaluate_index`` computes A·w on the stored form by a backend (TOC §4: on compressed
 blobs; MLWeaving: on the woven planes at 32 bits) without decompressing.
@@ -13,16 +16,25 @@ from typing import Any
 import numpy as np
 
 from loomdb.accel import registry
+from loomdb.codecs.jpeg_scans import MAX_SCANS
 from loomdb.errors import LoomNotFoundError, LoomOptionError
 from loomdb.functions import model_cache
+from loomdb.functions.predict_image import features as image_features
+from loomdb.functions.predict_image import image_inputs
 from loomdb.learn import metrics
 from loomdb.learn.model import LinearModel
 from loomdb.learn.scaling import Scaling
+from loomdb.options import Interval, Option, Options, parse_json
 from loomdb.store import catalog, layout
-from loomdb.store.names import check_name
+from loomdb.store.names import check_name, quote_ident
 from loomdb.store.source import columns_of, complete_rows, number
 
 EVAL_CHUNK = 65536
+IMAGE_CHUNK = 256
+EVALUATE = Options(
+    "loom_evaluate",
+    Option("scans", Interval(True, 1, MAX_SCANS), None, "read a model's images at k scan groups"),
+)
 
 
 NO_ROWS = "no rows with finite, non-NULL features and label to evaluate on"
@@ -46,36 +58,68 @@ def _metrics(model: LinearModel, Z: np.ndarray, y: np.ndarray) -> dict[str, Any]
     return metrics.classification(y, pred, model.classes, score, proba)
 
 
-def evaluate(db: Any, name: str, source: str) -> str:
+def evaluate(db: Any, name: str, source: str, options: str | None = None) -> str:
+    scans = EVALUATE.parse(parse_json(options))["scans"]
     model = model_cache.load(db, name)
     label = catalog.get_model(db, name).label
     rel, kinds = columns_of(db, source)
-    missing = [c for c in [*model.features, label] if c not in kinds]
+    if model.inputs:
+        Z, y = _image_margins(db, name, model, label, source, rel, kinds, scans)
+    else:
+        if scans is not None:
+            raise LoomOptionError(
+                f"'scans' applies to models trained on images (pcr); '{name}' learnt from columns",
+                hint="leave 'scans' out",
+            )
+        Z, y = _margins(db, name, model, label, source, rel, kinds)
+    total = db.query(f"SELECT count(*) FROM {rel}")[0][0]
+    ok = np.isfinite(Z).all(axis=1) & np.isfinite(y)
+    result: dict[str, Any] = {"model": name, "rows": int(ok.sum())}
+    result["skipped"] = int(total) - result["rows"]
+    if scans is not None:
+        result["scans"] = scans
+    if not ok.any():
+        return _json(result | {"error": NO_ROWS})
+    return _json(result | _metrics(model, Z[ok], y[ok]))
+
+
+def _require(source: str, name: str, kinds: dict, columns: list[str], reads: str) -> None:
+    missing = [c for c in columns if c not in kinds]
     if missing:
         raise LoomNotFoundError(
             f"source {source!r} has no column {missing[0]!r} of model '{name}'",
-            hint=f"the model reads {', '.join(model.features[:10])} and its label {label}",
+            hint=f"the model reads {reads}",
         )
+
+
+def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np.ndarray]:
     cols = [*model.features, label]
+    _require(source, name, kinds, cols, f"{', '.join(model.features[:10])} and its label {label}")
     values = [number(c, kinds[c], db.type("double")) for c in cols]
-    where = complete_rows(cols)
-    chunks = list(db.read_matrix(rel, values, where, None, EVAL_CHUNK))
+    chunks = list(db.read_matrix(rel, values, complete_rows(cols), None, EVAL_CHUNK))
     data = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
-    total = db.query(f"SELECT count(*) FROM {rel}")[0][0]
-    result: dict[str, Any] = {"model": name, "rows": len(data), "skipped": int(total) - len(data)}
     Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
-    ok = np.isfinite(Z).all(axis=1) & np.isfinite(data[:, -1])
-    result["skipped"] += int((~ok).sum())
-    result["rows"] = int(ok.sum())
-    if not ok.any():
-        return _json(result | {"error": NO_ROWS})
-    return _json(result | _metrics(model, Z[ok], data[ok, -1]))
+    return Z, data[:, -1]
+
+
+def _image_margins(db, name, model, label, source, rel, kinds, scans):
+    """Margins of a model trained on images, on a source's image column read at ``scans``."""
+    spec = image_inputs(model, name)
+    column = spec["column"]
+    _require(source, name, kinds, [column, label], f"images from {column} and its label {label}")
+    values = [quote_ident(column), number(label, kinds[label], db.type("double"))]
+    Z, y = [np.empty((0, model.W.shape[1]))], [np.empty(0)]
+    for rows in db.read_rows(rel, values, complete_rows([column, label]), None, IMAGE_CHUNK):
+        db.check_interrupt()
+        Z.append(model.margins(image_features([r[0] for r in rows], spec, scans)))
+        y.append(np.array([r[1] for r in rows], dtype=np.float64))
+    return np.concatenate(Z), np.concatenate(y)
 
 
 def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
     model = model_cache.load(db, name)
     laid = layout.open_index(db, check_name(index, "index"), allow_stale=True)
-    if laid.info.columns != model.features:
+    if laid.fmt.features(laid.info) != model.features:
         raise LoomOptionError(
             f"index '{index}' holds columns {laid.info.columns[:5]}…, not the model's features",
             hint="evaluate on an index built over the model's features",
@@ -86,7 +130,7 @@ def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
         unit = Scaling.over_minmax("none", laid.info.stats)
         W, b = W * unit.scale[:, None], b - unit.shift @ (W * unit.scale[:, None])
     scores, labels = [], []
-    for batch in laid.batches(0, laid.info.batches, 32):
+    for batch in laid.batches(0, laid.info.batches, laid.fmt.top()):
         scores.append(engine.margins(batch, W) + b)
         labels.append(batch.y)
     Z, y = np.concatenate(scores), np.concatenate(labels)

@@ -24,6 +24,11 @@ from loomdb.store import formats, layout
 from loomdb.store.formats.base import Format
 
 DEFAULT_STANDARDIZE = "zscore"  # a format storing mapped values defaults to its own map
+# the options that choose what an any-precision format reads: what they apply to, its method
+FIDELITY = {
+    "precision": ("any-precision indexes (mlweaving)", "mlweaving"),
+    "scans": ("progressive image indexes (pcr)", "pcr (image)"),
+}
 
 
 def standardize_for(opts: dict[str, Any], fmt: Format) -> str:
@@ -62,6 +67,11 @@ class Plan:
         decay = self.opts["lr_decay"]
         return DEFAULT_DECAY[self.lr_schedule] if decay is None else float(decay)
 
+    def fidelity(self, fmt: Format) -> int | str:
+        """What the train reads of ``fmt`` (a bound format): its option's value, else all."""
+        value = self.opts[fmt.fidelity] if fmt.fidelity else None
+        return fmt.top() if value is None else value
+
     def default_lr(self, safe: float) -> float:
         automatic = self.opts["optimizer"] in AUTOMATIC_STEP
         return safe if automatic else DEFAULT_LR[self.opts["optimizer"]]
@@ -85,10 +95,19 @@ class Plan:
 
     def check_layout(self, laid: layout.Layout) -> None:
         fmt = laid.fmt
-        if self.opts["precision"] is not None and not fmt.any_precision:
+        for option, (what, method) in FIDELITY.items():
+            if self.opts[option] is not None and fmt.fidelity != option:
+                raise LoomOptionError(
+                    f"'{option}' applies to {what}; this is {fmt.name}",
+                    hint=f'build one with {{"format": "{method.split()[0]}"}} or '
+                    f"CREATE INDEX … USING {method}",
+                )
+        value = self.opts[fmt.fidelity] if fmt.fidelity else None
+        if isinstance(value, int) and value > fmt.top():
+            where = f"index '{laid.info.name}'" if laid.info.name else "the layout"
             raise LoomOptionError(
-                f"'precision' applies to any-precision indexes (mlweaving); this is {fmt.name}",
-                hint='build one with {"format": "mlweaving"} or CREATE INDEX … USING mlweaving',
+                f"'{fmt.fidelity}' is {value}, but {where} holds {fmt.top()}",
+                hint=f"ask for 1 … {fmt.top()}, or leave '{fmt.fidelity}' out to read all",
             )
         backend = registry.get(self.opts["backend"])
         if not backend.supports(fmt.name):
