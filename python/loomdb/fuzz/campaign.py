@@ -5,7 +5,7 @@ No paper section: loomdb's own robustness check of the codecs it stores in datab
     loomdb fuzz [DECODER ...] [--runs N] [--timeout SECONDS] [--max-len BYTES]
                 [--rss-limit-mb MB] [--artifacts DIR]
 
-Each DECODER (default: all of dense, toc, weave) is fuzzed by atheris, i.e. libFuzzer, for
+Each DECODER (default: all of dense, toc, weave, pcr) is fuzzed by atheris, i.e. libFuzzer, for
 ``--runs`` inputs (default 1,000,000), starting from valid encodings of small matrices
 (``loomdb.fuzz.seeds``) and checked by ``loomdb.fuzz.targets``: every input must be rejected
 with ``LoomFormatError`` or decode to something the products agree with.  libFuzzer takes its
@@ -36,7 +36,7 @@ import loomdb
 from loomdb.errors import LoomOptionError, LoomStateError
 from loomdb.fuzz.tally import Tally
 
-DECODERS = ("dense", "toc", "weave")
+DECODERS = ("dense", "toc", "weave", "pcr")
 TIMEOUT_EXIT, ERROR_EXIT = 70, 77  # libFuzzer's exit codes, set explicitly below
 
 

@@ -3,14 +3,15 @@ and stage, so that mutation starts from inputs that reach every stage of a decod
 sections, the zstd stage, the tree build, the products).
 
 No paper section: the matrices echo TOC's Figure 3 and the edge cases of its §3 (all-zero rows,
-one row, fully dense rows, −0.0 and NaN as values) and MLWeaving's padding to 8 × 64 (§4.3).
+one row, fully dense rows, −0.0 and NaN as values) and MLWeaving's padding to 8 × 64 (§4.3);
+the records, PCR's padding of images with fewer scans (§3).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from loomdb.codecs import dense, toc, weave
+from loomdb.codecs import dense, jpeg_scans, pcr, toc, weave
 from loomdb.fuzz.targets import join_weave_input
 
 
@@ -65,4 +66,28 @@ def weave_seeds() -> list[bytes]:
     return out
 
 
-SEEDS = {"dense": dense_seeds, "toc": toc_seeds, "weave": weave_seeds}
+def pcr_seeds() -> list[bytes]:
+    """Records of small progressive JPEGs (Pillow writes libjpeg's default progression, so no
+    jpegtran is needed here): gray, colour, both in one record (padded), one image."""
+    rng = np.random.default_rng(9)
+    gray = [progressive_jpeg(rng.integers(0, 256, (h, w), dtype=np.uint8)) for h, w in [(8, 8)]]
+    rgb = [progressive_jpeg(rng.integers(0, 256, (12, 9, 3), dtype=np.uint8))]
+    out = []
+    for images in (gray, rgb, gray + rgb, gray * 3):
+        scans = [jpeg_scans.split(j) for j in images]
+        out.append(pcr.join(pcr.record(np.arange(len(images), dtype=float), scans)))
+    return out
+
+
+def progressive_jpeg(pixels: np.ndarray, quality: int = 75) -> bytes:
+    """``pixels`` (H, W) or (H, W, 3) uint8 as a progressive JPEG written by Pillow."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "JPEG", quality=quality, progressive=True)
+    return buffer.getvalue()
+
+
+SEEDS = {"dense": dense_seeds, "toc": toc_seeds, "weave": weave_seeds, "pcr": pcr_seeds}
