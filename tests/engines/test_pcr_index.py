@@ -244,3 +244,37 @@ def test_the_cli_loads_a_folder_read_here(pg_dsn, folder, tmp_path):
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)
         assert summary["rows"] == 2 * PER_CLASS and summary["skipped"] == 4
+
+
+def test_reindex_staleness_and_evaluation_on_the_stored_records(engine, folder):
+    load(engine, folder)
+    create(engine)
+    train(engine, "st", scans=10)
+    stored = json.loads(engine.scalar("SELECT loom_evaluate_index('st', 'pi')"))
+    direct = json.loads(engine.scalar("SELECT loom_evaluate('st', 'ph')"))
+    assert stored["rows"] == direct["rows"] == 2 * PER_CLASS
+    assert stored["accuracy"] == pytest.approx(direct["accuracy"])  # lossless: same pixels
+    with pytest.raises(engine.errors, match="learnt from images"):
+        engine.scalar("SELECT loom_predict_sql('st')")
+    engine.rows("DELETE FROM ph WHERE file = (SELECT min(file) FROM ph)")
+    with pytest.raises(engine.errors, match="older than the last change"):
+        train(engine, "st2", scans=2)
+    rebuilt = json.loads(engine.scalar("SELECT loom_reindex('pi')"))
+    assert rebuilt["rows"] == 2 * PER_CLASS - 1 and rebuilt["batch_size"] == RECORD
+    assert train(engine, "st3", scans=2)[0]["rows"] == 2 * PER_CLASS - 1
+
+
+def test_create_index_using_pcr_through_the_front_end(folder):
+    from support.engines import DuckEngine
+
+    engine = DuckEngine()
+    try:
+        load(engine, folder)
+        engine.rows(
+            "CREATE INDEX fe ON ph USING pcr (image) WITH (label = label, record_size = 5, "
+            "color = 'gray', image_size = 8)"
+        )
+        row = engine.rows("SELECT format, batches, options FROM loom.indexes WHERE name = 'fe'")
+        assert row[0][:2] == ("pcr", 2) and json.loads(row[0][2])["record_size"] == 5
+    finally:
+        engine.close()

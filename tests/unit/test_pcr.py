@@ -8,7 +8,6 @@ Pillow, transcoded by jpegtran as the pcr index does.
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import numpy as np
@@ -16,19 +15,9 @@ import pytest
 from PIL import Image
 
 from loomdb.codecs import jpeg_scans, pcr
-from loomdb.datasets import mnist_jpegs, shared_datasets
+from loomdb.datasets import mnist_jpegs
 from loomdb.errors import LoomFormatError
 from loomdb.imaging import pixels, quality, transcode
-
-DATA = shared_datasets()
-PHOTOS = DATA / "hymenoptera_data" if DATA else None
-
-
-def needs_data():
-    if DATA is None or not (DATA / "hymenoptera_data").is_dir():
-        if os.environ.get("CI"):
-            pytest.fail("the shared datasets are required in CI")
-        pytest.skip("the shared datasets (../shared/datasets) are not here")
 
 
 def baseline(array: np.ndarray, q: int = 90) -> bytes:
@@ -37,16 +26,14 @@ def baseline(array: np.ndarray, q: int = 90) -> bytes:
     return buffer.getvalue()
 
 
-def photos(n: int) -> list[bytes]:
-    needs_data()
-    assert PHOTOS is not None
-    files = sorted(PHOTOS.glob("*/*/*.jpg"))
+def photos(datasets: Path, n: int) -> list[bytes]:
+    """``n`` of the ants and bees photos, spread over the folder."""
+    files = sorted((datasets / "hymenoptera_data").glob("*/*/*.jpg"))
     return [files[i].read_bytes() for i in np.linspace(0, len(files) - 1, n).astype(int)]
 
 
-def digits(n: int) -> list[bytes]:
-    needs_data()
-    return mnist_jpegs(DATA, 0, n)[0]  # type: ignore[arg-type]
+def digits(datasets: Path, n: int) -> list[bytes]:
+    return mnist_jpegs(datasets, 0, n)[0]
 
 
 def drawn(color: bool) -> bytes:
@@ -88,11 +75,11 @@ def test_a_colour_jpeg_gets_10_scans_and_a_gray_one_6():
         assert jpeg_scans.parse(p).progressive and not jpeg_scans.parse(drawn(color)).progressive
 
 
-def test_real_photos_and_digits_get_exactly_10_and_6_scans():
-    for jpeg in photos(12):
+def test_real_photos_and_digits_get_exactly_10_and_6_scans(datasets):
+    for jpeg in photos(datasets, 12):
         p = transcode.progressive(jpeg)
         assert sos_count(p) == 10 and len(jpeg_scans.split(p)) == 10
-    for jpeg in digits(12):
+    for jpeg in digits(datasets, 12):
         p = transcode.progressive(jpeg)
         assert sos_count(p) == 6 and len(jpeg_scans.split(p)) == 6
 
@@ -117,8 +104,8 @@ def test_all_scans_reproduce_the_original_pixels_exactly(color):
     )
 
 
-def test_real_photos_and_digits_are_lossless_and_full_size_at_every_k():
-    for original in photos(6) + digits(6):
+def test_real_photos_and_digits_are_lossless_and_full_size_at_every_k(datasets):
+    for original in photos(datasets, 6) + digits(datasets, 6):
         parts = jpeg_scans.split(transcode.progressive(original))
         full = pixels.pixels(original)
         assert np.array_equal(pixels.pixels(jpeg_scans.join(parts)), full)
@@ -126,13 +113,13 @@ def test_real_photos_and_digits_are_lossless_and_full_size_at_every_k():
             assert pixels.pixels(jpeg_scans.join(parts[:k])).shape == full.shape
 
 
-def test_psnr_does_not_fall_as_scans_are_added():
+def test_psnr_does_not_fall_as_scans_are_added(datasets):
     """PSNR against the full image never falls when a scan is added — except at the DC
     refinement scan (colour: scan 7, gray: scan 5), by hundredths of a dB: libjpeg-turbo's
     block smoothing, which estimates the AC coefficients not yet read from neighbouring DC
     values, smooths less once every DC bit is known.  That is the standard decoder's
     behaviour (measured: at most 0.15 dB on one of 500 digits, 0.02 dB on the photos)."""
-    for original in photos(10) + digits(10):
+    for original in photos(datasets, 10) + digits(datasets, 10):
         progressive = transcode.progressive(original)
         headers = jpeg_scans.parse(progressive).headers
         parts = jpeg_scans.split(progressive)
@@ -264,9 +251,8 @@ def test_features_have_one_shape_at_every_fidelity():
     assert shapes == {(64,), (192,)}
 
 
-def test_mnist_jpegs_are_grayscale_baseline_jpegs_of_the_digits():
-    needs_data()
-    jpegs, labels = mnist_jpegs(Path(DATA), 0, 3)  # type: ignore[arg-type]
+def test_mnist_jpegs_are_grayscale_baseline_jpegs_of_the_digits(datasets):
+    jpegs, labels = mnist_jpegs(datasets, 0, 3)
     assert len(jpegs) == 3 and list(labels) == [7, 2, 1]
     frame = jpeg_scans.parse(jpegs[0])
     assert (frame.width, frame.height, frame.components, frame.progressive) == (28, 28, 1, False)

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from loomdb.errors import LoomOptionError
 from loomdb.functions import model_cache
 from loomdb.functions import predict_sql as compile_sql
+from loomdb.learn.model import LinearModel
 
 
 def _by_model(
@@ -39,9 +41,20 @@ def predict_proba(db: Any, names: str | Sequence[str], X: np.ndarray, statement:
     return _by_model(db, names, X, "proba", statement)
 
 
+def _over_columns(db: Any, name: str) -> LinearModel:
+    """A model whose features are columns: one trained on images has no SQL expression."""
+    model = model_cache.load(db, name)
+    if model.inputs:
+        raise LoomOptionError(
+            f"model '{name}' learnt from images: its features are not columns of a table",
+            hint="predict with loom_predict_image(model, image [, scans])",
+        )
+    return model
+
+
 def predict_sql(db: Any, name: str) -> str:
-    return compile_sql.predict_expression(model_cache.load(db, name))
+    return compile_sql.predict_expression(_over_columns(db, name))
 
 
 def predict_proba_sql(db: Any, name: str) -> str:
-    return compile_sql.proba_expression(model_cache.load(db, name))
+    return compile_sql.proba_expression(_over_columns(db, name))

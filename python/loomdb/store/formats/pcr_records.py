@@ -74,7 +74,7 @@ def _records(chunks: Iterable[list[tuple]], size: int) -> Iterator[list[tuple]]:
         yield pending
 
 
-def _transcoded(source: str, jpegs: list[bytes], labels: np.ndarray) -> list[bytes]:
+def _transcoded(source: str, jpegs: list[bytes]) -> list[bytes]:
     try:
         return transcode.progressive_all(jpegs)
     except LoomFormatError as e:
@@ -104,7 +104,7 @@ class PcrEncoding:
         for number, rows in enumerate(_records(chunks, int(self.opts["batch_size"]))):
             jpegs = [bytes(r[0]) for r in rows]
             labels = np.array([r[1] for r in rows], dtype=np.float64)
-            progressive = _transcoded(self.prof.source, jpegs, labels)
+            progressive = _transcoded(self.prof.source, jpegs)
             scans = [jpeg_scans.split(p) for p in progressive]
             parts = pcr.record(labels, scans)
             self.images.add(pixels.features_all(progressive, self.size, self.color))
