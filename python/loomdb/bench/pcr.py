@@ -29,6 +29,7 @@ from loomdb.imaging import pixels, quality, transcode
 
 QUALITY_SAMPLE = {"ants/bees": 24, "MNIST-jpeg": 300}  # images whose PSNR/MSSIM is averaged
 DECODE_SAMPLE = 2000  # images decoded per k for the decode rate
+REPEAT = 3  # the decode rate is the best of these many passes
 
 
 @dataclass
@@ -77,9 +78,12 @@ def fidelity(ds: ImageSet) -> dict[int, tuple[float, float, float]]:
     for k in range(top + 1):
         jpegs = images if k == 0 else [jpeg_scans.join(s[:k]) for s in scans]
         pixels.features_all(jpegs[:64], ds.size, ds.color)  # warm the pool
-        started = time.perf_counter()
-        pixels.features_all(jpegs, ds.size, ds.color)
-        rate = len(jpegs) / (time.perf_counter() - started)
+        best = float("inf")
+        for _ in range(REPEAT):
+            started = time.perf_counter()
+            pixels.features_all(jpegs, ds.size, ds.color)
+            best = min(best, time.perf_counter() - started)
+        rate = len(jpegs) / best
         psnr = np.mean([quality.psnr(pixels.pixels(j), r) for j, r in zip(jpegs, refs)])
         ssim = np.mean([quality.mssim(pixels.pixels(j, "L"), r) for j, r in zip(jpegs, lumas)])
         out[k] = (rate, float(psnr), float(ssim))
@@ -158,7 +162,8 @@ def run(quick: bool = False, dsn: str | None = None) -> list[BenchTable]:
             "bytes/epoch: what the engine returned for parts <= k of every record (metadata "
             "and groups 1..k) = offsets[k]; jpeg: the original files' bytes",
             "decode img/s, PSNR (all pixels), MSSIM (luma): this process, the training images "
-            "(decode: up to 2,000, in parallel, into the model's features); jpeg: the originals",
+            "(decode: up to 2,000, in parallel, into the model's features, best of 3); jpeg: "
+            "the original (baseline) files",
             "acc@k: trained and evaluated at k on held-out images (ants/bees: val folder; "
             "MNIST: digits 8000+); acc@full: the same model on the full images",
             "epoch ms: median over epochs, every epoch reads and decodes (cache_mb 0); "
