@@ -43,7 +43,7 @@ def train(db: Any, name: str, source: str | None, label: str | None, options: st
         laid = _layout(db, p, source, label, what)
         try:
             laid_out = time.perf_counter()
-            model, history, used = _fit(db, name, p, laid, exists, what)
+            model, history, used = _fit(db, name, p, laid, what)
         finally:
             laid.close()
         finished = time.perf_counter()
@@ -94,7 +94,7 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
     )
 
 
-def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, exists: bool, what: str):
+def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
     info = laid.info
     problem = _problem(db, name, p, laid)
     p.check_backend(problem.k)

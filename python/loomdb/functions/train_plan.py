@@ -24,10 +24,11 @@ from loomdb.store import formats, layout
 from loomdb.store.formats.base import Format
 
 DEFAULT_STANDARDIZE = "zscore"  # a format storing mapped values defaults to its own map
-# the options that choose what an any-precision format reads: what they apply to, its method
+# the options that choose what an any-precision format reads: what they apply to, the format,
+# how CREATE INDEX names it
 FIDELITY = {
-    "precision": ("any-precision indexes (mlweaving)", "mlweaving"),
-    "scans": ("progressive image indexes (pcr)", "pcr (image)"),
+    "precision": ("any-precision indexes (mlweaving)", "mlweaving", "mlweaving"),
+    "scans": ("progressive image indexes (pcr)", "pcr", "pcr (image)"),
 }
 
 
@@ -95,12 +96,11 @@ class Plan:
 
     def check_layout(self, laid: layout.Layout) -> None:
         fmt = laid.fmt
-        for option, (what, method) in FIDELITY.items():
+        for option, (what, name, using) in FIDELITY.items():
             if self.opts[option] is not None and fmt.fidelity != option:
                 raise LoomOptionError(
                     f"'{option}' applies to {what}; this is {fmt.name}",
-                    hint=f'build one with {{"format": "{method.split()[0]}"}} or '
-                    f"CREATE INDEX … USING {method}",
+                    hint=f'build one with {{"format": "{name}"}} or CREATE INDEX … USING {using}',
                 )
         value = self.opts[fmt.fidelity] if fmt.fidelity else None
         if isinstance(value, int) and value > fmt.top():
