@@ -156,14 +156,23 @@ REVOKE ALL ON FUNCTION loom_deploy(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_deploy(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_deploy(text, text) IS 'make the model a native SQL function of its feature columns (predict_<model>; a MACRO in DuckDB, an inlinable parallel-safe SQL function in PostgreSQL), redefined when the model is retrained';
 
-CREATE FUNCTION loom_evaluate(model text, source text) RETURNS text
+CREATE FUNCTION loom_evaluate(model text, source text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
-return GD['loomdb'].call(plpy, 'loom_evaluate', model, source)
+return GD['loomdb'].call(plpy, 'loom_evaluate', model, source, options)
 $fn$;
-REVOKE ALL ON FUNCTION loom_evaluate(text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION loom_evaluate(text, text) TO loomdb_user;
-COMMENT ON FUNCTION loom_evaluate(text, text) IS 'evaluate a model on a table, view or SELECT holding its features and label; returns JSON metrics';
+REVOKE ALL ON FUNCTION loom_evaluate(text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_evaluate(text, text, text) TO loomdb_user;
+COMMENT ON FUNCTION loom_evaluate(text, text, text) IS 'evaluate a model on a table, view or SELECT holding its features (or images) and label; options: {"scans": k} reads images at k scan groups; returns JSON metrics';
+
+CREATE FUNCTION loom_predict_image(model text, image bytea, scans bigint DEFAULT NULL) RETURNS double precision
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_predict_image', model, image, scans)
+$fn$;
+REVOKE ALL ON FUNCTION loom_predict_image(text, bytea, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_predict_image(text, bytea, bigint) TO loomdb_user;
+COMMENT ON FUNCTION loom_predict_image(text, bytea, bigint) IS 'predict with a model trained on a pcr index from a JPEG image read at k scan groups (NULL: all); NULL for a NULL or unreadable image';
 
 CREATE FUNCTION loom_roc_curve(model text, source text) RETURNS TABLE ("threshold" double precision, "tpr" double precision, "fpr" double precision)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$

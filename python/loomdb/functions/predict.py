@@ -44,7 +44,7 @@ def predict_proba(db: Any, names: str | Sequence[str], X: Any, statement: Any = 
 
 
 def compilable(db: Any, name: str) -> LinearModel:
-    """Model ``name``, refused when it has no SQL expression (a sparse source's)."""
+    """Model ``name``, refused when it has no SQL expression (a sparse source's or images')."""
     return require_compilable(model_cache.load(db, name), name)
 
 
@@ -54,6 +54,12 @@ def require_compilable(model: LinearModel, name: str) -> LinearModel:
             f"model '{name}' was trained on a sparse source: its features are array elements, "
             "not columns, so it has no SQL expression (nor a deployed function)",
             hint=f"predict with loom_predict_sparse('{name}', indices, values)",
+        )
+    if model.inputs:
+        raise LoomOptionError(
+            f"model '{name}' learnt from images: its features are not columns of a table, so "
+            "it has no SQL expression (nor a deployed function)",
+            hint="predict with loom_predict_image(model, image [, scans])",
         )
     return model
 

@@ -45,7 +45,7 @@ def train(db: Any, name: str, source: str | None, label: str | None, options: st
         laid = _layout(db, p, source, label, what)
         try:
             laid_out = time.perf_counter()
-            model, history, used = _fit(db, name, p, laid, exists, what)
+            model, history, used = _fit(db, name, p, laid, what)
         finally:
             laid.close()
         finished = time.perf_counter()
@@ -77,11 +77,11 @@ def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) 
     return laid
 
 
-def _problem(db: Any, name: str, p: Plan, info: IndexInfo, exists: bool) -> Problem:
-    kind = p.opts["model"]
+def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
+    kind, info, fmt = p.opts["model"], laid.info, laid.fmt
+    features = fmt.features(info)
     cls = classes_of(info.label, info.label_counts) if p.loss.classifier else []
-    init = _warm_start(db, name, kind, info, cls) if p.opts["warm_start"] else None
-    fmt = layout.formats.get(info.format)
+    init = _warm_start(db, name, kind, info, features, cls) if p.opts["warm_start"] else None
     sparse = bool(info.options.get("sparse"))
     method = init.scaling.method if init else standardize_for(p.opts, fmt, sparse)
     over = fmt.value_map == "minmax"
@@ -90,7 +90,7 @@ def _problem(db: Any, name: str, p: Plan, info: IndexInfo, exists: bool) -> Prob
     )
     label = info.stats.get("label", [0.0, 0.0, 0.0, 1.0])
     return Problem(
-        features=info.columns,
+        features=features,
         scaling=scaling,
         classes=cls,
         class_weights=p.class_weights(info.label_counts, cls) if cls else None,
@@ -99,9 +99,9 @@ def _problem(db: Any, name: str, p: Plan, info: IndexInfo, exists: bool) -> Prob
     )
 
 
-def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, exists: bool, what: str):
+def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
     info = laid.info
-    problem = _problem(db, name, p, info, exists)
+    problem = _problem(db, name, p, laid)
     p.check_backend(problem.k)
     backend = registry.get(p.opts["backend"])
     given = p.opts["lr"]
@@ -119,7 +119,8 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, exists: bool, what: s
         l1=p.opts["l1"],
         l2=p.opts["l2"],
         fit_intercept=p.opts["fit_intercept"],
-        precision=p.opts["precision"] if p.opts["precision"] is not None else 32,
+        precision=p.fidelity(laid.fmt),
+        top_precision=laid.fmt.top(),
         safe_lr=safe,
     )
     epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes)
@@ -131,6 +132,9 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, exists: bool, what: s
             hint="give a smaller lr, standardize the features, or lower l2",
         )
     used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method}
+    inputs = laid.fmt.inputs(info.options)
+    if inputs is not None:  # what predicting needs besides the weights (an image's pipeline)
+        used["inputs"] = {**inputs, "column": info.columns[0]}
     model.scaling = Scaling.from_stats(problem.scaling.method, info.stats)
     sparse = info.options.get("sparse")
     if sparse:  # coefficients kept by source column (learn/sparse_model.py)
@@ -147,7 +151,8 @@ def _automatic_step(
     info = laid.info
     method = problem.scaling.method
     norms = info.stats["sq_norm"][method]
-    precision = p.opts["precision"] if isinstance(p.opts["precision"], int) else 32
+    fidelity = p.fidelity(laid.fmt)
+    precision = fidelity if isinstance(fidelity, int) else laid.fmt.top()
     lam = None
     if estimate and not hasattr(backend, "run_epoch"):
         batches = step_size.sample(laid.batches(0, info.batches, precision))
@@ -168,12 +173,14 @@ def _automatic_step(
     )
 
 
-def _warm_start(db: Any, name: str, kind: str, info: IndexInfo, cls: list) -> LinearModel:
+def _warm_start(
+    db: Any, name: str, kind: str, info: IndexInfo, features: list[str], cls: list
+) -> LinearModel:
     model = model_of(catalog.get_model(db, name))
     sparse = info.options.get("sparse")
     if (
         model.kind != kind
-        or model.features != info.columns
+        or model.features != features
         or model.classes != cls
         or isinstance(model, SparseLinearModel) != bool(sparse)
     ):
@@ -205,6 +212,7 @@ def model_of(record: ModelRecord) -> LinearModel:
             "intercept": record.intercept,
             "scaling": record.standardization,
             "classes": record.classes,
+            "inputs": record.options.get("inputs"),
         }
     )
 

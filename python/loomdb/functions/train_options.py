@@ -9,6 +9,7 @@ and the catalog records the values actually used.
 from __future__ import annotations
 
 from loomdb.accel import registry
+from loomdb.codecs.jpeg_scans import MAX_SCANS
 from loomdb.learn.losses import LOSSES
 from loomdb.learn.optimizers import OPTIMIZERS
 from loomdb.learn.precision import SCHEDULES as PRECISION_SCHEDULES
@@ -70,6 +71,12 @@ TRAIN = Options(
         AnyOf(Interval(True, 1, 32), Choices(PRECISION_SCHEDULES)),
         None,
         "bits read per value from an mlweaving index",
+    ),
+    Option(
+        "scans",
+        AnyOf(Interval(True, 1, MAX_SCANS), Choices(PRECISION_SCHEDULES)),
+        None,
+        "scan groups read per image from a pcr index (default: all)",
     ),
     Option(
         "cache_mb",

@@ -42,6 +42,7 @@ class LinearModel:
     b: np.ndarray
     scaling: Scaling
     classes: list[Any] = field(default_factory=list)
+    inputs: dict[str, Any] | None = None  # how raw inputs become features (images), if not columns
     _folded: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -149,6 +150,7 @@ class LinearModel:
             "intercept": self.b.tolist(),
             "scaling": self.scaling.to_dict(),
             "classes": self.classes,
+            **({"inputs": self.inputs} if self.inputs else {}),
         }
 
     @classmethod
@@ -160,4 +162,5 @@ class LinearModel:
             b=np.asarray(d["intercept"], dtype=np.float64),
             scaling=Scaling.from_dict(d["scaling"]),
             classes=list(d["classes"]),
+            inputs=d.get("inputs"),
         )

@@ -69,6 +69,7 @@ class TrainConfig:
     l2: float = 1e-4
     fit_intercept: bool = True
     precision: int | str = 32
+    top_precision: int = 32  # the most the layout holds (a pcr index: its scan groups)
     safe_lr: float | None = None  # the automatic step: restarts never go above it
     patience: int = 5  # epochs without a tol-sized improvement before stopping (sklearn's)
 
@@ -124,7 +125,7 @@ def _run(source, problem, config, backend, lr, progress, check):
     widest = [0]  # the widest batch seen: a short batch takes a proportionally shorter step
     for epoch in range(config.epochs):
         rate = schedule.get(epoch)
-        s = precision_for(config.precision, epoch, history)
+        s = precision_for(config.precision, epoch, history, config.top_precision)
         started = time.perf_counter()
         batches = source.train_batches(epoch, s)
         step = EpochStep(config.kind, rate, config.l2, config.fit_intercept, problem.targets)

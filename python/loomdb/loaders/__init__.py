@@ -27,6 +27,8 @@ KNOWN: dict[str, str] = {  # name → "module:Class"
     "libsvm": "loomdb.loaders.libsvm:LibsvmLoader",
     "sample": "loomdb.loaders.sample:SampleLoader",
     "zipf": "loomdb.loaders.zipf:ZipfLoader",
+    "images": "loomdb.loaders.images:ImagesLoader",
+    "mnist-jpeg": "loomdb.loaders.mnist_jpeg:MnistJpegLoader",
 }
 COMMON = Options("loom_load", Option("replace", Boolean(), False, "replace an existing table"))
 FLUSH_ROWS = 4096
@@ -68,7 +70,7 @@ class Loader(Protocol):
         """The rows of ``path``; a row it cannot read is skipped and counted in ``skipped``."""
         ...
 
-    skipped: int
+    skipped: int  # and optionally ``report``: a dict added to the load's summary
 
 
 def names() -> list[str]:
@@ -108,6 +110,7 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
         "rows": total,
         "skipped": loader.skipped,
         "seconds": round(time.monotonic() - started, 6),
+        **getattr(loader, "report", {}),  # what a loader adds (images: classes, skipped files)
     }
 
 

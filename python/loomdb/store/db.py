@@ -43,8 +43,8 @@ class Queryable(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
-        """``(name, kind)`` of a relation's columns; kind is numeric | boolean | integer[] |
-        double[] (one-dimensional arrays of integers / of other numbers) | other."""
+        """``(name, kind)`` of a relation's columns; kind is numeric | boolean | bytes |
+        integer[] | double[] (one-dimensional arrays of integers / of other numbers) | other."""
         ...
 
 
@@ -123,4 +123,16 @@ class Database(Queryable, Protocol):
         order :meth:`read_matrix` would give: ``label`` an SQL expression yielding a number,
         ``indices`` and ``values`` (quoted) array columns, read whole per row and packed.
         Columns are returned as stored (not checked against ``width``, not sorted)."""
+        ...
+
+    def read_rows(
+        self,
+        relation: str,
+        columns: Sequence[str],
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+    ) -> Iterator[list[tuple]]:
+        """Rows of ``columns`` as Python values (bytes for a bytea/BLOB), ``chunk`` at a time,
+        in ``read_matrix``'s order: for values that are not numbers (images)."""
         ...

@@ -16,6 +16,12 @@ from loomdb.seams import Batch
 from loomdb.store.layout import Layout
 
 
+def _held(batch: Batch) -> int:
+    """What keeping a batch costs: its decoded payload when larger than its bytes read (pcr
+    decodes a few kB of JPEG into a feature matrix)."""
+    return max(batch.nbytes, int(getattr(batch.X, "nbytes", 0)))
+
+
 class Epochs:
     def __init__(self, layout: Layout, validation_fraction: float, cache_bytes: int):
         self.layout = layout
@@ -43,9 +49,9 @@ class Epochs:
 
     def _keeping(self, batches: Iterable[Batch], precision: int) -> Iterator[Batch]:
         kept: list[Batch] | None = []
-        size = sum(b.nbytes for cached in self.cached.values() for b in cached)
+        size = sum(_held(b) for cached in self.cached.values() for b in cached)
         for batch in batches:
-            size += batch.nbytes
+            size += _held(batch)
             if kept is not None and size <= self.budget:
                 kept.append(batch)
             else:

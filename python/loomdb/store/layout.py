@@ -117,6 +117,26 @@ def _minibatches(chunks: Iterable[np.ndarray], size: int) -> Iterator[np.ndarray
         yield np.concatenate(pending) if len(pending) > 1 else pending[0]
 
 
+class RowEncoding:
+    """The numeric formats' pass: shuffled rows cut into minibatches, each encoded into parts
+    (labels first), the squared row norms gathered on the way (``store/norms.py``)."""
+
+    def __init__(
+        self, db: Database, prof: SourceProfile, fmt: Format, opts: dict[str, Any], progress
+    ):
+        self.args = (db, prof, fmt, opts, progress)
+        self.norms = RowNorms(prof.stats)
+
+    def __iter__(self) -> Iterator[tuple[int, int, int, list[bytes]]]:
+        """``(minibatch, rows, first part, parts)`` of every minibatch."""
+        for number, X, parts in _encoded(*self.args):
+            self.norms.add(X)
+            yield number, len(X), 0, parts
+
+    def stats(self) -> dict[str, Any]:
+        return {"sq_norm": self.norms.summary()}
+
+
 def _encoded(
     db: Database, prof: SourceProfile, fmt: Format, opts: dict[str, Any], progress: Progress
 ) -> Iterator[tuple[int, Any, list[bytes]]]:
@@ -186,29 +206,30 @@ def _lay_out(
     progress: Progress,
 ) -> None:
     progress.start(prof.source, fmt.name)
-    norms = RowNorms(prof.stats)
+    encoding = fmt.encoding(db, prof, opts, progress) or RowEncoding(db, prof, fmt, opts, progress)
     pending: list[tuple] = []
     size = 0
-    for number, X, parts in _encoded(db, prof, fmt, opts, progress):
-        norms.add(X)
-        pending += storage.rows_of(info.uid, number, len(X), fmt.version, parts)
-        size += sum(len(p) for p in parts)
-        info.batches, info.bytes = number + 1, info.bytes + sum(len(p) for p in parts)
+    for number, rows, first, parts in encoding:
+        pending += storage.rows_of(info.uid, number, rows, fmt.version, parts, first)
+        nbytes = sum(len(p) for p in parts)
+        size += nbytes
+        info.batches, info.bytes = max(info.batches, number + 1), info.bytes + nbytes
         if size >= FLUSH_BYTES:
             sink(pending)
             pending, size = [], 0
     sink(pending)
-    info.stats["sq_norm"] = norms.summary()
+    info.stats.update(encoding.stats())
 
 
 def _signature(db: Database, info: IndexInfo, kinds: dict[str, str]) -> str:
     from loomdb.store.names import relation
 
     cols = [*info.columns, info.label]
-    exprs = [
+    double = db.type("double")
+    exprs = [  # the array columns of a sparse source and an image column's bytes as they are
         quote_ident(c)
-        if info.options.get("sparse") and c != info.label  # the array columns
-        else as_double(c, kinds.get(c, "numeric"), db.type("double"))
+        if (info.options.get("sparse") and c != info.label) or kinds.get(c) == "bytes"
+        else as_double(c, kinds.get(c, "numeric"), double)
         for c in cols
     ]
     where = complete_rows(cols) if info.options.get("nulls") == "skip" else None
@@ -227,7 +248,7 @@ def build(
     """Profile ``source``, write its minibatches as index ``name``, record it in the catalog."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
-    prof = sparse.profile_source(db, source, label, opts)
+    prof = fmt.profile(db, source, label, opts)
     info = _info(name, prof, fmt, opts)
     relation = catalog.storage_relation(name)
     storage.create(db, relation)
@@ -258,18 +279,18 @@ def scratch(
     temporary table (dropped with the session or by ``close``)."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
-    prof = sparse.profile_source(db, source, label, opts)
+    prof = fmt.profile(db, source, label, opts)
     info = _info("", prof, fmt, opts)
     progress = Progress(db, what, prof.rows, quiet)
     if prof.raw_bytes <= budget:
         kept: list[tuple] = []
         _lay_out(db, info, prof, fmt, opts, kept.extend, progress)
-        return Layout(info, fmt, _memory_reader(kept))
+        return Layout(info, fmt.bind(info), _memory_reader(kept))
     relation = storage.scratch_relation(db, info.uid)
     storage.create(db, relation)
     _lay_out(db, info, prof, fmt, opts, lambda rows: storage.write(db, relation, rows), progress)
     reader = storage.Reader(db, relation, what, info.uid, fmt.version, None)
-    layout = Layout(info, fmt, _stored_reader(reader, info))
+    layout = Layout(info, fmt.bind(info), _stored_reader(reader, info))
     layout.close = lambda: db.execute(f"DROP TABLE IF EXISTS {relation}")
     return layout
 
@@ -313,7 +334,7 @@ def open_index(db: Database, name: str, allow_stale: bool = False) -> Layout:
         check_fresh(db, info)
     relation = catalog.storage_relation(name)
     reader = storage.Reader(db, relation, name, info.uid, fmt.version, info.owner)
-    return Layout(info, fmt, _stored_reader(reader, info))
+    return Layout(info, fmt.bind(info), _stored_reader(reader, info))
 
 
 def check_fresh(db: Database, info: IndexInfo) -> None:

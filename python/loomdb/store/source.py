@@ -47,15 +47,16 @@ class SourceProfile:
     stats: dict[str, np.ndarray]
     label_counts: dict[float, int] = field(default_factory=dict)
     where: str | None = None
+    size: int | None = None  # bytes of the rows' values, where not 8 per value (images)
+
+    @property
+    def raw_bytes(self) -> int:
+        """What the source's rows take in memory, laid out."""
+        return self.size if self.size is not None else self.rows * (len(self.features) + 1) * 8
 
     def values(self, double: str) -> list[str]:
         """SQL expressions of the features then the label, as doubles."""
         return [number(c, self.kinds[c], double) for c in [*self.features, self.label]]
-
-    @property
-    def raw_bytes(self) -> int:
-        """What the rows take as float64, features and label."""
-        return self.rows * (len(self.features) + 1) * 8
 
     def stored_stats(self) -> dict[str, Any]:
         """The statistics as the catalog keeps them."""

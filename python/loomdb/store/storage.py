@@ -56,11 +56,14 @@ def scratch_relation(db: Database, uid: str) -> str:
     return f"{TEMP_SCHEMAS[db.dialect]}loom_scratch_{uid}"
 
 
-def rows_of(uid: str, batch: int, rows: int, version: int, parts: Sequence[bytes]) -> list[tuple]:
-    """The stored rows of one minibatch: ``parts[0]`` the labels, then the format's parts."""
+def rows_of(
+    uid: str, batch: int, rows: int, version: int, parts: Sequence[bytes], first: int = 0
+) -> list[tuple]:
+    """The stored rows of one minibatch: ``parts[0]`` the labels, then the format's parts
+    (numbered from ``first``: a format may add a minibatch's last parts later)."""
     return [
         (batch, p, rows, version, payload, checksum(uid, batch, p, rows, version, payload))
-        for p, payload in enumerate(parts)
+        for p, payload in enumerate(parts, start=first)
     ]
 
 

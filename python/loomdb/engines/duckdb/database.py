@@ -37,6 +37,7 @@ TYPES = {
     "bytes": "BLOB",
     "timestamp": "TIMESTAMP",
 }
+KINDS = {"BOOLEAN": "boolean", "BLOB": "bytes"}
 NUMERIC = re.compile(
     r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
     r"FLOAT|DOUBLE|REAL|DECIMAL(\(\d+,\s*\d+\))?)$"
@@ -46,11 +47,11 @@ NUMBER_LIST = re.compile(r"^(FLOAT|DOUBLE|REAL|DECIMAL(\(\d+,\s*\d+\))?|UBIGINT|
 
 
 def column_kind(typ: str) -> str:
-    """numeric | boolean | integer[] | double[] | other (``store.db.Queryable.columns``)."""
+    """numeric | boolean | bytes | integer[] | double[] | other (``store.db.Queryable.columns``)."""
     if NUMERIC.match(typ):
         return "numeric"
-    if typ == "BOOLEAN":
-        return "boolean"
+    if typ in KINDS:
+        return KINDS[typ]
     if INTEGER_LIST.match(typ):
         return "integer[]"
     return "double[]" if NUMBER_LIST.match(typ) else "other"
@@ -190,6 +191,18 @@ class DuckDatabase:
             yield np.column_stack([c.to_numpy(zero_copy_only=False) for c in rb.columns]).astype(
                 np.float64, copy=False
             )
+
+    def read_rows(
+        self,
+        relation: str,
+        columns: Sequence[str],
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+    ) -> Iterator[list[tuple]]:
+        values = ", ".join(f"{c} AS c{i}" for i, c in enumerate(columns))
+        for rb in self._batches(_shuffled(relation, values, where, shuffle_seed), chunk):
+            yield list(zip(*(c.to_pylist() for c in rb.columns)))
 
     def read_sparse(
         self,

@@ -177,7 +177,10 @@ def _arguments(udf: Udf, args: tuple[Any, ...]) -> list[Any]:
             f"{udf.name} takes {arity} arguments; got {len(args)}",
             hint=f"{udf.name}({', '.join(a.name for a in udf.args)})",
         )
-    defaults = [a.default.strip("'") if a.default else None for a in udf.args[len(args) :]]
+    defaults = [
+        None if not a.default or a.default.upper() == "NULL" else a.default.strip("'")
+        for a in udf.args[len(args) :]
+    ]
     return [*args, *defaults]
 
 

@@ -29,6 +29,7 @@ NUMERIC_OIDS = {20, 21, 23, 700, 701, 1700}  # int8 int2 int4 float4 float8 nume
 BOOL_OID = 16
 INTEGER_ARRAY_OIDS = {1005, 1007, 1016}  # int2[] int4[] int8[]
 NUMBER_ARRAY_OIDS = {1021, 1022, 1231}  # float4[] float8[] numeric[]
+BYTEA_OID = 17
 FLOAT8_OID = 701
 ARRAY_HEADER = 20  # ndim, flags, element type, dimension, lower bound: 5 × int4
 
@@ -38,11 +39,11 @@ def type_name(abstract: str) -> str:
 
 
 def column_kind(oid: int) -> str:
-    """numeric | boolean | integer[] | double[] | other (``store.db.Queryable.columns``)."""
+    """numeric | boolean | bytes | integer[] | double[] | other (``store.db.Queryable.columns``)."""
     if oid in NUMERIC_OIDS:
         return "numeric"
-    if oid == BOOL_OID:
-        return "boolean"
+    if oid in (BOOL_OID, BYTEA_OID):
+        return "boolean" if oid == BOOL_OID else "bytes"
     if oid in INTEGER_ARRAY_OIDS:
         return "integer[]"
     return "double[]" if oid in NUMBER_ARRAY_OIDS else "other"
@@ -207,6 +208,17 @@ def decode_packed_sparse(heads: bytes, bodies: bytes, width: int) -> tuple[np.nd
     indices = _elements(words, starts, n, 4)
     values = _elements(words, starts + ni, n, 8)
     return head["label"].astype(np.float64), CsrRows(indptr, indices, values, width)
+
+
+def rows_query(relation: str, columns: Sequence[str], where: str | None, seed: int | None) -> str:
+    """The values of ``columns`` (SQL expressions), in the order of :func:`packed_rows_query`."""
+    values = ", ".join(f"{c} AS loom_c{i}" for i, c in enumerate(columns))
+    order = shuffle_key("loom_rn", seed) if seed is not None else "loom_rn"
+    filtered = f" WHERE {where}" if where else ""
+    return (
+        f"SELECT {values} FROM (SELECT *, row_number() OVER () AS loom_rn "
+        f"FROM {relation}{filtered}) loom_a ORDER BY {order}"
+    )
 
 
 def signature_query(relation: str, columns: Sequence[str], where: str | None) -> str:

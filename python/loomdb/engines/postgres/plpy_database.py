@@ -29,6 +29,7 @@ from loomdb.engines.postgres.dialect import (
     packed_rows_query,
     packed_sparse_query,
     param_type,
+    rows_query,
     signature_query,
     type_name,
 )
@@ -222,3 +223,20 @@ class PlpyDatabase:
         sql = packed_sparse_query(relation, label, indices, values, where, shuffle_seed, chunk)
         for heads, bodies in self.stream(sql, (), size=1):
             yield decode_packed_sparse(bytes(heads), bytes(bodies), width)
+
+    def read_rows(
+        self,
+        relation: str,
+        columns: Sequence[str],
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+    ) -> Iterator[list[tuple]]:
+        rows: list[tuple] = []
+        for row in self.stream(rows_query(relation, columns, where, shuffle_seed), (), chunk):
+            rows.append(row)
+            if len(rows) >= chunk:
+                yield rows
+                rows = []
+        if rows:
+            yield rows

@@ -9,6 +9,11 @@ standardisation on top of it and the model predicts on raw rows.
 A sparse source's minibatches arrive as ``CsrRows`` (``sparse_encoder``): a format that stores
 them as they are says so by overriding it (toc); the others get them densified, refused when a
 dense minibatch would exceed ``MAX_DENSIFIED`` bytes (with the hint to use toc).
+An any-precision format reads fewer parts at a lower fidelity; ``fidelity`` names the train
+option that picks it (mlweaving: ``precision``, bits; pcr: ``scans``, scan groups) and
+``top()`` its highest value.  A format whose source is not numeric columns (pcr: images)
+profiles it itself (``profile``), makes its stored parts itself (``encoding``), is bound to an
+index's options to read it (``bind``) and names the features a model learns (``features``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from loomdb.codecs import dense
 from loomdb.csr import CsrRows
 from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.options import Options
-from loomdb.seams import Batch
+from loomdb.seams import Batch, IndexInfo
+from loomdb.store.source import SourceProfile
 from loomdb.store.storage import Stored
 
 Encoder = Callable[[np.ndarray], list[bytes]]
@@ -34,12 +40,41 @@ class Format:
     name = "format"
     version = 1
     any_precision = False  # reads fewer bytes at a lower precision
+    fidelity: str | None = None  # the train option choosing the precision read, if any
     value_map: str | None = None  # the affine map applied to stored values, if any
     options = Options("layout")  # what this format accepts besides the shared layout options
 
     def parts(self, precision: int) -> int:
         """How many feature parts a read at ``precision`` bits needs."""
         return 1
+
+    def top(self) -> int:
+        """The highest precision a read can ask for (an unbound format: its most)."""
+        return 32
+
+    def bind(self, info: IndexInfo) -> Format:
+        """This format configured to read index ``info`` (most formats need nothing)."""
+        return self
+
+    def features(self, info: IndexInfo) -> list[str]:
+        """The names of the features a model trained on ``info`` learns."""
+        return list(info.columns)
+
+    def inputs(self, options: dict[str, Any]) -> dict[str, Any] | None:
+        """How a model's raw input becomes its features, when not from its feature columns."""
+        return None
+
+    def profile(self, db: Any, source: str, label: str, opts: dict[str, Any]) -> Any:
+        """The source's profile: its numeric columns' (``store/source.py``), or its sparse
+        array columns' (``store/sparse.py``); a format reading other sources overrides it."""
+        from loomdb.store import sparse
+
+        return sparse.profile_source(db, source, label, opts)
+
+    def encoding(self, db: Any, prof: SourceProfile, opts: dict[str, Any], progress: Any) -> Any:
+        """The stored parts of a source, if this format makes them itself (None: the rows are
+        read as numbers and cut into minibatches by ``store.layout``, ``encoder`` encodes)."""
+        return None
 
     def check(self, options: dict[str, Any]) -> None:
         """Refuse layout options this format cannot honour (the shared ones included)."""

@@ -25,6 +25,7 @@ from loomdb.store.formats.base import Encoder, Format
 class WeaveFormat(Format):
     name = "mlweaving"
     any_precision = True
+    fidelity = "precision"
     value_map = "minmax"
 
     def parts(self, precision: int) -> int:
