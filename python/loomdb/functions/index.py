@@ -30,6 +30,8 @@ def _summary(info: IndexInfo, seconds: float | None = None) -> str:
         "batch_size": info.options.get("batch_size"),
         "features": info.columns,
     }
+    if "slimml" in info.stats:  # groups, their sizes, generation time (store/grouped.py)
+        out["slimml"] = info.stats["slimml"]
     if seconds is not None:
         out["seconds"] = round(seconds, 6)
     return json.dumps(out)
