@@ -119,9 +119,14 @@ class Plan:
                 hint="build one with CREATE INDEX … WITH (slimml = true) or "
                 "{\"slimml\": true}, or leave 'skip' out",
             )
-        uses = {"epsilon": ("slimml",), "effect_l2": ("slimml",), "slimml_oracle": ("slimml",)}
-        uses["skip_fraction"] = ("random", "coreset", "importance")
-        uses["read_ahead"] = ("slimml", "random", "coreset", "importance")
+        baselines = ("random", "coreset", "importance")
+        uses: dict[str, tuple[str, ...]] = {
+            "epsilon": ("slimml",),
+            "effect_l2": ("slimml",),
+            "slimml_oracle": ("slimml",),
+            "skip_fraction": baselines,
+            "read_ahead": ("slimml", *baselines),
+        }
         for key, policies in uses.items():
             if self.given.get(key) is not None and self.skip not in policies:
                 raise LoomOptionError(

@@ -9,7 +9,12 @@ x̃ = (x − shift)∘scale the gradient is ∂ℓ/∂z·[x̃, 1], so
 
 the 1 is the intercept's gradient (left out without one).  The non-critical points (Def. 2,
 Eqn 4) are the smallest effects whose cumulative share of the total is ≤ ε (default 0.01);
-when the total is 0 every point is non-critical.  Algorithm 1 evaluates aggregated points (a
+when every effect is 0 the whole set is (Eqn 4 multiplied out, Σ_{i≤n} e_i ≤ ε·Σ_i e_i,
+holds for every n; Algorithm 1 line 7 divides, and 0/0 ≤ ε would be false, removing nothing —
+but under the hinge loss most minibatches' points sit beyond the margin once training has
+converged, and keeping them would remove nothing exactly where SlimML should remove most:
+measured on a separable task, 0% removed instead of ~40%, with 95% of the rows truly
+non-critical).  Algorithm 1 evaluates aggregated points (a
 group's mean row ã, its mean target) and removes their groups' rows all or nothing.
 
 Choices the paper leaves open, decided here:
@@ -53,7 +58,7 @@ def noncritical(effects: np.ndarray, epsilon: float) -> np.ndarray:
     order = np.argsort(e, kind="stable")
     cumulative = np.cumsum(e[order])
     total = cumulative[-1]
-    if total <= 0.0:
+    if total <= 0.0:  # no effect at all: Eqn 4 holds for every prefix
         out[:] = True
         return out
     out[order[cumulative <= epsilon * total]] = True

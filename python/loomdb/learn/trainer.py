@@ -216,8 +216,12 @@ def _sgd_epoch(
         T, sw = problem.targets(batch.y)
         Weff = W * scale[:, None]
         Z = backend.margins(batch, Weff) + (b - shift @ Weff)
+        trained = batch.rows
         if skip is not None:
             weights = skip.weigh(batch, Z, T, sw, W, b)
+            trained = batch.rows if weights is None else int(np.count_nonzero(weights))
+            if not trained:  # read (the oracle), but every row weighs 0: no step either
+                continue
             sw = sw if weights is None else sw * weights
         total += float((loss.value(Z, T) * sw[:, None]).sum())
         widest[0] = max(widest[0], batch.sampled)
@@ -232,7 +236,7 @@ def _sgd_epoch(
             soft_threshold(W, lr * config.l1)
         if not np.isfinite(W).all():
             raise Diverged(f"the model became non-finite at lr {lr:g}")
-        rows += batch.rows
+        rows += trained
     if skip is None:
         return {"loss": total, "rows": rows, "bytes": nbytes}
     return {"loss": total, "rows": rows, "bytes": nbytes, **skipped}

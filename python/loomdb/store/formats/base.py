@@ -40,12 +40,11 @@ class RowBlocks:
         return np.vstack([np.asarray(b @ W).reshape(b.shape[0], -1) for b in self.blocks])
 
     def __rmatmul__(self, R: np.ndarray) -> np.ndarray:
-        out, start = None, 0
+        parts, start = [], 0
         for b in self.blocks:
-            part = np.asarray(R[..., start : start + b.shape[0]] @ b)
-            out = part if out is None else out + part
+            parts.append(np.asarray(R[..., start : start + b.shape[0]] @ b))
             start += b.shape[0]
-        return out
+        return np.sum(parts, axis=0)
 
     def toarray(self) -> np.ndarray:
         return np.vstack([b if isinstance(b, np.ndarray) else b.toarray() for b in self.blocks])
