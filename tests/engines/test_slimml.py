@@ -177,3 +177,28 @@ def test_a_damaged_group_outside_the_read_is_never_returned(separable):
         list(laid.groups([4, 5, 6], 32))
     with pytest.raises(separable.errors, match="damaged"):
         _train(separable, "sl_m", index="sl_d", model="svm", cache_mb=0)
+
+
+def test_read_ahead_reads_several_minibatches_per_query(separable):
+    _index(separable, "sl_a")
+    stored = separable.scalar(
+        "SELECT sum(octet_length(payload)) FROM loom_data.sl_a WHERE part >= 0"
+    )
+    history = _train(
+        separable, "sl_m", index="sl_a", model="svm", skip="slimml", read_ahead=4, cache_mb=0
+    )
+    assert all(e["bytes_read"] + e["bytes_skipped"] == stored for e in history)
+    assert history[-1]["removed"] > 0.2
+
+
+@pytest.mark.parametrize("cache_mb", [256, 0])
+def test_a_train_without_an_index_lays_its_source_out_in_groups(separable, cache_mb):
+    """In memory, or in a temporary keyed table when the rows do not fit ``cache_mb``."""
+    opts = json.dumps(
+        {"slimml": True, "skip": "slimml", "model": "svm", "epochs": 3, "batch_size": 512,
+         "cache_mb": cache_mb}
+    )  # fmt: skip
+    summary = json.loads(separable.scalar(f"SELECT loom_train('sl_s', 'sl_t', 'y', '{opts}')"))
+    assert summary["rows"] == 4096
+    history = json.loads(separable.scalar("SELECT history FROM loom.models WHERE name = 'sl_s'"))
+    assert history[-1]["removed"] > 0.2 and history[-1]["bytes_skipped"] > 0

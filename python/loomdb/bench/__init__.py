@@ -11,4 +11,5 @@ SUITES = {
     "toc": "loomdb.bench.toc",
     "weave": "loomdb.bench.weave",
     "sim": "loomdb.bench.sim",
+    "slimml": "loomdb.bench.slimml",
 }

@@ -50,7 +50,7 @@ class Grouping:
             "svd_dims": self.dims,
             "min_rows": min(sizes, default=0),
             "max_rows": max(sizes, default=0),
-            "generation_s": round(self.seconds, 6),
+            "seconds": round(self.seconds, 6),  # generation: SVD, splits and means
         }
 
 
