@@ -177,6 +177,9 @@ def test_a_damaged_group_outside_the_read_is_never_returned(separable):
         list(laid.groups([4, 5, 6], 32))
     with pytest.raises(separable.errors, match="damaged"):
         _train(separable, "sl_m", index="sl_d", model="svm", cache_mb=0)
+    rebuilt = json.loads(separable.scalar("SELECT loom_reindex('sl_d')"))
+    assert rebuilt["slimml"]["groups"] == 64  # rebuilt in groups, as it was built
+    assert _train(separable, "sl_m", index="sl_d", model="svm", skip="slimml")[-1]["removed"] > 0
 
 
 def test_read_ahead_reads_several_minibatches_per_query(separable):

@@ -127,6 +127,8 @@ def fit(
 
 def _run(source, problem, config, backend, lr, progress, check, skip=None):
     W, b = problem.initial()
+    if skip is not None:
+        skip.report()  # a restart counts afresh
     schedule = Schedule(config.lr_schedule, lr, config.lr_decay)
     loss = LOSSES[config.kind]
     history: list[dict[str, Any]] = []

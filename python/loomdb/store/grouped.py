@@ -26,6 +26,8 @@ from loomdb.errors import LoomDataError, LoomFormatError, LoomOptionError
 from loomdb.options import Boolean, Interval, Option, Options
 from loomdb.seams import Aggregates, IndexInfo
 from loomdb.store import groups
+from loomdb.store.formats.base import Format
+from loomdb.store.source import SourceProfile
 from loomdb.store.storage import Stored, damaged
 
 OPTIONS = Options(
@@ -72,8 +74,8 @@ def groups_per_batch(info: IndexInfo) -> int:
 
 def encoded(
     chunks: Iterator[np.ndarray],
-    prof: Any,
-    fmt: Any,
+    prof: SourceProfile,
+    fmt: Format,
     opts: dict[str, Any],
     info: IndexInfo,
     progress: Any,
