@@ -205,3 +205,34 @@ def test_a_train_without_an_index_lays_its_source_out_in_groups(separable, cache
     assert summary["rows"] == 4096
     history = json.loads(separable.scalar("SELECT history FROM loom.models WHERE name = 'sl_s'"))
     assert history[-1]["removed"] > 0.2 and history[-1]["bytes_skipped"] > 0
+
+
+GROUP_DAMAGE = {
+    "missing part": ("DELETE FROM loom_data.sl_c WHERE batch = 1 AND part = 1", {}),
+    "missing group": ("DELETE FROM loom_data.sl_c WHERE batch = 2 AND part >= 0", {}),
+    "swapped": (
+        "UPDATE loom_data.sl_c SET payload = (SELECT payload FROM loom_data.sl_c "
+        "WHERE batch = 2 AND part = 1) WHERE batch = 1 AND part = 1",
+        {},
+    ),
+    "fewer rows": ("UPDATE loom_data.sl_c SET rows = rows - 1 WHERE batch = 1", {}),
+    "altered point": (
+        "UPDATE loom_data.sl_c SET payload = payload || payload WHERE batch = 3 AND part = -1",
+        {"skip": "slimml"},
+    ),
+    "missing point": (
+        "DELETE FROM loom_data.sl_c WHERE batch = 3 AND part = -1",
+        {"skip": "slimml"},
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", list(GROUP_DAMAGE))
+def test_a_damaged_slimml_index_is_refused_with_the_fix(separable, damage):
+    _index(separable, "sl_c")
+    sql, options = GROUP_DAMAGE[damage]
+    separable.rows(sql)
+    with pytest.raises(separable.errors) as info:
+        _train(separable, "sl_m", index="sl_c", model="svm", cache_mb=0, epochs=1, **options)
+    assert "index 'sl_c' is damaged" in str(info.value)
+    assert "loom_reindex('sl_c')" in str(info.value)
