@@ -35,32 +35,23 @@ CHUNK = 8192  # rows per chunk read from the source
 FLUSH_BYTES = 16 << 20  # stored rows are inserted this much at a time
 PROGRESS_S = 2.0
 
-OPTIONS = (
-    Options(
-        "layout",
-        Option("format", Choices(formats.names), "dense", "storage format"),
-        Option("features", Names(), None, "the feature columns (default: every numeric one)"),
-        Option(
-            "batch_size",
-            Interval(True, 1, 1_000_000),
-            256,
-            "rows per stored minibatch (256 for every format, chosen by measurement)",
-        ),
-        Option("seed", Interval(True, 0, 2**31 - 1), 42, "the seed of the one-time shuffle"),
-        Option("nulls", Choices(["error", "skip"]), "error", "what rows with NULLs do"),
-        Option("dtype", Choices(["float64", "float32"]), "float64", "the dense format's values"),
-    )
-    + grouped.OPTIONS
+OPTIONS = Options(
+    "layout",
+    Option("format", Choices(formats.names), "dense", "storage format"),
+    Option("features", Names(), None, "the feature columns (default: every numeric one)"),
+    Option(
+        "batch_size",
+        Interval(True, 1, 1_000_000),
+        256,
+        "rows per stored minibatch (256 for every format, chosen by measurement)",
+    ),
+    Option("seed", Interval(True, 0, 2**31 - 1), 42, "the seed of the one-time shuffle"),
+    Option("nulls", Choices(["error", "skip"]), "error", "what rows with NULLs do"),
+    Option("dtype", Choices(["float64", "float32"]), "float64", "the dense format's values"),
 )
-BUILT_WITH = (
-    "format",
-    "features",
-    "batch_size",
-    "seed",
-    "nulls",
-    "dtype",
-    *grouped.OPTIONS.names(),
-)
+BUILT_WITH: tuple[str, ...] = ("format", "features", "batch_size", "seed", "nulls", "dtype")
+OPTIONS += grouped.OPTIONS  # SlimML's grouping (store/grouped.py)
+BUILT_WITH += tuple(grouped.OPTIONS.names())
 
 
 def options_of(fmt: Format) -> Options:
