@@ -230,3 +230,18 @@ def test_the_oracle_reads_every_group_and_trains_on_the_kept_ones():
     everything, weights = oracle.choose(ids, W, b)
     assert none is None and 0 < read.sum() < 10
     assert everything.all() and weights.tolist() == read.astype(float).tolist()
+
+
+def test_row_blocks_multiply_like_the_stacked_rows():
+    from loomdb.codecs import toc
+    from loomdb.store.formats.base import RowBlocks
+
+    rng = np.random.default_rng(0)
+    parts = [rng.integers(0, 3, size=(n, 5)).astype(float) for n in (7, 1, 12)]
+    stacked = RowBlocks([toc.TocMatrix.from_bytes(toc.encode(p)) for p in parts])
+    X = np.vstack(parts)
+    W, R = rng.normal(size=(5, 2)), rng.normal(size=(20, 2))
+    assert stacked.shape == (20, 5)
+    assert np.allclose(stacked @ W, X @ W)
+    assert np.allclose(R.T @ stacked, R.T @ X)
+    assert np.array_equal(stacked.toarray(), X)
