@@ -13,4 +13,5 @@ SUITES = {
     "sim": "loomdb.bench.sim",
     "sketch": "loomdb.bench.sketch",
     "pcr": "loomdb.bench.pcr",
+    "slimml": "loomdb.bench.slimml",
 }

@@ -15,6 +15,7 @@ from loomdb.learn.optimizers import OPTIMIZERS
 from loomdb.learn.precision import SCHEDULES as PRECISION_SCHEDULES
 from loomdb.learn.scaling import METHODS
 from loomdb.learn.schedules import SCHEDULES
+from loomdb.learn.skipping import POLICIES
 from loomdb.options import (
     AnyOf,
     Boolean,
@@ -25,6 +26,8 @@ from loomdb.options import (
     Text,
     WeightMap,
 )
+
+SKIPS = ["none", *POLICIES]
 
 TRAIN = Options(
     "loom_train",
@@ -85,4 +88,39 @@ TRAIN = Options(
         "keep up to this many MB of batches between epochs (0: read every epoch)",
     ),
     Option("allow_stale", Boolean(), False, "train on an index whose source changed"),
+    Option(
+        "skip",
+        Choices(SKIPS),
+        None,
+        "leave rows out of each minibatch of a SlimML layout: 'slimml' (its remover) or a "
+        "baseline ('random', 'coreset', 'importance')",
+    ),
+    Option(
+        "epsilon",
+        Interval(False, 0, 1, low_open=True),
+        None,
+        "SlimML's ε: the share of a minibatch's total effect its removed groups may carry "
+        "(default 0.01)",
+    ),
+    Option(
+        "skip_fraction",
+        Interval(False, 0, 0.99),
+        None,
+        "the share of rows a baseline removes (random, importance: required; coreset: 0.75)",
+    ),
+    Option("effect_l2", Boolean(), None, "count the L2 term in SlimML's effects"),
+    Option(
+        "read_ahead",
+        Interval(True, 1, 4096),
+        None,
+        "minibatches whose groups are chosen together (at the first one's parameters) and read "
+        "in one query when skipping (default 1: each at its own step, as SlimML)",
+    ),
+    Option(
+        "slimml_oracle",
+        Boolean(),
+        None,
+        "also read the removed groups and record how many of their rows were truly "
+        "non-critical (for measurement: it reads every group)",
+    ),
 )

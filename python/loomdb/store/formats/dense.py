@@ -30,6 +30,9 @@ class DenseFormat(Format):
                 )
         return lambda X: [dense.encode(X, dtype)]
 
+    def stack(self, payloads: list[Any]) -> Any:
+        return payloads[0] if len(payloads) == 1 else np.vstack(payloads)
+
     def payload(self, parts: list[bytes], rows: int, n_features: int, precision: int) -> Any:
         X = dense.decode(parts[0])
         if X.shape != (rows, n_features):
