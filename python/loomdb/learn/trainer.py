@@ -155,20 +155,7 @@ def _run(source, problem, config, backend, lr, progress, check, skip=None):
                 )
         seconds = time.perf_counter() - started
         penalty = 0.5 * config.l2 * float((W * W).sum()) + config.l1 * float(np.abs(W).sum())
-        rows = totals.pop("rows")
-        sampled = totals.pop("sampled", rows)
-        entry: dict[str, Any] = {
-            "epoch": epoch + 1,
-            "loss": totals.pop("loss") / max(sampled, 1) + penalty,
-            "rows": rows,
-            "seconds": round(seconds, 6),
-            "rows_per_s": rows / seconds if seconds > 0 else None,
-            "lr": rate,
-            "bytes_read": totals.pop("bytes"),
-            "precision": s,
-            **totals,
-            **(skip.report() if skip is not None else {}),
-        }
+        entry = _entry(epoch, totals, seconds, rate, s, penalty, skip)
         _guard(W, b, entry["loss"], limit, epoch + 1, rate)
         if hasattr(optimizer, "end_epoch") and not hasattr(backend, "run_epoch"):
             optimizer.end_epoch(W, b, entry["loss"])
@@ -187,6 +174,24 @@ def _run(source, problem, config, backend, lr, progress, check, skip=None):
     if hasattr(optimizer, "model") and not hasattr(backend, "run_epoch"):
         W, b = optimizer.model(W, b)
     return W, b, history
+
+
+def _entry(epoch, totals, seconds, rate, precision, penalty, skip) -> dict[str, Any]:
+    """An epoch's history entry from the totals its batches gathered."""
+    rows = totals.pop("rows")
+    sampled = totals.pop("sampled", rows)
+    return {
+        "epoch": epoch + 1,
+        "loss": totals.pop("loss") / max(sampled, 1) + penalty,
+        "rows": rows,
+        "seconds": round(seconds, 6),
+        "rows_per_s": rows / seconds if seconds > 0 else None,
+        "lr": rate,
+        "bytes_read": totals.pop("bytes"),
+        "precision": precision,
+        **totals,
+        **(skip.report() if skip is not None else {}),
+    }
 
 
 def _guard(W: np.ndarray, b: np.ndarray, loss: float, limit: float, epoch: int, lr: float):
