@@ -33,8 +33,8 @@ def test_figure_3_reproduces_tables_2_and_4():
     assert s.codes.tolist() == [1, 2, 3, 4, 6, 3, 5, 8, 6]
     assert s.starts.tolist() == [0, 4, 6, 8]
     # Table 4: the decode tree C′ rebuilt from I and D; nodes 6..10 and their parents
-    m = toc.TocMatrix.from_bytes(toc.encode(figure3()))
-    assert len(m.parent) == 11 and m.parent[6:].tolist() == [1, 2, 3, 6, 5]
+    parent, kcol, kval = toc.decode_tree(toc.encode(figure3()))
+    assert len(parent) == 11 and parent[6:].tolist() == [1, 2, 3, 6, 5]
     sequences = {
         6: [(1, 1.1), (2, 2.0)],
         7: [(2, 2.0), (3, 3.0)],
@@ -45,9 +45,12 @@ def test_figure_3_reproduces_tables_2_and_4():
     for node, pairs in sequences.items():
         walk, n = [], node
         while n:
-            walk.append((int(m.kcol[n]) + 1, float(m.kval[n])))
-            n = int(m.parent[n])
+            walk.append((int(kcol[n]) + 1, float(kval[n])))
+            n = int(parent[n])
         assert walk[::-1] == pairs
+    # the operations visit the kept nodes only: 6 and 8 are codes, 7, 9 and 10 none reaches
+    m = toc.TocMatrix.from_bytes(toc.encode(figure3()))
+    assert m.nparent.tolist() == [1, 3] and m.codes.tolist() == [1, 2, 3, 4, 6, 3, 5, 7, 6]
 
 
 def bits(a: np.ndarray) -> np.ndarray:
