@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.codecs import toc_kernels as k
+from loomdb.codecs import toc_products as p
 from loomdb.codecs.blob import REBUILD, byte_view
 from loomdb.codecs.toc_format import (
     LOGICAL,
@@ -38,7 +39,7 @@ from loomdb.codecs.toc_format import (
     parse_sections,
     serialize,
 )
-from loomdb.codecs.toc_read import SECTION_FAULT, read
+from loomdb.codecs.toc_read import MAX_NODES, SECTION_FAULT, read
 from loomdb.errors import LoomFormatError, LoomOptionError
 
 VARIANTS = {
@@ -161,18 +162,18 @@ class TocMatrix:
         if v.shape[0] != self.cols or v.ndim not in (1, 2):
             raise LoomOptionError(f"cannot multiply a {self.shape} TOC matrix by {v.shape}")
         if v.ndim == 2 and v.shape[1] == 1:  # a one-column model: the vector pass is tighter
-            return k.matvec(*self._tree(), np.ascontiguousarray(v[:, 0]))[:, None]
-        return k.matvec(*self._tree(), v) if v.ndim == 1 else k.matmat(*self._tree(), v)
+            return p.matvec(*self._tree(), np.ascontiguousarray(v[:, 0]))[:, None]
+        return p.matvec(*self._tree(), v) if v.ndim == 1 else p.matmat(*self._tree(), v)
 
     def __rmatmul__(self, other: Any) -> np.ndarray:
         u = np.ascontiguousarray(other, dtype=np.float64)
         if u.shape[-1] != self.rows or u.ndim not in (1, 2):
             raise LoomOptionError(f"cannot multiply {u.shape} by a {self.shape} TOC matrix")
         if u.ndim == 1:
-            return k.rmatvec(*self._tree(), u, self.cols)
+            return p.rmatvec(*self._tree(), u, self.cols)
         if u.shape[0] == 1:
-            return k.rmatvec(*self._tree(), np.ascontiguousarray(u[0]), self.cols)[None, :]
-        return k.rmatmat(*self._tree(), u, self.cols)
+            return p.rmatvec(*self._tree(), np.ascontiguousarray(u[0]), self.cols)[None, :]
+        return p.rmatmat(*self._tree(), u, self.cols)
 
     def _with_values(self, values: np.ndarray) -> TocMatrix:
         out = copy.copy(self)
@@ -200,7 +201,7 @@ class TocMatrix:
                 f"{self.rows * self.cols * 8:,} bytes; at most {MAX_DENSE * 8:,} are allowed",
                 hint="multiply the compressed matrix (m @ v, v @ m) instead of decoding it",
             )
-        return k.decode_dense(*self._tree(), self.cols)
+        return p.decode_dense(*self._tree(), self.cols)
 
 
 def _fault(kind: int, row: int, a: int, b: int) -> LoomFormatError:
@@ -210,6 +211,8 @@ def _fault(kind: int, row: int, a: int, b: int) -> LoomFormatError:
         what += f" (nodes 1 to {b - 1} exist there)"
     elif kind == 3:
         what = f"pair {row} of the first layer (column {a}) starts no code; each must be used"
+    elif kind == 4:
+        what = f"its decode tree would have {row:,} nodes; at most {MAX_NODES:,} are read"
     elif a == b:
         what = f"row {row} names column {a} twice"
     else:

@@ -24,6 +24,7 @@ from numba import njit
 
 LOGICAL, VALUE_INDEX = 1, 4  # toc_format's flag bits (the kernel takes them as ints)
 SECTION_FAULT = 9  # the sections are malformed: ``toc_format`` says how
+MAX_NODES = (1 << 32) - 1  # node numbers are uint32: a tree this large needs a 4 GB blob
 
 
 @njit(cache=True)
@@ -126,7 +127,8 @@ def _tree(icol, codes, starts):  # pragma: no cover
 
     ``fault``: 0 all is well; 1 row ``row`` has code ``a`` that points forward, to the root or
     past the tree (nodes 1 … ``b`` − 1 exist there); 2 row ``row`` names column ``a`` after
-    column ``b`` (``a == b``: twice); 3 first-layer pair ``row`` (of column ``a``) starts no code.
+    column ``b`` (``a == b``: twice); 3 first-layer pair ``row`` (of column ``a``) starts no
+    code; 4 the tree would have ``row`` nodes, more than ``MAX_NODES``.
     Columns must strictly increase along a row (TOC §3.1 emits the pairs in column order), else
     ``toarray`` (which assigns) and the products (which add) would disagree.  One check per
     adjacent pair of codes covers a whole row: every node is made from two adjacent codes, so
@@ -136,9 +138,11 @@ def _tree(icol, codes, starts):  # pragma: no cover
     one is forged.  A first-layer node is kept exactly when some code starts with it, so the
     pruning's marks are that check.  O(|D| + |I|).
     """
-    n_pairs, empty = len(icol), np.empty(0, np.int64)
+    n_pairs, empty = len(icol), np.empty(0, np.uint32)
     size = 1 + n_pairs + len(codes) - (np.diff(starts) > 0).sum()
-    parent = np.empty(size, np.int64)
+    if size > MAX_NODES:
+        return 4, size, 0, 0, empty, empty, empty
+    parent = np.zeros(size, np.int64)
     key = np.empty(size, np.int64)  # a node's last pair (past the first layer)
     first = np.arange(size)  # a node's first pair; first-layer node i is pair i
     last = np.empty(size, np.int64)  # the column of a node's last pair
@@ -146,43 +150,44 @@ def _tree(icol, codes, starts):  # pragma: no cover
     last[1 : n_pairs + 1] = icol
     nxt = n_pairs + 1
     for r in range(len(starts) - 1):
-        prev = 0
-        for j in range(starts[r], starts[r + 1]):
+        if starts[r] == starts[r + 1]:
+            continue
+        prev = codes[starts[r]]
+        if prev < 1 or prev >= nxt:
+            return 1, r, prev, nxt, empty, empty, empty
+        keep[prev] = True
+        for j in range(starts[r] + 1, starts[r + 1]):
             c = codes[j]
             if c < 1 or c >= nxt:
                 return 1, r, c, nxt, empty, empty, empty
+            head = icol[first[c] - 1]
+            if head <= last[prev]:
+                return 2, r, head, last[prev], empty, empty, empty
             keep[c] = True
-            if prev:
-                head = icol[first[c] - 1]
-                if head <= last[prev]:
-                    return 2, r, head, last[prev], empty, empty, empty
-                parent[nxt] = prev  # a new node: the previous code's sequence + c's first pair
-                first[nxt] = first[prev]
-                key[nxt] = first[c]
-                last[nxt] = head
-                nxt += 1
+            parent[nxt] = prev  # a new node: the previous code's sequence + c's first pair
+            first[nxt] = first[prev]
+            key[nxt] = first[c]
+            last[nxt] = head
+            nxt += 1
             prev = c
+    # Branch-free from here on: which nodes are kept follows the data, not a pattern.
     for i in range(size - 1, n_pairs, -1):
-        if keep[i]:
-            keep[parent[i]] = True
+        keep[parent[i]] |= keep[i]
     for i in range(1, n_pairs + 1):
         if not keep[i]:
             return 3, i - 1, icol[i - 1], 0, empty, empty, empty
-    number = last  # reused: the kept nodes' new numbers
-    nparent = np.empty(size - n_pairs - 1, np.int64)
-    nkey = np.empty(size - n_pairs - 1, np.int64)
+    number = first  # reused: the kept nodes' new numbers (the first layer keeps its own)
+    nparent = np.empty(size - n_pairs, np.uint32)
+    nkey = np.empty(size - n_pairs, np.uint32)
     kept = 0
     for i in range(n_pairs + 1, size):
-        if keep[i]:
-            number[i] = n_pairs + 1 + kept
-            p = parent[i]
-            nparent[kept] = p if p <= n_pairs else number[p]
-            nkey[kept] = key[i]
-            kept += 1
-    renumbered = np.empty(len(codes), np.int64)
+        number[i] = n_pairs + 1 + kept
+        nparent[kept] = number[parent[i]]
+        nkey[kept] = key[i]
+        kept += keep[i]
+    renumbered = np.empty(len(codes), np.uint32)
     for j in range(len(codes)):
-        c = codes[j]
-        renumbered[j] = c if c <= n_pairs else number[c]
+        renumbered[j] = number[codes[j]]
     return 0, 0, 0, 0, nparent[:kept], nkey[:kept], renumbered
 
 
@@ -197,7 +202,9 @@ def read(data, flags, rows, cols):  # pragma: no cover
     offsets into them.
     """
     ok, icol, values, codes, starts = _sections(data, flags, rows, cols)
+    e32, e64 = np.empty(0, np.uint32), np.empty(0, np.uint64)
     if not ok:
-        return SECTION_FAULT, 0, 0, 0, icol, values, codes, codes, codes, starts
+        return SECTION_FAULT, 0, 0, 0, e32, values, e32, e32, e32, e64
     fault, row, a, b, nparent, nkey, renumbered = _tree(icol, codes, starts)
-    return fault, row, a, b, icol, values, nparent, nkey, renumbered, starts
+    offsets = starts.astype(np.uint64)
+    return fault, row, a, b, icol.astype(np.uint32), values, nparent, nkey, renumbered, offsets

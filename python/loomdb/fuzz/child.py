@@ -25,6 +25,7 @@ import atheris
 # numba compiles these kernels from their bytecode: import them before the import hook, so
 # they are never instrumented (coverage inside them is invisible to libFuzzer either way)
 import loomdb.codecs.toc_kernels  # noqa: F401
+import loomdb.codecs.toc_products  # noqa: F401
 import loomdb.codecs.toc_read  # noqa: F401
 import loomdb.codecs.weave_kernels  # noqa: F401
 from loomdb.fuzz.tally import Tally
