@@ -34,10 +34,11 @@ COLUMNS = [
     ("checksum", "bigint"),
 ]
 _HEAD = struct.Struct("<16siiih")
+Buffer = bytes | memoryview  # a payload as the engine hands it over (never copied here)
 PAGE_BYTES = 64 << 20  # about this much payload per query: bounded memory, few round trips
 
 
-def checksum(uid: str, batch: int, part: int, rows: int, version: int, payload: bytes) -> int:
+def checksum(uid: str, batch: int, part: int, rows: int, version: int, payload: Buffer) -> int:
     head = _HEAD.pack(bytes.fromhex(uid)[:16].ljust(16, b"\0"), batch, part, rows, version)
     return zlib.crc32(payload, zlib.crc32(head))
 
@@ -75,7 +76,7 @@ class Stored:
 
     batch: int
     rows: int
-    parts: list[bytes]
+    parts: list[Buffer]
 
     @property
     def nbytes(self) -> int:
@@ -111,7 +112,7 @@ class Reader:
             self.db.check_interrupt()
             current: Stored | None = None
             with self.db.as_role(self.owner):  # the owner's table: read with the owner's rights
-                rows = self.db.query(sql, [start, end, parts])
+                rows = self.db.query_blobs(sql, [start, end, parts])
             for row in rows:
                 current, done = self._take(current, row, expected, parts)
                 if done is not None:
@@ -129,7 +130,6 @@ class Reader:
         batch, part, rows, version, payload, crc = row
         if payload is None:
             raise damaged(self.index, f"minibatch {batch} part {part} holds NULL")
-        payload = bytes(payload)
         if version != self.version:
             raise damaged(
                 self.index, f"minibatch {batch} is format version {version}, not {self.version}"

@@ -18,7 +18,7 @@ from loomdb.codecs import dense
 from loomdb.errors import LoomFormatError
 from loomdb.options import Options
 from loomdb.seams import Batch
-from loomdb.store.storage import Stored
+from loomdb.store.storage import Buffer, Stored
 
 Encoder = Callable[[np.ndarray], list[bytes]]
 
@@ -40,13 +40,13 @@ class Format:
     def encoder(self, stats: dict[str, Any], options: dict[str, Any]) -> Encoder:
         raise NotImplementedError
 
-    def payload(self, parts: list[bytes], rows: int, n_features: int, precision: int) -> Any:
+    def payload(self, parts: list[Buffer], rows: int, n_features: int, precision: int) -> Any:
         raise NotImplementedError
 
     def encode_labels(self, y: np.ndarray) -> bytes:
         return dense.encode(y.reshape(-1, 1))
 
-    def decode_labels(self, blob: bytes) -> np.ndarray:
+    def decode_labels(self, blob: Buffer) -> np.ndarray:
         return dense.decode(blob)[:, 0]
 
     def decode(self, stored: Stored, n_features: int, precision: int) -> Batch:

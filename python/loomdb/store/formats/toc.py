@@ -12,6 +12,7 @@ from loomdb.codecs import toc
 from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.options import Choices, Option, Options
 from loomdb.store.formats.base import Encoder, Format
+from loomdb.store.storage import Buffer
 
 
 class TocFormat(Format):
@@ -37,7 +38,7 @@ class TocFormat(Format):
         entropy = options.get("entropy")
         return lambda X: [toc.encode(X, entropy=entropy)]
 
-    def payload(self, parts: list[bytes], rows: int, n_features: int, precision: int) -> Any:
+    def payload(self, parts: list[Buffer], rows: int, n_features: int, precision: int) -> Any:
         X = toc.TocMatrix.from_bytes(parts[0])
         if X.shape != (rows, n_features):
             raise LoomFormatError(f"a toc minibatch holds {X.shape}, not ({rows}, {n_features})")
