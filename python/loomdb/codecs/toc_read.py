@@ -142,11 +142,13 @@ def _tree(icol, codes, starts):  # pragma: no cover
     size = 1 + n_pairs + len(codes) - (np.diff(starts) > 0).sum()
     if size > MAX_NODES:
         return 4, size, 0, 0, empty, empty, empty
-    parent = np.zeros(size, np.int64)
-    key = np.empty(size, np.int64)  # a node's last pair (past the first layer)
-    first = np.arange(size)  # a node's first pair; first-layer node i is pair i
+    parent = np.empty(size, np.int64)  # (past the first layer, every entry is written)
+    key = np.empty(size, np.int64)  # a node's last pair
+    first = np.empty(size, np.int64)  # a node's first pair; first-layer node i is pair i
     last = np.empty(size, np.int64)  # the column of a node's last pair
     keep = np.zeros(size, np.bool_)
+    for i in range(n_pairs + 1):
+        first[i] = i
     last[1 : n_pairs + 1] = icol
     nxt = n_pairs + 1
     for r in range(len(starts) - 1):
