@@ -40,10 +40,11 @@ COLUMNS = [
 ]
 SUMMARY_PART = -1  # a grouped layout's aggregated point of each group
 _HEAD = struct.Struct("<16siiih")
+Buffer = bytes | memoryview  # a payload as the engine hands it over (never copied here)
 PAGE_BYTES = 64 << 20  # about this much payload per query: bounded memory, few round trips
 
 
-def checksum(uid: str, batch: int, part: int, rows: int, version: int, payload: bytes) -> int:
+def checksum(uid: str, batch: int, part: int, rows: int, version: int, payload: Buffer) -> int:
     head = _HEAD.pack(bytes.fromhex(uid)[:16].ljust(16, b"\0"), batch, part, rows, version)
     return zlib.crc32(payload, zlib.crc32(head))
 
@@ -94,7 +95,7 @@ class Stored:
 
     batch: int
     rows: int
-    parts: list[bytes]
+    parts: list[Buffer]
 
     @property
     def nbytes(self) -> int:
@@ -124,7 +125,7 @@ class Reader:
         )
         self.db.check_interrupt()
         with self.db.as_role(self.owner):  # the owner's table: read with the owner's rights
-            return self.db.query(sql, params)
+            return self.db.query_blobs(sql, params)
 
     def read(self, first: int, stop: int, parts: int, batch_bytes: int) -> Iterator[Stored]:
         """Minibatches ``[first, stop)`` with parts ``0 … parts``, each exactly once, in order."""
@@ -161,11 +162,10 @@ class Reader:
             raise damaged(self.index, f"it holds {len(out)} aggregated points, not {count}")
         return out
 
-    def _verify(self, row: tuple) -> bytes:
+    def _verify(self, row: tuple) -> Buffer:
         batch, part, rows, version, payload, crc = row
         if payload is None:
             raise damaged(self.index, f"minibatch {batch} part {part} holds NULL")
-        payload = bytes(payload)
         if version != self.version:
             raise damaged(
                 self.index, f"minibatch {batch} is format version {version}, not {self.version}"

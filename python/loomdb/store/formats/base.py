@@ -29,7 +29,7 @@ from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.options import Options
 from loomdb.seams import Batch, IndexInfo
 from loomdb.store.source import SourceProfile
-from loomdb.store.storage import Stored
+from loomdb.store.storage import Buffer, Stored
 
 Encoder = Callable[[np.ndarray], list[bytes]]
 SparseEncoder = Callable[[CsrRows], list[bytes]]
@@ -125,7 +125,7 @@ class Format:
         encode = self.encoder(stats, options)
         return lambda X: encode(X.toarray())
 
-    def payload(self, parts: list[bytes], rows: int, n_features: int, precision: int) -> Any:
+    def payload(self, parts: list[Buffer], rows: int, n_features: int, precision: int) -> Any:
         raise NotImplementedError
 
     def stack(self, payloads: list[Any]) -> Any:
@@ -135,7 +135,7 @@ class Format:
     def encode_labels(self, y: np.ndarray) -> bytes:
         return dense.encode(y.reshape(-1, 1))
 
-    def decode_labels(self, blob: bytes) -> np.ndarray:
+    def decode_labels(self, blob: Buffer) -> np.ndarray:
         return dense.decode(blob)[:, 0]
 
     def decode(self, stored: Stored, n_features: int, precision: int) -> Batch:
