@@ -226,18 +226,13 @@ class WovenMatrix:
         v = np.asarray(other)
         if v.ndim not in (1, 2) or v.shape[0] != self.m:
             raise LoomOptionError(f"cannot multiply a {self.shape} woven block by {v.shape}")
-        words = self.words()
-        padded = np.zeros((words.shape[0] * 64, 1 if v.ndim == 1 else v.shape[1]))
-        padded[: self.m] = v.reshape(self.m, -1)
-        out = products.matmul(words, padded)[: self.n]
-        return out[:, 0] if v.ndim == 1 else out
+        out = products.matmul(self.words(), v.reshape(self.m, -1).astype(np.float64, copy=False))
+        return out[: self.n, 0] if v.ndim == 1 else out[: self.n]
 
     def __rmatmul__(self, other: np.ndarray) -> np.ndarray:
         u = np.asarray(other)
         if u.ndim not in (1, 2) or u.shape[-1] != self.n:
             raise LoomOptionError(f"cannot multiply {u.shape} by a {self.shape} woven block")
-        words = self.words()
-        padded = np.zeros((words.shape[1], 1 if u.ndim == 1 else u.shape[0]))
-        padded[: self.n] = u.reshape(-1, self.n).T
-        out = products.rmatmul(words, padded)[: self.m]
-        return out[:, 0] if u.ndim == 1 else out.T
+        G = u.reshape(-1, self.n).T.astype(np.float64, copy=False)
+        out = products.rmatmul(self.words(), G)
+        return out[: self.m, 0] if u.ndim == 1 else out[: self.m].T

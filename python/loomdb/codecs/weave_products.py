@@ -37,7 +37,8 @@ COPIES = 2  # histogram copies, alternating by plane: halves the chains of adds 
 
 @njit(cache=True)
 def _subset_sums(w: np.ndarray, chunks: int) -> np.ndarray:  # pragma: no cover
-    """T[c, b, v] = Σ of w[64c + 8b + i] over the bits i set in v (w holds 64·C entries)."""
+    """T[c, b, v] = Σ of w[64c + 8b + i] over the bits i set in v (w past its end reads 0)."""
+    m = w.shape[0]
     T = np.empty((chunks, 8, 256))
     for c in range(chunks):
         for b in range(8):
@@ -45,7 +46,8 @@ def _subset_sums(w: np.ndarray, chunks: int) -> np.ndarray:  # pragma: no cover
             t[0] = 0.0
             size = 1
             for i in range(8):
-                wi = w[c * 64 + b * 8 + i]
+                f = c * 64 + b * 8 + i
+                wi = w[f] if f < m else 0.0
                 for v in range(size):
                     t[size + v] = t[v] + wi
                 size *= 2
@@ -74,11 +76,27 @@ def _scatter(h: np.ndarray, x: np.uint64, a: float) -> None:  # pragma: no cover
 
 
 @njit(cache=True)
-def matvec(words: np.ndarray, w: np.ndarray) -> np.ndarray:  # pragma: no cover
-    """uint64 (C, rows, s) planes · float64 (64·C,) → (rows,)."""
+def matmul(words: np.ndarray, W: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """uint64 (C, rows, s) planes · float64 (m ≤ 64·C, k) → (rows, k), a column at a time."""
+    out = np.zeros((words.shape[1], W.shape[1]))
+    for j in range(W.shape[1]):
+        _matvec(words, W[:, j], out[:, j])
+    return out
+
+
+@njit(cache=True)
+def rmatmul(words: np.ndarray, G: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """(Gᵀ·A)ᵀ: float64 (n ≤ rows, k) and uint64 (C, rows, s) planes → (64·C, k)."""
+    out = np.empty((words.shape[0] * 64, G.shape[1]))
+    for j in range(G.shape[1]):
+        _rmatvec(words, G[:, j], out[:, j])
+    return out
+
+
+@njit(cache=True)
+def _matvec(words: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
     chunks, rows, s = words.shape
     T = _subset_sums(w, chunks)
-    out = np.zeros(rows)
     mid = 0.5 ** (s + 1)
     for c in range(chunks):
         t = T[c]
@@ -94,19 +112,16 @@ def matvec(words: np.ndarray, w: np.ndarray) -> np.ndarray:  # pragma: no cover
                 weight *= 0.5
             if nz != 0:
                 out[r] += total + mid * _lookup(t, nz)
-    return out
 
 
 @njit(cache=True)
-def rmatvec(words: np.ndarray, g: np.ndarray) -> np.ndarray:  # pragma: no cover
-    """float64 (rows,) · uint64 (C, rows, s) planes → (64·C,): gᵀ·A."""
-    chunks, rows, s = words.shape
+def _rmatvec(words: np.ndarray, g: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+    chunks, _, s = words.shape
     H = np.zeros((COPIES, 8, 256))
-    out = np.empty(chunks * 64)
     mid = 0.5 ** (s + 1)
     for c in range(chunks):
         H[:] = 0.0
-        for r in range(rows):
+        for r in range(g.shape[0]):
             gr = g[r]
             if gr == 0.0:
                 continue
@@ -121,7 +136,6 @@ def rmatvec(words: np.ndarray, g: np.ndarray) -> np.ndarray:  # pragma: no cover
             if nz != 0:
                 _scatter(H[s & 1], nz, mid * gr)
         _fold(H, out[c * 64 : c * 64 + 64])
-    return out
 
 
 @njit(cache=True)
@@ -152,20 +166,4 @@ def arrange(stack: np.ndarray) -> np.ndarray:  # pragma: no cover
             for c in range(chunks):
                 for k in range(8):
                     out[c, g * 8 + k, p] = stack[p, g, c, k]
-    return out
-
-
-def matmul(words: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """(rows, k) = A·W for W (64·C, k), one column at a time."""
-    out = np.empty((words.shape[1], W.shape[1]))
-    for j in range(W.shape[1]):
-        out[:, j] = matvec(words, np.ascontiguousarray(W[:, j]))
-    return out
-
-
-def rmatmul(words: np.ndarray, G: np.ndarray) -> np.ndarray:
-    """(64·C, k) = Aᵀ·G for G (rows, k), one column at a time."""
-    out = np.empty((words.shape[0] * 64, G.shape[1]))
-    for j in range(G.shape[1]):
-        out[:, j] = rmatvec(words, np.ascontiguousarray(G[:, j]))
     return out
