@@ -96,7 +96,7 @@ def _epochs(engine, name, index, X, y, epochs, rounds, table, peer: str) -> None
     for cache, mb in CACHES.items():
         runs: dict[str, list[float]] = {}
         last: dict[str, dict[str, Any]] = {}
-        first_bytes: dict[str, int] = {}
+        first: dict[str, dict[str, Any]] = {}
         for _ in range(rounds):
             for s in [*PRECISIONS, "dense"]:
                 opts = {**base, "index": peer if s == "dense" else index, "cache_mb": mb}
@@ -105,13 +105,14 @@ def _epochs(engine, name, index, X, y, epochs, rounds, table, peer: str) -> None
                 history = _history(engine, opts)
                 measured = history if cache == "cold" else history[1:]
                 runs.setdefault(str(s), []).extend(h["seconds"] * 1000 for h in measured)
-                last[str(s)], first_bytes[str(s)] = history[-1], history[0]["bytes_read"]
+                last[str(s)], first[str(s)] = history[-1], history[0]
         for s in runs:
-            p = last[s]["precision"]
+            p = first[s]["precision"]
             eq4 = weave.epoch_bytes(len(y), X.shape[1], p) if s != "dense" else np.nan
             ms = float(np.median(runs[s]))
             loss = f"{last[s]['loss']:.5f}"
-            table.add(engine.name, name, cache, s, first_bytes[s], eq4, np.nan, ms, np.nan, loss)
+            nbytes = first[s]["bytes_read"]
+            table.add(engine.name, name, cache, s, nbytes, eq4, np.nan, ms, np.nan, loss)
 
 
 def _ratios(table: BenchTable, data: str) -> None:
@@ -216,8 +217,8 @@ def run(quick: bool = False, dsn: str | None = None) -> list[BenchTable]:
     table.notes += [
         "cold: cache_mb 0, every epoch reads its planes from the database (median of every "
         "epoch); warm: the batches kept between epochs (median of epochs 2…)",
-        "bytes/epoch: what the engine returned for the first epoch's planes and labels; for "
-        "adaptive, precision and loss are the last epoch's; dense: the float64 dense format "
-        "on the same rows (the peer)",
+        "bytes/epoch and Eq. 4: the first epoch's (for adaptive, at its first precision), as "
+        "the engine returned them; final loss: the last epoch's; dense: the float64 dense "
+        "format on the same rows (the peer)",
     ]
     return [build, kernels, table]
