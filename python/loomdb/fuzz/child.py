@@ -29,6 +29,7 @@ import loomdb.codecs.toc_kernels  # noqa: F401
 import loomdb.codecs.toc_products  # noqa: F401
 import loomdb.codecs.toc_read  # noqa: F401
 import loomdb.codecs.weave_kernels  # noqa: F401
+import loomdb.codecs.weave_products  # noqa: F401
 from loomdb.fuzz.tally import Tally
 
 with atheris.instrument_imports(include=["loomdb.codecs", "loomdb.fuzz.targets"]):
