@@ -9,6 +9,7 @@ SUITES = {
     "train": "loomdb.bench.train",
     "predict": "loomdb.bench.predict",
     "toc": "loomdb.bench.toc",
+    "cold": "loomdb.bench.cold",
     "weave": "loomdb.bench.weave",
     "sim": "loomdb.bench.sim",
     "sketch": "loomdb.bench.sketch",
