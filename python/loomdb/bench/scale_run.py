@@ -43,13 +43,13 @@ class Engine:
         from loomdb.bench.scale import DUCKDB_MEMORY
 
         self.name = task["engine"]
+        self.raw: Any
         if self.name == "duckdb":
             import duckdb
 
             import loomdb
 
-            config = {"memory_limit": DUCKDB_MEMORY}
-            self.raw = duckdb.connect(task["path"], config=config)
+            self.raw = duckdb.connect(task["path"], config={"memory_limit": DUCKDB_MEMORY})
             if with_loomdb:
                 loomdb.register(self.raw, progress=False)
             self.pid = None
