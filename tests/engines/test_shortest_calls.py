@@ -29,6 +29,7 @@ VALUES = {
     "kind": "'libsvm'",
     "target": "'loaded'",
     "image": "(SELECT image FROM imgs LIMIT 1)",
+    "input": "(SELECT t FROM t LIMIT 1)",
 }
 NAMES = {  # (function, argument) whose value is not the shared one
     ("loom_create_index", "name"): "'i2'",
