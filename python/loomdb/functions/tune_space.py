@@ -1,12 +1,13 @@
 """``loom_tune``'s search space: which options are lists of candidates, and the trials drawn.
 
 No paper section (grid and random search as in scikit-learn's ``GridSearchCV`` and
-``RandomizedSearchCV``, written small).  Any ``loom_train`` option whose value is a scalar may
-be given as a list of candidates; an option whose value is itself a list (``features``) is
-passed through.  Options that would make the trials' scores incomparable or the search
-meaningless (the model kind, the validation split and the rows it holds, where the model is
-written) are refused as lists, with the reason.  Every trial's options are checked with
-``loom_train``'s own parser before any trial runs, so a bad candidate is named up front.
+``RandomizedSearchCV``, written small).  Any ``loom_train`` option whose value is a scalar (or
+an object: ``class_weight``) may be given as a list of candidates; an option whose value is
+itself a list (``features``) is passed through.  Options that would make the trials' scores
+incomparable or the search meaningless (the model kind, the validation split and the rows
+it holds, where the model is written) are refused as lists, with the reason.  Every trial's
+options are checked with ``loom_train``'s own parser before any trial runs, so a bad
+candidate is named up front.
 """
 
 from __future__ import annotations
@@ -114,9 +115,9 @@ def _check_list(key: str, values: list[Any]) -> None:
         raise LoomOptionError(f"'{key}' is an empty list", hint="give at least one candidate")
     seen: list[Any] = []
     for v in values:
-        if isinstance(v, (list, dict)):
+        if isinstance(v, list):
             raise LoomOptionError(
-                f"'{key}' candidates must be single values; got {v!r}",
+                f"'{key}' candidates must be single values, not lists; got {v!r}",
                 hint=f"write '{key}' as a flat list, e.g. [0.01, 0.1]",
             )
         if v in seen and type(v) is type(seen[seen.index(v)]):

@@ -163,7 +163,8 @@ def storage_relation(name: str) -> str:
 
 
 def _insert(db: Queryable, table: str, values: dict[str, Any]) -> None:
-    cols = [c for c, _ in TABLES[table] if c in values]
+    # a NULL is left out (the column's default is NULL): an untyped parameter would be text
+    cols = [c for c, _ in TABLES[table] if values.get(c) is not None]
     kinds = dict(TABLES[table])
     params = [
         json.dumps(values[c], default=array_json.default) if kinds[c] == "json" else values[c]
