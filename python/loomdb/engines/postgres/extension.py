@@ -161,7 +161,7 @@ def install_script(settings: dict[str, str]) -> str:
         *_header("CREATE EXTENSION loomdb"),
         *[s + ";" for s in catalog.ddl("postgres")],
         _settings_sql(settings),
-        *_dumps(("models", "indexes", "grants", "deployments")),
+        *_dumps(("models", "trials", "indexes", "grants", "deployments")),
         "",
         _text("security.sql"),
         BOOTSTRAP.replace("{role}", ROLE),
@@ -177,9 +177,12 @@ def upgrade_script(old: str, settings: dict[str, str]) -> str:
     parts = [
         *_header("ALTER EXTENSION loomdb UPDATE"),
         _text(f"upgrade-{old}--{loomdb.__version__}.sql"),
-        *[s + ";" for s in catalog.ddl("postgres", ("grants", "deployments", "settings"))],
+        *[
+            s + ";"
+            for s in catalog.ddl("postgres", ("trials", "grants", "deployments", "settings"))
+        ],
         _settings_sql(settings),
-        *_dumps(("grants", "deployments")),
+        *_dumps(("trials", "grants", "deployments")),
         "",
         _text("security.sql"),
         BOOTSTRAP.replace("{role}", ROLE),
