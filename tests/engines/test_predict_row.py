@@ -33,7 +33,8 @@ def test_by_name_equals_the_array_form_on_every_row(trained):
 
 
 def test_column_order_and_extra_columns_do_not_matter(trained):
-    shuffled = "(SELECT 'row ' || CAST(f1 AS TEXT) AS note, f3, y, f1, f2 FROM pr) AS s"  # text and label columns the model does not use, features in another order
+    # text and label columns the model does not use, the features in another order
+    shuffled = "(SELECT 'row ' || CAST(f1 AS TEXT) AS note, f3, y, f1, f2 FROM pr) AS s"
     named = trained.rows(f"SELECT loom_predict_row('pr_m', s) FROM {shuffled} ORDER BY f1")
     positional = trained.rows("SELECT loom_predict('pr_m', ARRAY[f1, f2, f3]) FROM pr ORDER BY f1")
     assert named == positional
