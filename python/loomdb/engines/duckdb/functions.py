@@ -6,8 +6,9 @@ the database: scalar ones take their arguments as varargs and fill in the catalo
 arrow UDFs receiving whole vectors; one taking a ``row`` (``loom_predict_row``) has untyped
 parameters, so any STRUCT (``t`` of ``FROM t``, ``{'a': 1}``) reaches it with its field names.
 A connection loomdb opened (``loomdb.connect``, ``register``, and cursors of loomdb's
-connection) also gets TEMP macros of the same names that shadow them and pass two more arguments to hidden twins: the connection's token (so a call knows
-whose transaction and interrupt it runs under) and, for vectorised functions,
+connection) also gets TEMP macros of the same names that shadow them and pass two more arguments
+to hidden twins: the connection's token (so a call knows whose transaction and interrupt it runs
+under) and, for vectorised functions,
 ``txid_current()`` (so every vector of one statement is scored by one version of the model).
 
 A table function (``returns = "table(…)"`` in the catalogue) cannot be a Python UDF: DuckDB's
