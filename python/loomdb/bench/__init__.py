@@ -12,4 +12,5 @@ SUITES = {
     "weave": "loomdb.bench.weave",
     "sim": "loomdb.bench.sim",
     "sketch": "loomdb.bench.sketch",
+    "parallel": "loomdb.bench.parallel",
 }

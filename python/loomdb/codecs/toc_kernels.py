@@ -4,7 +4,9 @@
 Parents always precede children, so the right multiplications scan the tree forwards and the
 left ones backwards.  ``build_tree`` validates every code of a possibly hostile blob before
 using it (and that no row names a column twice) and reports a fault instead of indexing out of
-bounds; the other kernels trust a tree it accepted.
+bounds; the other kernels trust a tree it accepted.  The kernels a read and the products run
+are compiled ``nogil``: they touch no Python object, so a parallel train's threads
+(``learn/shard_threads``) run them at the same time.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def lzw_encode(pair_ids, row_starts, n_pairs):  # pragma: no cover
     return codes[:ncodes], code_starts
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def build_tree(icol, codes, starts_ext):  # pragma: no cover
     """(parent, key pair id, fault) of C′ (Algorithm 2), checking every code of a hostile blob.
 
@@ -118,7 +120,7 @@ def build_tree(icol, codes, starts_ext):  # pragma: no cover
     return parent, key, fault
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def matvec(parent, kcol, kval, codes, starts_ext, v):  # pragma: no cover
     H = np.empty(len(parent))
     H[0] = 0.0
@@ -133,7 +135,7 @@ def matvec(parent, kcol, kval, codes, starts_ext, v):  # pragma: no cover
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def matmat(parent, kcol, kval, codes, starts_ext, M):  # pragma: no cover
     k = M.shape[1]
     H = np.zeros((len(parent), k))
@@ -150,7 +152,7 @@ def matmat(parent, kcol, kval, codes, starts_ext, M):  # pragma: no cover
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rmatvec(parent, kcol, kval, codes, starts_ext, u, cols):  # pragma: no cover
     H = np.zeros(len(parent))
     for r in range(len(starts_ext) - 1):
@@ -163,7 +165,7 @@ def rmatvec(parent, kcol, kval, codes, starts_ext, u, cols):  # pragma: no cover
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rmatmat(parent, kcol, kval, codes, starts_ext, U, cols):  # pragma: no cover
     k = U.shape[0]
     H = np.zeros((len(parent), k))
@@ -181,7 +183,7 @@ def rmatmat(parent, kcol, kval, codes, starts_ext, U, cols):  # pragma: no cover
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def decode_dense(parent, kcol, kval, codes, starts_ext, cols):  # pragma: no cover
     """Algorithm 6: every code's sequence, by following parents to the root."""
     out = np.zeros((len(starts_ext) - 1, cols))

@@ -17,7 +17,7 @@ import numpy as np
 
 from loomdb.accel import registry
 from loomdb.errors import LoomDataError, LoomOptionError
-from loomdb.functions import deploy
+from loomdb.functions import deploy, train_parallel
 from loomdb.functions.train_plan import Plan, plan, standardize_for
 from loomdb.learn import step_size
 from loomdb.learn.model import LinearModel
@@ -35,6 +35,7 @@ from loomdb.store.source import classes as classes_of
 def train(db: Any, name: str, source: str | None, label: str | None, options: str | None) -> str:
     check_name(name, "model")
     p = plan(parse_json(options))
+    train_parallel.check_options(p.opts)
     started = time.perf_counter()
     with db.atomic():
         exists = catalog.model_exists(db, name)
@@ -71,7 +72,10 @@ def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) 
                 hint='pass the source, or {"index": "name"} to train on an index',
             )
         quiet = not p.opts["progress"]
-        laid = layout.scratch(db, source, label or "", p.layout_options, p.cache_bytes, what, quiet)
+        shared = train_parallel.in_database(db, p.opts)
+        laid = layout.scratch(
+            db, source, label or "", p.layout_options, p.cache_bytes, what, quiet, shared
+        )
     p.check_layout(laid)
     return laid
 
@@ -121,8 +125,10 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, exists: bool, what: s
         safe_lr=safe,
     )
     epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes)
+    train_parallel.check_layout(p.opts, epochs)
     progress = _progress(db, what) if p.opts["progress"] else None
-    model, history = fit(epochs, problem, config, backend, progress, db.check_interrupt)
+    with train_parallel.runner(db, p.opts, laid, epochs, problem, config) as runner:
+        model, history = fit(epochs, problem, config, backend, progress, db.check_interrupt, runner)
     if not (np.isfinite(model.W).all() and np.isfinite(model.b).all()):
         raise LoomDataError(
             f"model '{name}' has non-finite coefficients and was not stored",

@@ -73,4 +73,11 @@ TRAIN = Options(
         "keep up to this many MB of batches between epochs (0: read every epoch)",
     ),
     Option("allow_stale", Boolean(), False, "train on an index whose source changed"),
+    Option(
+        "parallel",
+        Interval(True, 1, 64),
+        1,
+        "train each epoch as this many shards averaged (Bismarck): PostgreSQL's parallel "
+        "workers or DuckDB threads",
+    ),
 )

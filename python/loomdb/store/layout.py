@@ -65,6 +65,8 @@ class Layout:
     fmt: Format
     read_stored: Callable[[int, int, int], Iterator[storage.Stored]]
     close: Callable[[], None] = lambda: None
+    relation: str | None = None  # the storage table, when the layout is a table
+    owner: str | None = None  # whose table: read with the owner's rights
 
     def batches(self, first: int, stop: int, precision: int) -> Iterator[Batch]:
         m = len(self.info.columns)
@@ -218,23 +220,26 @@ def scratch(
     budget: int,
     what: str,
     quiet: bool = False,
+    shared: bool = False,
 ) -> Layout:
     """A layout for one train: in memory when the raw rows fit ``budget`` bytes, else in a
-    temporary table (dropped with the session or by ``close``)."""
+    temporary table (dropped with the session or by ``close``); ``shared``: always in a table
+    the engine's parallel workers can read (``storage.shared_scratch_relation``)."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
     prof = profile(db, source, label, opts["features"], opts["nulls"])
     info = _info("", prof, fmt, opts)
     progress = Progress(db, what, prof.rows, quiet)
-    if prof.rows * (len(prof.features) + 1) * 8 <= budget:
+    if not shared and prof.rows * (len(prof.features) + 1) * 8 <= budget:
         kept: list[tuple] = []
         _lay_out(db, info, prof, fmt, opts, kept.extend, progress)
         return Layout(info, fmt, _memory_reader(kept))
-    relation = storage.scratch_relation(db, info.uid)
+    make = storage.shared_scratch_relation if shared else storage.scratch_relation
+    relation = make(db, info.uid)
     storage.create(db, relation)
     _lay_out(db, info, prof, fmt, opts, lambda rows: storage.write(db, relation, rows), progress)
     reader = storage.Reader(db, relation, what, info.uid, fmt.version, None)
-    layout = Layout(info, fmt, _stored_reader(reader, info))
+    layout = Layout(info, fmt, _stored_reader(reader, info), relation=relation)
     layout.close = lambda: db.execute(f"DROP TABLE IF EXISTS {relation}")
     return layout
 
@@ -278,7 +283,7 @@ def open_index(db: Database, name: str, allow_stale: bool = False) -> Layout:
         check_fresh(db, info)
     relation = catalog.storage_relation(name)
     reader = storage.Reader(db, relation, name, info.uid, fmt.version, info.owner)
-    return Layout(info, fmt, _stored_reader(reader, info))
+    return Layout(info, fmt, _stored_reader(reader, info), relation=relation, owner=info.owner)
 
 
 def check_fresh(db: Database, info: IndexInfo) -> None:

@@ -195,6 +195,17 @@ class PlpyDatabase:
         n, total = self.query(signature_query(relation, columns, where))[0]
         return f"{n}:{total}"
 
+    def run_shards(
+        self, relation: str, owner: str | None, shards: int, stop: int, parts: int, job: bytes
+    ) -> bytes | None:
+        """A parallel epoch in PostgreSQL's parallel workers (``parallel_epochs``): the state
+        of ``loom._epoch_agg`` over the minibatches ``[0, stop)`` of ``relation``."""
+        from loomdb.engines.postgres import parallel_epochs
+
+        sql = parallel_epochs.query(relation, shards, stop, parts, job)
+        with self.as_role(owner):
+            return parallel_epochs.run(self.plpy, sql, shards)
+
     def read_matrix(
         self,
         relation: str,
