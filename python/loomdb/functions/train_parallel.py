@@ -99,7 +99,7 @@ class DatabaseShards:
     def __call__(self, epoch, precision, W, b, optimizer, lr, widest) -> dict[str, Any]:
         info, fmt = self.laid.info, self.laid.fmt
         start = averaging.Start.of(self.problem, self.config, W, b, optimizer, lr, widest[0])
-        read = {
+        read: dict[str, Any] = {
             "format": fmt.name,
             "n_features": len(info.columns),
             "precision": int(precision),

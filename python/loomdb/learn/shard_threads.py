@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-import numpy as np
 from threadpoolctl import threadpool_limits
 
 from loomdb.learn.averaging import Start, begin, merge, shard_of, train
@@ -78,9 +77,9 @@ class ThreadedShards:
             for r, f in zip(results, feeds)
         ]
         try:
-            for batch in self.source.train_batches(epoch, precision):
+            for i, batch in enumerate(self.source.train_batches(epoch, precision)):
                 self.check()
-                j = shard_of(batch.number, self.shards)
+                j = shard_of(i, self.shards)  # the epoch's i-th minibatch (its number)
                 _put(feeds[j], batch, futures[j])
             for feed, future in zip(feeds, futures):
                 _put(feed, _END, future)
@@ -100,8 +99,7 @@ class ThreadedShards:
 
 
 def _train(start: Start, result, batches: Iterator[Batch], shards: int) -> None:
-    with np.errstate(over="ignore", invalid="ignore"):  # the guard judges the merged model
-        train(start, result, batches, shards)
+    train(start, result, batches, shards)
     for _ in batches:  # a shard that stopped early (diverged) still empties its queue
         pass
 

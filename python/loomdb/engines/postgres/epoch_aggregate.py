@@ -20,6 +20,7 @@ their arguments, and the workers import loomdb from paths fixed at install time
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from loomdb.codecs.blob import byte_view
@@ -82,6 +83,8 @@ def step(
 ) -> bytes:
     """The transition: one minibatch of ``shard`` trained on, the state handed on."""
     start, read = _job(job)
+    if not (isinstance(shard, int) and 0 <= shard < read["shards"]):
+        raise LoomFormatError(f"shard {shard} of {read['shards']}?", hint=shard_state.HINT)
     results = (
         [averaging.ShardResult.from_record(r) for r in shard_state.unpack(state)] if state else []
     )
@@ -90,6 +93,9 @@ def step(
         current = averaging.begin(start, shard)
         results.append(current)
     stored = _stored(read, batch, rows, parts, versions, payloads, checksums)
+    if batch != current.next_batch:  # a shard's minibatches arrive in order, each once
+        what = "is missing" if batch > current.next_batch else "appears twice"
+        raise storage.damaged(read["index"], f"minibatch {min(batch, current.next_batch)} {what}")
     fmt = formats.get(read["format"])
     decoded = fmt.decode(stored, read["n_features"], read["precision"])
     averaging.train(start, current, [decoded], read["shards"])
@@ -138,4 +144,4 @@ def combine(a: Any, b: Any) -> bytes:
     return shard_state.pack(records)
 
 
-FUNCTIONS = {"step": step, "combine": combine}
+FUNCTIONS: dict[str, Callable[..., Any]] = {"step": step, "combine": combine}
