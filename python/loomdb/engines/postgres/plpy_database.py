@@ -54,6 +54,7 @@ class PlpyDatabase:
     def __init__(self, plpy: Any):
         self.plpy = plpy
         self._checked = time.monotonic()
+        self._analyzed: set[str] = set()
 
     def type(self, abstract: str) -> str:
         return type_name(abstract)
@@ -204,6 +205,9 @@ class PlpyDatabase:
 
         sql = parallel_epochs.query(relation, shards, stop, parts, job)
         with self.as_role(owner):
+            if relation not in self._analyzed:  # once per call of a loomdb function
+                parallel_epochs.analyze(self.plpy, relation)
+                self._analyzed.add(relation)
             return parallel_epochs.run(self.plpy, sql, shards)
 
     def read_matrix(
