@@ -140,6 +140,24 @@ REVOKE ALL ON FUNCTION loom_predict_proba(text, double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_proba(text, double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_proba(text, double precision[]) IS 'probability of the positive class (binary logistic) or of the predicted class (one-vs-rest)';
 
+CREATE OR REPLACE FUNCTION loom_predict_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_predict_sparse', model, feature_indices, feature_values)
+$fn$;
+REVOKE ALL ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) TO loomdb_user;
+COMMENT ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) IS 'predict from a sparse row: values at 0-based column indices (a sparse source''s model, or a dense model''s feature positions)';
+
+CREATE OR REPLACE FUNCTION loom_predict_proba_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_predict_proba_sparse', model, feature_indices, feature_values)
+$fn$;
+REVOKE ALL ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precision[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precision[]) TO loomdb_user;
+COMMENT ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precision[]) IS 'loom_predict_proba from a sparse row: values at 0-based column indices';
+
 CREATE OR REPLACE FUNCTION loom_predict_sql(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
@@ -167,14 +185,23 @@ REVOKE ALL ON FUNCTION loom_deploy(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_deploy(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_deploy(text, text) IS 'make the model a native SQL function of its feature columns (predict_<model>; a MACRO in DuckDB, an inlinable parallel-safe SQL function in PostgreSQL), redefined when the model is retrained';
 
-CREATE OR REPLACE FUNCTION loom_evaluate(model text, source text) RETURNS text
+CREATE OR REPLACE FUNCTION loom_evaluate(model text, source text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
-return GD['loomdb'].call(plpy, 'loom_evaluate', model, source)
+return GD['loomdb'].call(plpy, 'loom_evaluate', model, source, options)
 $fn$;
-REVOKE ALL ON FUNCTION loom_evaluate(text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION loom_evaluate(text, text) TO loomdb_user;
-COMMENT ON FUNCTION loom_evaluate(text, text) IS 'evaluate a model on a table, view or SELECT holding its features and label; returns JSON metrics';
+REVOKE ALL ON FUNCTION loom_evaluate(text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_evaluate(text, text, text) TO loomdb_user;
+COMMENT ON FUNCTION loom_evaluate(text, text, text) IS 'evaluate a model on a table, view or SELECT holding its features (or images) and label; options: {"scans": k} reads images at k scan groups; returns JSON metrics';
+
+CREATE OR REPLACE FUNCTION loom_predict_image(model text, image bytea, scans bigint DEFAULT NULL) RETURNS double precision
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_predict_image', model, image, scans)
+$fn$;
+REVOKE ALL ON FUNCTION loom_predict_image(text, bytea, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_predict_image(text, bytea, bigint) TO loomdb_user;
+COMMENT ON FUNCTION loom_predict_image(text, bytea, bigint) IS 'predict with a model trained on a pcr index from a JPEG image read at k scan groups (NULL: all); NULL for a NULL or unreadable image';
 
 CREATE OR REPLACE FUNCTION loom_roc_curve(model text, source text) RETURNS TABLE ("threshold" double precision, "tpr" double precision, "fpr" double precision)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
@@ -355,7 +382,7 @@ COMMENT ON FUNCTION loom._epoch_step(bytea, integer, integer, integer[], integer
 COMMENT ON FUNCTION loom._epoch_combine(bytea, bytea) IS 'two partial states of a parallel epoch as one (the combine function of loom._epoch_agg)';
 COMMENT ON AGGREGATE loom._epoch_agg(integer, integer, integer[], integer[], smallint[], bytea[], bigint[], bytea) IS 'a parallel epoch: each shard''s SGD over its minibatches, run in parallel workers (Bismarck); loom_train averages the shards';
 
--- CREATE INDEX … USING mlweaving | toc | dense in psql (part of the generated install script).
+-- CREATE INDEX … USING mlweaving | toc | dense | pcr in psql (part of the generated install script).
 --
 -- loom.index_relations says which PostgreSQL index relation holds which loomdb index: its OID
 -- is the identity (it survives ALTER INDEX … RENAME and REINDEX), its name the loomdb index's.
@@ -436,7 +463,7 @@ DECLARE
                     || '/loomdb_am.so';
 BEGIN
     IF pg_catalog.pg_stat_file(library, true) IS NULL THEN
-        RAISE NOTICE 'loomdb: % is not installed: CREATE INDEX … USING mlweaving|toc|dense '
+        RAISE NOTICE 'loomdb: % is not installed: CREATE INDEX … USING mlweaving|toc|dense|pcr '
                      'is unavailable (loom_create_index works)', library;
         RETURN;
     END IF;
@@ -464,6 +491,12 @@ BEGIN
     CREATE OPERATOR CLASS loom.toc_int4_ops DEFAULT FOR TYPE int4 USING toc AS STORAGE int4;
     CREATE OPERATOR CLASS loom.toc_int2_ops DEFAULT FOR TYPE int2 USING toc AS STORAGE int2;
     CREATE OPERATOR CLASS loom.toc_bool_ops DEFAULT FOR TYPE bool USING toc AS STORAGE bool;
+    CREATE OPERATOR CLASS loom.toc_int2_array_ops DEFAULT FOR TYPE int2[] USING toc AS STORAGE int2[];
+    CREATE OPERATOR CLASS loom.toc_int4_array_ops DEFAULT FOR TYPE int4[] USING toc AS STORAGE int4[];
+    CREATE OPERATOR CLASS loom.toc_int8_array_ops DEFAULT FOR TYPE int8[] USING toc AS STORAGE int8[];
+    CREATE OPERATOR CLASS loom.toc_float4_array_ops DEFAULT FOR TYPE float4[] USING toc AS STORAGE float4[];
+    CREATE OPERATOR CLASS loom.toc_float8_array_ops DEFAULT FOR TYPE float8[] USING toc AS STORAGE float8[];
+    CREATE OPERATOR CLASS loom.toc_numeric_array_ops DEFAULT FOR TYPE numeric[] USING toc AS STORAGE numeric[];
     CREATE FUNCTION loom.dense_handler(internal) RETURNS index_am_handler
         LANGUAGE c AS '$libdir/loomdb_am', 'loomdb_dense_handler';
     REVOKE ALL ON FUNCTION loom.dense_handler(internal) FROM PUBLIC;
@@ -476,5 +509,11 @@ BEGIN
     CREATE OPERATOR CLASS loom.dense_int4_ops DEFAULT FOR TYPE int4 USING dense AS STORAGE int4;
     CREATE OPERATOR CLASS loom.dense_int2_ops DEFAULT FOR TYPE int2 USING dense AS STORAGE int2;
     CREATE OPERATOR CLASS loom.dense_bool_ops DEFAULT FOR TYPE bool USING dense AS STORAGE bool;
+    CREATE FUNCTION loom.pcr_handler(internal) RETURNS index_am_handler
+        LANGUAGE c AS '$libdir/loomdb_am', 'loomdb_pcr_handler';
+    REVOKE ALL ON FUNCTION loom.pcr_handler(internal) FROM PUBLIC;
+    CREATE ACCESS METHOD pcr TYPE INDEX HANDLER loom.pcr_handler;
+    COMMENT ON ACCESS METHOD pcr IS 'loomdb: lay the table out as pcr for loom_train (never used by queries)';
+    CREATE OPERATOR CLASS loom.pcr_bytea_ops DEFAULT FOR TYPE bytea USING pcr AS STORAGE bytea;
 END
 $do$;

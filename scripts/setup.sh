@@ -44,8 +44,10 @@ make_venv() {  # make_venv EXTRAS [VENV]
     "$venv/bin/python" -m pip install -q -e ".$1"
 }
 
+# jpegtran (libjpeg-turbo's tools): the pcr format transcodes JPEGs to progressive ones with it
 case "$mode" in
 demo)
+    apt_install libjpeg-turbo-progs
     make_venv ""
     say "running sql/demo.sql on embedded DuckDB"
     db="$(mktemp -d)/demo.duckdb"
@@ -58,6 +60,7 @@ test)
         apt_install postgresql-15 postgresql-plpython3-15 python3-venv \
             postgresql-server-dev-15 make gcc
     fi
+    apt_install libjpeg-turbo-progs
     make_venv "[test]"
     # dbt-core 1.11 pins pathspec < 0.13, which mypy >= 2 cannot run with: the example dbt
     # project's dbt gets an environment of its own (tests/engines/test_dbt.py runs it)

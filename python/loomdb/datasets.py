@@ -82,3 +82,25 @@ def load_libsvm(path: str | Path, n_features: int | None = None) -> tuple[np.nda
 def load_a9a(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """a9a.t (Adult, binarised): 16,281 × 123, labels ±1."""
     return load_libsvm(Path(folder) / "a9a.t", n_features=123)
+
+
+def mnist_jpegs(
+    folder: str | Path, first: int = 0, limit: int | None = None, quality: int = 90
+) -> tuple[list[bytes], np.ndarray]:
+    """MNIST test images ``first … first + limit`` rendered as grayscale baseline JPEGs
+    (Pillow, libjpeg's encoder at ``quality``) and their labels: real photos' format for
+    small, real digits."""
+    import io
+
+    from PIL import Image
+
+    X, y = load_mnist(folder)
+    stop = len(X) if limit is None else min(len(X), first + limit)
+    out = []
+    for row in X[first:stop]:
+        buffer = io.BytesIO()
+        Image.fromarray(row.reshape(28, 28).astype(np.uint8), "L").save(
+            buffer, "JPEG", quality=quality
+        )
+        out.append(buffer.getvalue())
+    return out, y[first:stop]

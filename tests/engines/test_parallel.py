@@ -116,6 +116,7 @@ def test_an_index_and_a_scratch_layout_train_the_same_shards(synthetic):
         ({"parallel": 1.5}, "integer from 1 to 64; got 1.5"),
         ({"parallel": "2"}, "integer from 1 to 64"),
         ({"parallel": True}, "integer from 1 to 64; got true"),
+        ({"skip": "random", "skip_fraction": 0.5}, "skip 'random' chooses each minibatch's rows"),
     ],
 )
 def test_what_the_shards_cannot_honour_is_refused(synthetic, options, message):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import loomdb
 from loomdb.udfs import load
@@ -21,16 +22,20 @@ VALUES = {
     "source": "'t'",
     "label": "'y'",
     "features": "ARRAY[1.0, 2.0]",
+    "feature_indices": "ARRAY[0, 1]",
+    "feature_values": "ARRAY[1.0, 2.0]",
     "index": "'i'",
     "role": "'public'",
     "kind": "'libsvm'",
     "target": "'loaded'",
+    "image": "(SELECT image FROM imgs LIMIT 1)",
 }
 NAMES = {  # (function, argument) whose value is not the shared one
     ("loom_create_index", "name"): "'i2'",
     ("loom_drop_index", "name"): "'i2'",
     ("loom_reindex", "name"): "'i'",
     ("loom_train", "model"): "'m2'",
+    ("loom_predict_image", "model"): "'mi'",
 }
 LAST = ("loom_drop_model", "loom_drop_index")  # after the calls that need what they drop
 NO_ROLES = {"loom_grant", "loom_revoke"}  # DuckDB has no roles: refused, with the reason
@@ -46,6 +51,18 @@ def shortest_call(udf) -> str:
     return f"SELECT * FROM {call}" if udf.table else f"SELECT {call}"  # rows: in FROM
 
 
+def image_folder():
+    """Two classes of two small JPEGs each, readable by the database's process."""
+    folder = readable_dir()
+    for c, name in enumerate(("a", "b")):
+        (folder / name).mkdir(mode=0o755)
+        for i in range(2):
+            pixels = np.full((8, 8, 3), 60 * (2 * c + i), dtype=np.uint8)
+            Image.fromarray(pixels).save(folder / name / f"{i}.jpg", "JPEG")
+            (folder / name / f"{i}.jpg").chmod(0o644)
+    return folder
+
+
 def test_every_function_runs_with_only_its_required_arguments(engine):
     svm = readable_dir() / "one.svm"
     svm.write_text("+1 1:1\n-1 2:1\n")
@@ -56,6 +73,9 @@ def test_every_function_runs_with_only_its_required_arguments(engine):
     engine.load("t", X, (X[:, 0] > 0).astype(float))
     engine.rows("SELECT loom_train('m', 't', 'y', '{\"epochs\": 1}')")
     engine.rows("SELECT loom_create_index('i', 't', 'y', '{\"format\": \"mlweaving\"}')")
+    photos = image_folder()
+    engine.rows(f"SELECT loom_load('images', '{photos}', 'imgs')")
+    engine.rows("SELECT loom_train('mi', 'imgs', 'label', '{\"format\": \"pcr\", \"epochs\": 1}')")
     udfs = sorted(load(), key=lambda u: u.name in LAST)
     for udf in udfs:
         sql = shortest_call(udf)

@@ -196,7 +196,7 @@ def need_index_methods(dsn: str, feature: str) -> None:
     (built by loomdb pg install where PostgreSQL's server headers are installed)."""
     import psycopg
 
-    if not _NATIVE.search((SQL / f"{feature}.sql").read_text(encoding="utf-8")):
+    if not _NATIVE.search(SCRIPTS[feature].read_text(encoding="utf-8")):
         return
     with psycopg.connect(dsn, autocommit=True) as conn:
         found = conn.execute(

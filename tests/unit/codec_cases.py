@@ -1,16 +1,23 @@
 """The codecs the kit (``codec_kit``) runs: dense, TOC (every variant, with and without its
-zstd stage), MLWeaving's woven planes and the gradient messages of ``loomdb.codecs.sketch``."""
+zstd stage), MLWeaving's woven planes, Progressive Compressed Records (a record of JPEGs
+transcoded by jpegtran; decoded, it must give the baseline JPEGs' pixels exactly) and the
+gradient messages of ``loomdb.codecs.sketch``."""
 
 from __future__ import annotations
+
+import io
 
 import numpy as np
 import sketch_reference as reference
 from codec_kit import Codec, Shape
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from PIL import Image
 
-from loomdb.codecs import dense, sketch, sketch_format, toc, toc_format, weave
+from loomdb.codecs import dense, jpeg_scans, pcr, sketch, sketch_format, toc, toc_format, weave
 from loomdb.fuzz import seeds, targets
+from loomdb.imaging import pixels as image_pixels
+from loomdb.imaging import transcode
 
 FLOATS = st.one_of(
     st.sampled_from([0.0, 0.0, -0.0, 1.0, 2.5, -3.0, np.nan, np.inf, -np.inf]),
@@ -92,7 +99,60 @@ WEAVE = Codec(
     ),
 )
 
-CODECS = {c.name: c for c in (DENSE, TOC, WEAVE)}
+
+def _baseline_jpeg(pixels: np.ndarray) -> bytes:
+    """One image as a baseline JPEG, the form photos arrive in (Pillow, quality 85)."""
+    buffer = io.BytesIO()
+    Image.fromarray(np.asarray(pixels, dtype=np.uint8)).save(buffer, "JPEG", quality=85)
+    return buffer.getvalue()
+
+
+def _pcr_encode(X: np.ndarray, variant: str) -> bytes:
+    """Images (n, H, W[, 3]) → baseline JPEGs → jpegtran's progression → one record."""
+    scans = [jpeg_scans.split(transcode.progressive(_baseline_jpeg(x))) for x in X]
+    return pcr.join(pcr.record(np.arange(len(X), dtype=np.float64), scans))
+
+
+def _pcr_decode(blob: bytes, shape: Shape) -> np.ndarray:
+    parts = pcr.split(blob)
+    jpegs = pcr.images(pcr.decode_meta(parts[0]), parts[1:])
+    return np.stack([image_pixels.pixels(j) for j in jpegs])
+
+
+def _pcr_expected(X: np.ndarray, variant: str) -> np.ndarray:
+    """What the baseline JPEGs decode to (by Pillow, not through a record): lossless."""
+    return np.stack([image_pixels.pixels(_baseline_jpeg(x)) for x in X])
+
+
+def _pcr_examples() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(12)
+    ramp = np.add.outer(np.arange(16), np.arange(16)).astype(np.uint8) * 7
+    return {
+        "gray-3x16x16": np.stack([ramp, ramp.T, 255 - ramp]),
+        "rgb-2x12x20": rng.integers(0, 256, (2, 12, 20, 3), dtype=np.uint8),
+        "rgb-1x1x1": np.full((1, 1, 1, 3), 200, dtype=np.uint8),
+    }
+
+
+PCR = Codec(
+    name="pcr",
+    version=pcr.VERSION,
+    variants=("record",),
+    encode=_pcr_encode,
+    decode=_pcr_decode,
+    expected=_pcr_expected,
+    use=lambda blob, shape: targets.pcr(blob),
+    examples=_pcr_examples,
+    arrays=st.one_of(
+        arrays(np.uint8, st.tuples(st.integers(1, 3), st.integers(1, 24), st.integers(1, 24))),
+        arrays(
+            np.uint8,
+            st.tuples(st.integers(1, 2), st.integers(1, 17), st.integers(1, 17), st.just(3)),
+        ),
+    ),
+)
+
+CODECS = {c.name: c for c in (DENSE, TOC, WEAVE, PCR)}
 
 
 # Gradient messages (loomdb.codecs.sketch): an "array" is a structured array of (key, value)

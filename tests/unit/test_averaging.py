@@ -169,6 +169,18 @@ def test_parallel_refuses_a_backend_the_shards_cannot_run(monkeypatch, backend):
     train_parallel.check_options({"parallel": 1, "backend": backend})  # serial: its own loop
 
 
+def test_postgres_shards_refuse_a_format_bound_to_its_index():
+    """pcr reads with its index's image settings, which the workers' job does not carry."""
+    from types import SimpleNamespace
+
+    from loomdb.functions.train_parallel import DatabaseShards
+    from loomdb.store.formats.pcr import PcrFormat
+
+    laid = SimpleNamespace(relation="r", fmt=PcrFormat.__new__(PcrFormat))
+    with pytest.raises(LoomOptionError, match="format 'pcr'.*cannot train 2 shards"):
+        DatabaseShards(None, laid, 4, 2, None, None)
+
+
 def test_shard_state_round_trips_and_refuses_every_truncation():
     records = [
         ({"a": 1, "b": [1.5, None], "c": "x"}, {"W": np.arange(6.0).reshape(3, 2)}),
@@ -242,7 +254,7 @@ def _layout(X, y, fmt_name, batch_size=16):
         source_signature="",
         uid=uid,
     )
-    return layout.Layout(info, fmt, layout._memory_reader(rows), relation="ix"), rows
+    return layout.Layout(info, fmt, layout.MemoryRows(rows).read, relation="ix"), rows
 
 
 class AggregateDb:

@@ -13,4 +13,6 @@ SUITES = {
     "sim": "loomdb.bench.sim",
     "sketch": "loomdb.bench.sketch",
     "parallel": "loomdb.bench.parallel",
+    "pcr": "loomdb.bench.pcr",
+    "slimml": "loomdb.bench.slimml",
 }

@@ -8,7 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from loomdb.csr import CsrRows
 from loomdb.udfs import Udf
+
+MAX_WIDTH = 2**31  # what a sparse row may name; the model checks its own width
 
 
 def feature_rows(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -30,18 +33,43 @@ def feature_rows(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     return X, ok
 
 
+def sparse_rows(indices: Sequence[Any], values: Sequence[Any]) -> tuple[CsrRows, np.ndarray]:
+    """Per-row index and value arrays → ``(CsrRows, ok)``; a row with a NULL array or a NULL
+    element is not ok (it predicts NULL); arrays of different lengths are an error."""
+    ok = np.array(
+        [
+            i is not None and v is not None and None not in i and None not in v
+            for i, v in zip(indices, values)
+        ],
+        dtype=bool,
+    )
+    kept_i = [list(i) if good else [] for i, good in zip(indices, ok)]
+    kept_v = [list(v) if good else [] for v, good in zip(values, ok)]
+    return CsrRows.from_lists(kept_i, kept_v, MAX_WIDTH), ok
+
+
+def rows_of(udf: Udf, columns: Sequence[Sequence[Any]]) -> tuple[Any, np.ndarray]:
+    """The rows a vectorised UDF scores from its data arguments (all but the model): one
+    ``double[]`` of features (dense rows), or ``bigint[]`` indices and ``double[]`` values."""
+    if [a.type for a in udf.args[1:]] == ["bigint[]", "double[]"]:
+        return sparse_rows(*columns)
+    (features,) = columns
+    return feature_rows(features)
+
+
 def vectorized(
     udf: Udf,
     db: Any,
     models: str | Sequence[Any],
-    X: np.ndarray,
+    X: Any,
     ok: np.ndarray,
     statement: Any = None,
 ) -> np.ndarray:
     """Run a vectorised UDF on the rows that have no NULLs; NULL out the others.
 
-    ``models`` is one name for all rows (the usual constant argument) or one per row;
-    ``statement`` identifies the calling statement (its model version is pinned).
+    ``models`` is one name for all rows (the usual constant argument) or one per row; ``X``
+    the rows (an array, or ``CsrRows``); ``statement`` identifies the calling statement (its
+    model version is pinned).
     """
     out = np.full(len(ok), np.nan)
     if ok.all():

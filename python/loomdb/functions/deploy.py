@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from loomdb.errors import LoomStateError
-from loomdb.functions import model_cache
+from loomdb.functions.predict import compilable, require_compilable
 from loomdb.functions.predict_sql import predict_expression, proba_expression
 from loomdb.learn.model import LinearModel
 from loomdb.options import Boolean, Option, Options, Text, parse_json
@@ -43,7 +43,7 @@ def deploy(db: Any, name: str, options: str | None) -> str:
             )
         if opts["drop"]:
             return json.dumps({"model": name, "dropped": undeploy(db, name, owner)})
-        model = model_cache.load(db, name)
+        model = compilable(db, name)
         schema = check_name(opts["schema"], "schema") if opts["schema"] else _current_schema(db)
         function = check_name(opts["name"] or f"predict_{name}"[:63], "function")
         made = [_define(db, name, model, schema, function, "predict")]
@@ -67,6 +67,7 @@ def _qualified(schema: str, function: str) -> str:
 
 
 def _define(db: Any, name: str, model: LinearModel, schema: str, function: str, kind: str) -> str:
+    require_compilable(model, name)  # a retrain on a sparse source cannot keep its function
     arity, qualified = len(model.features), _qualified(schema, function)
     deployed_from = catalog.deployed_model(db, schema, function)
     if deployed_from is None and db.function_exists(schema, function, arity):

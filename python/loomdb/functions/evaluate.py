@@ -1,5 +1,9 @@
 """``loom_evaluate`` on a source and ``loom_evaluate_index`` on an index's stored form.
 
+A model trained on images (a pcr index) is evaluated on the source's image column, read at
+``{"scans": k}`` scan groups or as stored (``functions/predict_image.py``); one trained on a
+sparse source, on its indices/values columns read as CSR chunks.
+
 No paper section for the metrics (BigQuery ML's ML.EVALUATE set with its confusion matrix, and
 ``loom_roc_curve``, ML.ROC_CURVE's rows: ``learn/metrics.py``);
 ``loom_evaluate_index`` computes A·w on the stored form by a backend (TOC §4: on compressed
@@ -14,16 +18,26 @@ from typing import Any
 import numpy as np
 
 from loomdb.accel import registry
+from loomdb.codecs.jpeg_scans import MAX_SCANS
 from loomdb.errors import LoomDataError, LoomNotFoundError, LoomOptionError
 from loomdb.functions import model_cache
+from loomdb.functions.predict_image import features as image_features
+from loomdb.functions.predict_image import image_inputs
 from loomdb.learn import metrics
 from loomdb.learn.model import LinearModel
 from loomdb.learn.scaling import Scaling
+from loomdb.learn.sparse_model import SparseLinearModel
+from loomdb.options import Interval, Option, Options, parse_json
 from loomdb.store import catalog, layout
-from loomdb.store.names import check_name
+from loomdb.store.names import check_name, quote_ident
 from loomdb.store.source import columns_of, complete_rows, number
 
 EVAL_CHUNK = 65536
+IMAGE_CHUNK = 256
+EVALUATE = Options(
+    "loom_evaluate",
+    Option("scans", Interval(True, 1, MAX_SCANS), None, "read a model's images at k scan groups"),
+)
 
 
 NO_ROWS = "no rows with finite, non-NULL features and label to evaluate on"
@@ -47,32 +61,34 @@ def _metrics(model: LinearModel, Z: np.ndarray, y: np.ndarray) -> dict[str, Any]
     return metrics.classification(y, pred, model.classes, score, proba)
 
 
-def scored(db: Any, name: str, source: str) -> tuple[LinearModel, np.ndarray, np.ndarray, int]:
+def scored(
+    db: Any, name: str, source: str, scans: int | None = None
+) -> tuple[LinearModel, np.ndarray, np.ndarray, int]:
     """Model ``name``, the margins and labels of ``source``'s usable rows (finite, non-NULL
     features and label) and how many rows were skipped; a clear error for a missing column."""
     model = model_cache.load(db, name)
     label = catalog.get_model(db, name).label
     rel, kinds = columns_of(db, source)
-    missing = [c for c in [*model.features, label] if c not in kinds]
-    if missing:
-        what = "label column" if missing[0] == label else "column"
-        raise LoomNotFoundError(
-            f"source {source!r} has no {what} {missing[0]!r} of model '{name}'",
-            hint=f"the model reads {', '.join(model.features[:10])} and its label {label}",
+    if model.inputs:
+        Z, y = _image_margins(db, name, model, label, source, rel, kinds, scans)
+    elif scans is not None:
+        raise LoomOptionError(
+            f"'scans' applies to models trained on images (pcr); '{name}' learnt from columns",
+            hint="leave 'scans' out",
         )
-    cols = [*model.features, label]
-    values = [number(c, kinds[c], db.type("double")) for c in cols]
-    chunks = list(db.read_matrix(rel, values, complete_rows(cols), None, EVAL_CHUNK))
-    data = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
+    else:
+        Z, y = _margins(db, name, model, label, source, rel, kinds)
     total = int(db.query(f"SELECT count(*) FROM {rel}")[0][0])
-    Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
-    ok = np.isfinite(Z).all(axis=1) & np.isfinite(data[:, -1])
-    return model, Z[ok], data[ok, -1], total - int(ok.sum())
+    ok = np.isfinite(Z).all(axis=1) & np.isfinite(y)
+    return model, Z[ok], y[ok], total - int(ok.sum())
 
 
-def evaluate(db: Any, name: str, source: str) -> str:
-    model, Z, y, skipped = scored(db, name, source)
+def evaluate(db: Any, name: str, source: str, options: str | None = None) -> str:
+    scans = EVALUATE.parse(parse_json(options))["scans"]
+    model, Z, y, skipped = scored(db, name, source, scans)
     result: dict[str, Any] = {"model": name, "rows": len(y), "skipped": skipped}
+    if scans is not None:
+        result["scans"] = scans
     if not len(y):
         return _json(result | {"error": NO_ROWS})
     return _json(result | _metrics(model, Z, y))
@@ -102,21 +118,74 @@ def roc_curve(db: Any, name: str, source: str) -> list[tuple[float, float, float
     return list(zip(*(p.tolist() for p in points), strict=True))
 
 
+def _require(source: str, name: str, kinds: dict, columns: list[str], reads: str) -> None:
+    missing = [c for c in columns if c not in kinds]
+    if missing:
+        label = missing[0] == columns[-1]
+        raise LoomNotFoundError(
+            f"source {source!r} has no {'label column' if label else 'column'} {missing[0]!r} "
+            f"of model '{name}'",
+            hint=f"the model reads {reads}",
+        )
+
+
+def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np.ndarray]:
+    cols = [*model.features, label]
+    _require(source, name, kinds, cols, f"{', '.join(model.features[:10])} and its label {label}")
+    where = complete_rows(cols)
+    if isinstance(model, SparseLinearModel):
+        label_value = number(label, kinds[label], db.type("double"))
+        return _sparse_margins(db, model, rel, label_value, where)
+    values = [number(c, kinds[c], db.type("double")) for c in cols]
+    chunks = list(db.read_matrix(rel, values, where, None, EVAL_CHUNK))
+    data = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
+    Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
+    return Z, data[:, -1]
+
+
+def _sparse_margins(
+    db: Any, model: SparseLinearModel, rel: str, label: str, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Margins and labels of a sparse source's complete rows, read as CSR chunks."""
+    indices, values = (quote_ident(c) for c in model.features)
+    scores, labels = [np.empty((0, len(model.b)))], [np.empty(0)]
+    for y, rows in db.read_sparse(rel, label, indices, values, where, None, EVAL_CHUNK, 2**31):
+        scores.append(model.margins(rows))
+        labels.append(y)
+    return np.concatenate(scores), np.concatenate(labels)
+
+
+def _image_margins(db, name, model, label, source, rel, kinds, scans):
+    """Margins of a model trained on images, on a source's image column read at ``scans``."""
+    spec = image_inputs(model, name)
+    column = spec["column"]
+    _require(source, name, kinds, [column, label], f"images from {column} and its label {label}")
+    values = [quote_ident(column), number(label, kinds[label], db.type("double"))]
+    Z, y = [np.empty((0, model.W.shape[1]))], [np.empty(0)]
+    for rows in db.read_rows(rel, values, complete_rows([column, label]), None, IMAGE_CHUNK):
+        db.check_interrupt()
+        Z.append(model.margins(image_features([r[0] for r in rows], spec, scans)))
+        y.append(np.array([r[1] for r in rows], dtype=np.float64))
+    return np.concatenate(Z), np.concatenate(y)
+
+
 def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
     model = model_cache.load(db, name)
     laid = layout.open_index(db, check_name(index, "index"), allow_stale=True)
-    if laid.info.columns != model.features:
+    if laid.fmt.features(laid.info) != model.features:
         raise LoomOptionError(
             f"index '{index}' holds columns {laid.info.columns[:5]}…, not the model's features",
             hint="evaluate on an index built over the model's features",
         )
     engine = registry.get(backend or "cpu")
     W, b = model.folded()
+    if isinstance(model, SparseLinearModel):  # over the index's observed columns
+        W, b = model.folded_over(np.asarray(laid.info.stats["columns"]))
     if laid.fmt.value_map == "minmax":  # stored values u = (x − min)/spread: fold that map in
         unit = Scaling.over_minmax("none", laid.info.stats)
         W, b = W * unit.scale[:, None], b - unit.shift @ (W * unit.scale[:, None])
     scores, labels = [], []
-    for batch in laid.batches(0, laid.info.batches, 32):
+    for batch in laid.batches(0, laid.info.batches, laid.fmt.top()):
         scores.append(engine.margins(batch, W) + b)
         labels.append(batch.y)
     Z, y = np.concatenate(scores), np.concatenate(labels)

@@ -31,6 +31,10 @@ def _summary(info: IndexInfo, seconds: float | None = None) -> str:
         "batch_size": info.options.get("batch_size"),
         "features": info.columns,
     }
+    if info.options.get("sparse"):  # its array columns, width and the columns its rows hold
+        out["sparse"] = {**info.options["sparse"], "columns": len(info.stats["columns"])}
+    if "slimml" in info.stats:  # groups, their sizes, generation time (store/grouped.py)
+        out["slimml"] = info.stats["slimml"]
     if seconds is not None:
         out["seconds"] = round(seconds, 6)
     return json.dumps(out)

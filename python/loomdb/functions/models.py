@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from loomdb.errors import LoomStateError
+from loomdb.learn.sparse_model import SparseLinearModel
 from loomdb.store import catalog
 from loomdb.store.names import check_name
 
@@ -18,6 +19,13 @@ from loomdb.store.names import check_name
 def model_info(db: Any, name: str) -> str:
     record = catalog.get_model(db, check_name(name, "model"))
     out = {k: v for k, v in vars(record).items()}
+    if isinstance(record.coefficients, dict):  # a sparse source's model: a summary, not arrays
+        from loomdb.functions.train import model_of
+
+        model = model_of(record)
+        if isinstance(model, SparseLinearModel):
+            out["coefficients"] = model.summary()
+            out["standardization"] = {"method": model.scaling.method}
     out["created_at"] = str(record.created_at)
     if db.role() is not None:
         out["granted_to"] = catalog.grantees(db, name)

@@ -2,6 +2,9 @@
 
 No paper section.  One call scores many rows (a DuckDB vector, or one PostgreSQL row) with one
 model name for all rows or one per row; rows with a NULL, NaN or infinite feature give NULL.
+The rows are dense (``loom_predict``: a features array) or sparse (``loom_predict_sparse``:
+``CsrRows`` of indices and values); every model scores both.  A sparse source's model has no
+compiled SQL form: its columns are array elements, not columns.
 """
 
 from __future__ import annotations
@@ -11,13 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from loomdb.errors import LoomOptionError
 from loomdb.functions import model_cache
 from loomdb.functions import predict_sql as compile_sql
+from loomdb.learn.model import LinearModel
+from loomdb.learn.sparse_model import SparseLinearModel
 
 
-def _by_model(
-    db: Any, names: str | Sequence[str], X: np.ndarray, how: str, statement: Any
-) -> np.ndarray:
+def _by_model(db: Any, names: str | Sequence[str], X: Any, how: str, statement: Any) -> np.ndarray:
     groups = (
         [(names, slice(None))]
         if isinstance(names, str)
@@ -31,17 +35,38 @@ def _by_model(
     return out
 
 
-def predict(db: Any, names: str | Sequence[str], X: np.ndarray, statement: Any = None):
+def predict(db: Any, names: str | Sequence[str], X: Any, statement: Any = None):
     return _by_model(db, names, X, "predict", statement)
 
 
-def predict_proba(db: Any, names: str | Sequence[str], X: np.ndarray, statement: Any = None):
+def predict_proba(db: Any, names: str | Sequence[str], X: Any, statement: Any = None):
     return _by_model(db, names, X, "proba", statement)
 
 
+def compilable(db: Any, name: str) -> LinearModel:
+    """Model ``name``, refused when it has no SQL expression (a sparse source's or images')."""
+    return require_compilable(model_cache.load(db, name), name)
+
+
+def require_compilable(model: LinearModel, name: str) -> LinearModel:
+    if isinstance(model, SparseLinearModel):
+        raise LoomOptionError(
+            f"model '{name}' was trained on a sparse source: its features are array elements, "
+            "not columns, so it has no SQL expression (nor a deployed function)",
+            hint=f"predict with loom_predict_sparse('{name}', indices, values)",
+        )
+    if model.inputs:
+        raise LoomOptionError(
+            f"model '{name}' learnt from images: its features are not columns of a table, so "
+            "it has no SQL expression (nor a deployed function)",
+            hint="predict with loom_predict_image(model, image [, scans])",
+        )
+    return model
+
+
 def predict_sql(db: Any, name: str) -> str:
-    return compile_sql.predict_expression(model_cache.load(db, name), db.dialect)
+    return compile_sql.predict_expression(compilable(db, name), db.dialect)
 
 
 def predict_proba_sql(db: Any, name: str) -> str:
-    return compile_sql.proba_expression(model_cache.load(db, name), db.dialect)
+    return compile_sql.proba_expression(compilable(db, name), db.dialect)

@@ -9,7 +9,7 @@ from typing import Any
 from loomdb.accel.fpga_sim import Job, simulate
 from loomdb.errors import LoomOptionError
 from loomdb.options import Boolean, Choices, Interval, Option, Options, parse_json
-from loomdb.store import catalog
+from loomdb.store import catalog, sparse
 from loomdb.store.names import check_name
 
 OPTIONS = Options(
@@ -43,7 +43,7 @@ def simulate_index(db: Any, index: str, options: str | None) -> str:
     batch = opts.pop("batch_size") or int(info.options.get("batch_size") or 256)
     job = Job(
         samples=int(info.rows),
-        dimension=len(info.columns),
+        dimension=sparse.feature_count(info),
         bits=opts.pop("precision"),
         mini_batch=batch,
         **opts,

@@ -19,10 +19,12 @@ from loomdb.accel import registry
 from loomdb.errors import LoomDataError, LoomOptionError
 from loomdb.functions import deploy, train_parallel
 from loomdb.functions.train_plan import Plan, plan, standardize_for
-from loomdb.learn import step_size
+from loomdb.learn import skipping, slim, step_size
 from loomdb.learn.model import LinearModel
 from loomdb.learn.problem import Problem
 from loomdb.learn.scaling import Scaling
+from loomdb.learn.slim import Points
+from loomdb.learn.sparse_model import SparseLinearModel, from_layout, warm_start_over
 from loomdb.learn.trainer import TrainConfig, fit
 from loomdb.options import parse_json
 from loomdb.seams import IndexInfo, ModelRecord
@@ -45,7 +47,7 @@ def train(db: Any, name: str, source: str | None, label: str | None, options: st
         laid = _layout(db, p, source, label, what)
         try:
             laid_out = time.perf_counter()
-            model, history, used = _fit(db, name, p, laid, exists, what)
+            model, history, used = _fit(db, name, p, laid, what)
         finally:
             laid.close()
         finished = time.perf_counter()
@@ -80,19 +82,20 @@ def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) 
     return laid
 
 
-def _problem(db: Any, name: str, p: Plan, info: IndexInfo, exists: bool) -> Problem:
-    kind = p.opts["model"]
+def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
+    kind, info, fmt = p.opts["model"], laid.info, laid.fmt
+    features = fmt.features(info)
     cls = classes_of(info.label, info.label_counts) if p.loss.classifier else []
-    init = _warm_start(db, name, kind, info.columns, cls) if p.opts["warm_start"] else None
-    fmt = layout.formats.get(info.format)
-    method = init.scaling.method if init else standardize_for(p.opts, fmt)
+    init = _warm_start(db, name, kind, info, features, cls) if p.opts["warm_start"] else None
+    sparse = bool(info.options.get("sparse"))
+    method = init.scaling.method if init else standardize_for(p.opts, fmt, sparse)
     over = fmt.value_map == "minmax"
     scaling = (
         Scaling.over_minmax(method, info.stats) if over else Scaling.from_stats(method, info.stats)
     )
     label = info.stats.get("label", [0.0, 0.0, 0.0, 1.0])
     return Problem(
-        features=info.columns,
+        features=features,
         scaling=scaling,
         classes=cls,
         class_weights=p.class_weights(info.label_counts, cls) if cls else None,
@@ -101,9 +104,9 @@ def _problem(db: Any, name: str, p: Plan, info: IndexInfo, exists: bool) -> Prob
     )
 
 
-def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, exists: bool, what: str):
+def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
     info = laid.info
-    problem = _problem(db, name, p, info, exists)
+    problem = _problem(db, name, p, laid)
     p.check_backend(problem.k)
     backend = registry.get(p.opts["backend"])
     given = p.opts["lr"]
@@ -121,22 +124,63 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, exists: bool, what: s
         l1=p.opts["l1"],
         l2=p.opts["l2"],
         fit_intercept=p.opts["fit_intercept"],
-        precision=p.opts["precision"] if p.opts["precision"] is not None else 32,
+        precision=p.fidelity(laid.fmt),
+        top_precision=laid.fmt.top(),
         safe_lr=safe,
     )
-    epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes)
+    skip, skip_used = _skip(p, laid, problem)
+    read_ahead = skip_used.get("read_ahead", 1)
+    epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead)
     train_parallel.check_layout(p.opts, epochs)
     progress = _progress(db, what) if p.opts["progress"] else None
     with train_parallel.runner(db, p.opts, laid, epochs, problem, config) as runner:
-        model, history = fit(epochs, problem, config, backend, progress, db.check_interrupt, runner)
+        model, history = fit(
+            epochs, problem, config, backend, progress, db.check_interrupt, skip, runner
+        )
     if not (np.isfinite(model.W).all() and np.isfinite(model.b).all()):
         raise LoomDataError(
             f"model '{name}' has non-finite coefficients and was not stored",
             hint="give a smaller lr, standardize the features, or lower l2",
         )
-    used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method}
+    used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method, **skip_used}
+    inputs = laid.fmt.inputs(info.options)
+    if inputs is not None:  # what predicting needs besides the weights (an image's pipeline)
+        used["inputs"] = {**inputs, "column": info.columns[0]}
     model.scaling = Scaling.from_stats(problem.scaling.method, info.stats)
+    sparse = info.options.get("sparse")
+    if sparse:  # coefficients kept by source column (learn/sparse_model.py)
+        model = from_layout(model, np.asarray(info.stats["columns"]), sparse["width"])
     return model, history, used
+
+
+def _skip(p: Plan, laid: layout.Layout, problem: Problem) -> tuple[Any, dict[str, Any]]:
+    """The skip policy a train asked for (SlimML's remover or a baseline) and the values of
+    its options it used."""
+    if not p.skip:
+        return None, {}
+    info = laid.info
+    raw = Scaling.from_stats(problem.scaling.method, info.stats)
+    points = Points.of(laid.aggregates(), problem, raw, targets=p.skip == "slimml")
+    used: dict[str, Any] = {"skip": p.skip, "read_ahead": p.opts["read_ahead"] or 1}
+    if p.skip == "slimml":
+        used["epsilon"] = p.opts["epsilon"] if p.opts["epsilon"] is not None else slim.EPSILON
+        used["effect_l2"] = bool(p.opts["effect_l2"])
+        used["slimml_oracle"] = bool(p.opts["slimml_oracle"])
+    else:
+        fraction = p.opts["skip_fraction"]
+        used["skip_fraction"] = skipping.CORESET_FRACTION if fraction is None else fraction
+    policy = skipping.make(
+        p.skip,
+        points,
+        p.opts["model"],
+        epsilon=used.get("epsilon", slim.EPSILON),
+        fraction=used.get("skip_fraction"),
+        fit_intercept=p.opts["fit_intercept"],
+        include_l2=p.opts["l2"] if used.get("effect_l2") else 0.0,
+        oracle=used.get("slimml_oracle", False),
+        seed=int(info.options.get("seed", 42)),
+    )
+    return policy, used
 
 
 def _automatic_step(
@@ -148,13 +192,21 @@ def _automatic_step(
     info = laid.info
     method = problem.scaling.method
     norms = info.stats["sq_norm"][method]
-    precision = p.opts["precision"] if isinstance(p.opts["precision"], int) else 32
+    fidelity = p.fidelity(laid.fmt)
+    precision = fidelity if isinstance(fidelity, int) else laid.fmt.top()
     lam = None
     if estimate and not hasattr(backend, "run_epoch"):
         batches = step_size.sample(laid.batches(0, info.batches, precision))
         shift, scale = problem.scaling.shift, problem.scaling.scale
+        sparse = info.options.get("sparse")
+        start = step_size.start_vector(
+            len(scale),
+            p.opts["fit_intercept"],
+            info.stats["columns"] if sparse else None,
+            sparse["width"] if sparse else None,
+        )
         lam = step_size.power_lambda(
-            batches, backend.margins, backend.gradient, shift, scale, p.opts["fit_intercept"]
+            batches, backend.margins, backend.gradient, shift, scale, p.opts["fit_intercept"], start
         )
     batch = int(info.options["batch_size"])
     return step_size.auto_step(
@@ -162,18 +214,37 @@ def _automatic_step(
     )
 
 
-def _warm_start(db: Any, name: str, kind: str, features: list[str], cls: list) -> LinearModel:
+def _warm_start(
+    db: Any, name: str, kind: str, info: IndexInfo, features: list[str], cls: list
+) -> LinearModel:
     model = model_of(catalog.get_model(db, name))
-    if model.kind != kind or model.features != features or model.classes != cls:
+    sparse = info.options.get("sparse")
+    if (
+        model.kind != kind
+        or model.features != features
+        or model.classes != cls
+        or isinstance(model, SparseLinearModel) != bool(sparse)
+    ):
         raise LoomOptionError(
             f"cannot warm-start model '{name}': it is a {model.kind} model over "
             f"{len(model.features)} features and {len(model.classes)} classes",
             hint="warm_start needs the same model kind, features and classes",
         )
+    if isinstance(model, SparseLinearModel) and sparse:
+        return warm_start_over(model, np.asarray(info.stats["columns"]), sparse["width"])
     return model
 
 
 def model_of(record: ModelRecord) -> LinearModel:
+    if isinstance(record.coefficients, dict):  # a sparse source's model
+        return SparseLinearModel.from_record(
+            record.kind,
+            record.feature_names,
+            record.coefficients,
+            record.intercept,
+            record.standardization,
+            record.classes,
+        )
     return LinearModel.from_dict(
         {
             "kind": record.kind,
@@ -182,20 +253,22 @@ def model_of(record: ModelRecord) -> LinearModel:
             "intercept": record.intercept,
             "scaling": record.standardization,
             "classes": record.classes,
+            "inputs": record.options.get("inputs"),
         }
     )
 
 
 def _record(name, p, info, model, history, used, timings, source) -> ModelRecord:
     simulated = [h["simulated_seconds"] for h in history if "simulated_seconds" in h]
+    stored = model.stored()
     return ModelRecord(
         name=name,
         kind=model.kind,
-        coefficients=model.W.tolist(),
+        coefficients=stored["coefficients"],
         intercept=model.b.tolist(),
         feature_names=model.features,
         classes=model.classes,
-        standardization=model.scaling.to_dict(),
+        standardization=stored["standardization"],
         options=used,
         history=history,
         rows_processed=info.rows,
@@ -213,10 +286,14 @@ def _record(name, p, info, model, history, used, timings, source) -> ModelRecord
 
 def _summary(record: ModelRecord, model: LinearModel) -> dict[str, Any]:
     epochs = [h for h in record.history if "epoch" in h]
+    stored = (
+        {"stored_coefficients": len(model.index)} if isinstance(model, SparseLinearModel) else {}
+    )
     return {
         "model": record.name,
         "kind": record.kind,
-        "features": len(model.features),
+        "features": model.width,
+        **stored,
         "classes": model.classes,
         "epochs": len(epochs),
         "loss": epochs[-1]["loss"] if epochs else None,

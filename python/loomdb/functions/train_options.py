@@ -9,11 +9,13 @@ and the catalog records the values actually used.
 from __future__ import annotations
 
 from loomdb.accel import registry
+from loomdb.codecs.jpeg_scans import MAX_SCANS
 from loomdb.learn.losses import LOSSES
 from loomdb.learn.optimizers import OPTIMIZERS
 from loomdb.learn.precision import SCHEDULES as PRECISION_SCHEDULES
 from loomdb.learn.scaling import METHODS
 from loomdb.learn.schedules import SCHEDULES
+from loomdb.learn.skipping import POLICIES
 from loomdb.options import (
     AnyOf,
     Boolean,
@@ -24,6 +26,8 @@ from loomdb.options import (
     Text,
     WeightMap,
 )
+
+SKIPS = ["none", *POLICIES]
 
 TRAIN = Options(
     "loom_train",
@@ -53,7 +57,12 @@ TRAIN = Options(
         "none",
         "'balanced' or an object of label: weight",
     ),
-    Option("standardize", Choices(METHODS), None, "zscore (default), minmax or none"),
+    Option(
+        "standardize",
+        Choices(METHODS),
+        None,
+        "zscore (default; minmax for sparse sources and mlweaving), minmax or none",
+    ),
     Option("warm_start", Boolean(), False, "continue training the model of this name"),
     Option("replace", Boolean(), False, "overwrite the model of this name"),
     Option("validation_fraction", Interval(False, 0, 0.9), 0.0, "hold out the last batches"),
@@ -65,6 +74,12 @@ TRAIN = Options(
         AnyOf(Interval(True, 1, 32), Choices(PRECISION_SCHEDULES)),
         None,
         "bits read per value from an mlweaving index",
+    ),
+    Option(
+        "scans",
+        AnyOf(Interval(True, 1, MAX_SCANS), Choices(PRECISION_SCHEDULES)),
+        None,
+        "scan groups read per image from a pcr index (default: all)",
     ),
     Option(
         "cache_mb",
@@ -79,5 +94,40 @@ TRAIN = Options(
         1,
         "train each epoch as this many shards averaged (Bismarck): PostgreSQL's parallel "
         "workers or DuckDB threads",
+    ),
+    Option(
+        "skip",
+        Choices(SKIPS),
+        None,
+        "leave rows out of each minibatch of a SlimML layout: 'slimml' (its remover) or a "
+        "baseline ('random', 'coreset', 'importance')",
+    ),
+    Option(
+        "epsilon",
+        Interval(False, 0, 1, low_open=True),
+        None,
+        "SlimML's ε: the share of a minibatch's total effect its removed groups may carry "
+        "(default 0.01)",
+    ),
+    Option(
+        "skip_fraction",
+        Interval(False, 0, 0.99),
+        None,
+        "the share of rows a baseline removes (random, importance: required; coreset: 0.75)",
+    ),
+    Option("effect_l2", Boolean(), None, "count the L2 term in SlimML's effects"),
+    Option(
+        "read_ahead",
+        Interval(True, 1, 4096),
+        None,
+        "minibatches whose groups are chosen together (at the first one's parameters) and read "
+        "in one query when skipping (default 1: each at its own step, as SlimML)",
+    ),
+    Option(
+        "slimml_oracle",
+        Boolean(),
+        None,
+        "also read the removed groups and record how many of their rows were truly "
+        "non-critical (for measurement: it reads every group)",
     ),
 )

@@ -4,9 +4,11 @@ aggregate ``loom._epoch_agg`` over the storage table (an engine that offers ``ru
 or in n threads of this process (DuckDB, whose Python API has no aggregates).
 
 Honour or refuse: the shards train with the cpu backend's products and the trainer's own step,
-so a backend that owns its epoch (fpga-sim), another backend, or fewer training minibatches
-than shards is refused with what to do instead; ``parallel`` is recorded as used, and every
-epoch of the history says how many shards ran and in how many processes or threads.  In
+so a backend that owns its epoch (fpga-sim), another backend, a skip policy (SlimML, which
+picks rows from the one model of the moment), a format bound to its index's settings on
+PostgreSQL (pcr), or fewer training minibatches than shards is refused with what to do
+instead; ``parallel`` is recorded as used, and every epoch of the history says how many shards
+ran and in how many processes or threads.  In
 PostgreSQL the workers read the storage table every epoch (a worker lives for one statement and
 keeps nothing), so a train without an index lays its source out in a table of schema
 ``loom_data`` made for the call (the workers cannot read a temporary table or the caller's
@@ -25,8 +27,9 @@ from loomdb.learn import averaging, shard_state
 from loomdb.learn.problem import Problem
 from loomdb.learn.shard_threads import ThreadedShards
 from loomdb.learn.trainer import EpochRunner, TrainConfig
-from loomdb.store import storage
+from loomdb.store import sparse, storage
 from loomdb.store.epochs import Epochs
+from loomdb.store.formats.base import Format
 from loomdb.store.layout import Layout
 
 
@@ -41,6 +44,12 @@ def check_options(opts: dict[str, Any]) -> None:
     n = opts["parallel"]
     if n == 1:
         return
+    if opts.get("skip") not in (None, "none"):
+        raise LoomOptionError(
+            f"skip '{opts['skip']}' chooses each minibatch's rows from the model of the moment; "
+            f"{n} parallel shards train {n} models at once and cannot",
+            hint="leave 'parallel' out (it is 1) to skip rows, or leave 'skip' out",
+        )
     backend = registry.get(opts["backend"])
     if hasattr(backend, "run_epoch"):
         raise LoomOptionError(
@@ -93,6 +102,12 @@ class DatabaseShards:
     def __init__(self, db, laid: Layout, stop: int, shards: int, problem, config):
         if laid.relation is None:  # in_database() layouts are always tables
             raise LoomOptionError("a parallel train in the database needs a stored layout")
+        if type(laid.fmt).bind is not Format.bind:  # bound to its index (pcr's image settings)
+            raise LoomOptionError(
+                f"format '{laid.fmt.name}' reads with settings of its index that PostgreSQL's "
+                f"parallel workers are not given: it cannot train {shards} shards here",
+                hint="leave 'parallel' out (it is 1) for this index, or train it in DuckDB",
+            )
         self.db, self.laid, self.stop, self.shards = db, laid, stop, shards
         self.problem, self.config = problem, config
 
@@ -101,7 +116,7 @@ class DatabaseShards:
         start = averaging.Start.of(self.problem, self.config, W, b, optimizer, lr, widest[0])
         read: dict[str, Any] = {
             "format": fmt.name,
-            "n_features": len(info.columns),
+            "n_features": sparse.feature_count(info),  # a sparse layout's observed columns
             "precision": int(precision),
             "parts": fmt.parts(precision),
             "uid": info.uid,

@@ -24,12 +24,23 @@ from loomdb.store import formats, layout
 from loomdb.store.formats.base import Format
 
 DEFAULT_STANDARDIZE = "zscore"  # a format storing mapped values defaults to its own map
+# A sparse source defaults to min–max: z-scoring scales a column seen in one row of n by about
+# √n, and on Zipf click data (100,000 training rows, 2^20 columns, 10 epochs) its held-out
+# log-loss was 4.83 against min–max's 0.47 (accuracy 0.68 against 0.77).
+SPARSE_STANDARDIZE = "minmax"
+# the options that choose what an any-precision format reads: what they apply to, the format,
+# how CREATE INDEX names it
+FIDELITY = {
+    "precision": ("any-precision indexes (mlweaving)", "mlweaving", "mlweaving"),
+    "scans": ("progressive image indexes (pcr)", "pcr", "pcr (image)"),
+}
 
 
-def standardize_for(opts: dict[str, Any], fmt: Format) -> str:
+def standardize_for(opts: dict[str, Any], fmt: Format, sparse: bool = False) -> str:
     """The standardisation a train uses: the asked one, else the format's own value map
-    (mlweaving's min–max, MLWeaving §4.3), else z-score."""
-    return opts["standardize"] or fmt.value_map or DEFAULT_STANDARDIZE
+    (mlweaving's min–max, MLWeaving §4.3), else min–max for a sparse source, else z-score."""
+    default = SPARSE_STANDARDIZE if sparse else DEFAULT_STANDARDIZE
+    return opts["standardize"] or fmt.value_map or default
 
 
 @dataclass
@@ -62,6 +73,11 @@ class Plan:
         decay = self.opts["lr_decay"]
         return DEFAULT_DECAY[self.lr_schedule] if decay is None else float(decay)
 
+    def fidelity(self, fmt: Format) -> int | str:
+        """What the train reads of ``fmt`` (a bound format): its option's value, else all."""
+        value = self.opts[fmt.fidelity] if fmt.fidelity else None
+        return fmt.top() if value is None else value
+
     def default_lr(self, safe: float) -> float:
         automatic = self.opts["optimizer"] in AUTOMATIC_STEP
         return safe if automatic else DEFAULT_LR[self.opts["optimizer"]]
@@ -76,7 +92,10 @@ class Plan:
             raise LoomOptionError(f"index '{info.name}' has label '{info.label}', not '{label}'")
         built = {**info.options, "features": info.columns}
         for key in layout.options_of(formats.get(info.format)).names():
-            if key in self.given and self.given[key] != built.get(key):
+            given, had = self.given.get(key), built.get(key)
+            if isinstance(given, dict) and isinstance(had, dict):  # sparse: the keys given
+                had = {k: had.get(k) for k in given}
+            if key in self.given and given != had:
                 raise LoomOptionError(
                     f"index '{info.name}' was built with {key} = {built.get(key)!r}; "
                     f"this train asks for {self.given[key]!r}",
@@ -85,16 +104,67 @@ class Plan:
 
     def check_layout(self, laid: layout.Layout) -> None:
         fmt = laid.fmt
-        if self.opts["precision"] is not None and not fmt.any_precision:
+        for option, (what, name, using) in FIDELITY.items():
+            if self.opts[option] is not None and fmt.fidelity != option:
+                raise LoomOptionError(
+                    f"'{option}' applies to {what}; this is {fmt.name}",
+                    hint=f'build one with {{"format": "{name}"}} or CREATE INDEX … USING {using}',
+                )
+        value = self.opts[fmt.fidelity] if fmt.fidelity else None
+        if isinstance(value, int) and value > fmt.top():
+            where = f"index '{laid.info.name}'" if laid.info.name else "the layout"
             raise LoomOptionError(
-                f"'precision' applies to any-precision indexes (mlweaving); this is {fmt.name}",
-                hint='build one with {"format": "mlweaving"} or CREATE INDEX … USING mlweaving',
+                f"'{fmt.fidelity}' is {value}, but {where} holds {fmt.top()}",
+                hint=f"ask for 1 … {fmt.top()}, or leave '{fmt.fidelity}' out to read all",
             )
         backend = registry.get(self.opts["backend"])
         if not backend.supports(fmt.name):
             raise LoomOptionError(
                 f"backend '{backend.name}' cannot train on the {fmt.name} format",
                 hint="choose another backend or format; see loom_backends()",
+            )
+        self.check_skip(laid, backend)
+
+    @property
+    def skip(self) -> str | None:
+        """The skip policy asked for (None: every row of every minibatch)."""
+        return None if self.opts["skip"] in (None, "none") else self.opts["skip"]
+
+    def check_skip(self, laid: layout.Layout, backend: Any) -> None:
+        """Skipping is honoured on a grouped layout with a step-by-step backend, else refused;
+        its options apply to the policies that use them only."""
+        where = f"index '{laid.info.name}'" if laid.info.name else "this layout"
+        if laid.grouped and hasattr(backend, "run_epoch"):
+            raise LoomOptionError(
+                f"backend '{backend.name}' runs whole epochs and cannot read a SlimML layout "
+                "group by group",
+                hint="train on the cpu backend, or on an index built without slimml",
+            )
+        if self.skip and not laid.grouped:
+            raise LoomOptionError(
+                f"'skip' needs a layout in SlimML groups; {where} was built without slimml",
+                hint="build one with CREATE INDEX … WITH (slimml = true) or "
+                "{\"slimml\": true}, or leave 'skip' out",
+            )
+        baselines = ("random", "coreset", "importance")
+        uses: dict[str, tuple[str, ...]] = {
+            "epsilon": ("slimml",),
+            "effect_l2": ("slimml",),
+            "slimml_oracle": ("slimml",),
+            "skip_fraction": baselines,
+            "read_ahead": ("slimml", *baselines),
+        }
+        for key, policies in uses.items():
+            if self.given.get(key) is not None and self.skip not in policies:
+                raise LoomOptionError(
+                    f"'{key}' applies to skip {' or '.join(repr(p) for p in policies)}; this "
+                    f"train skips {self.skip or 'nothing'}",
+                    hint=f"leave '{key}' out, or ask for that skip",
+                )
+        if self.skip in ("random", "importance") and self.opts["skip_fraction"] is None:
+            raise LoomOptionError(
+                f"skip '{self.skip}' removes a given share of rows: it needs 'skip_fraction'",
+                hint='e.g. {"skip": "random", "skip_fraction": 0.5}',
             )
 
     def check_backend(self, k: int) -> None:

@@ -5,11 +5,11 @@ No paper section: loomdb's own robustness check of the codecs it stores in datab
     loomdb fuzz [DECODER ...] [--runs N] [--timeout SECONDS] [--max-len BYTES]
                 [--rss-limit-mb MB] [--artifacts DIR]
 
-Each DECODER (default: all of dense, toc, weave, sketch) is fuzzed by atheris, i.e. libFuzzer, for
-``--runs`` inputs (default 1,000,000), starting from valid encodings of small matrices
-(``loomdb.fuzz.seeds``) and checked by ``loomdb.fuzz.targets``: every input must be rejected
-with ``LoomFormatError`` or decode to something the products agree with.  libFuzzer takes its
-process over and stops at the first finding, so each campaign runs in a child
+Each DECODER (default: all of dense, toc, weave, sketch, pcr) is fuzzed by atheris, i.e.
+libFuzzer, for ``--runs`` inputs (default 1,000,000), starting from valid encodings of small
+matrices (``loomdb.fuzz.seeds``) and checked by ``loomdb.fuzz.targets``: every input must be
+rejected with ``LoomFormatError`` or decode to something the products agree with.  libFuzzer
+takes its process over and stops at the first finding, so each campaign runs in a child
 (``loomdb.fuzz.child``); a child that dies of a signal is a crash.  Per decoder the report gives
 the inputs run, the exec rate, and the findings: crashes (a deadly signal, or memory past
 ``--rss-limit-mb``), hangs (an input running past ``--timeout`` seconds) and exceptions other
@@ -36,7 +36,7 @@ import loomdb
 from loomdb.errors import LoomOptionError, LoomStateError
 from loomdb.fuzz.tally import Tally
 
-DECODERS = ("dense", "toc", "weave", "sketch")
+DECODERS = ("dense", "toc", "weave", "sketch", "pcr")
 TIMEOUT_EXIT, ERROR_EXIT = 70, 77  # libFuzzer's exit codes, set explicitly below
 
 

@@ -6,14 +6,15 @@ No paper section: the matrices echo TOC's Figure 3 and the edge cases of its §3
 one row, fully dense rows, −0.0 and NaN as values) and MLWeaving's padding to 8 × 64 (§4.3);
 the gradients echo SketchML's Figures 3 and 6 (values around zero in equal-count buckets) and
 its edge cases: no key, one key, one sign, fewer values than buckets, ties, zeros, keys past
-2**32 and deltas of every width (§3.2–3.4).
+2**32 and deltas of every width (§3.2–3.4);
+the records, PCR's padding of images with fewer scans (§3).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from loomdb.codecs import dense, sketch, toc, weave
+from loomdb.codecs import dense, jpeg_scans, pcr, sketch, toc, weave
 from loomdb.fuzz.targets import join_weave_input
 
 
@@ -106,4 +107,34 @@ def sketch_seeds() -> list[bytes]:
     ]
 
 
-SEEDS = {"dense": dense_seeds, "toc": toc_seeds, "weave": weave_seeds, "sketch": sketch_seeds}
+def pcr_seeds() -> list[bytes]:
+    """Records of small progressive JPEGs (Pillow writes libjpeg's default progression, so no
+    jpegtran is needed here): gray, colour, both in one record (padded), one image."""
+    rng = np.random.default_rng(9)
+    gray = [progressive_jpeg(rng.integers(0, 256, (h, w), dtype=np.uint8)) for h, w in [(8, 8)]]
+    rgb = [progressive_jpeg(rng.integers(0, 256, (12, 9, 3), dtype=np.uint8))]
+    out = []
+    for images in (gray, rgb, gray + rgb, gray * 3):
+        scans = [jpeg_scans.split(j) for j in images]
+        out.append(pcr.join(pcr.record(np.arange(len(images), dtype=float), scans)))
+    return out
+
+
+def progressive_jpeg(pixels: np.ndarray, quality: int = 75) -> bytes:
+    """``pixels`` (H, W) or (H, W, 3) uint8 as a progressive JPEG written by Pillow."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "JPEG", quality=quality, progressive=True)
+    return buffer.getvalue()
+
+
+SEEDS = {
+    "dense": dense_seeds,
+    "toc": toc_seeds,
+    "weave": weave_seeds,
+    "sketch": sketch_seeds,
+    "pcr": pcr_seeds,
+}

@@ -2,7 +2,8 @@
 return something that is safe to use and agrees with itself.
 
 No paper section: these are loomdb's robustness checks of its codecs (TOC §3.2 and §4 for the
-TOC reader and its products; MLWeaving §4.3 for the woven planes).
+TOC reader and its products; MLWeaving §4.3 for the woven planes; PCR §3 for the records of
+progressive JPEG scans, decoded by Pillow as the trainer does).
 
 A target takes one input and returns normally when the decoder behaved; anything it raises
 other than ``LoomFormatError`` is a finding.  Past decoding, each target uses what it got the
@@ -22,15 +23,18 @@ from collections.abc import Callable
 import numpy as np
 
 from loomdb.codecs import dense as dense_codec
+from loomdb.codecs import pcr as pcr_codec
 from loomdb.codecs import sketch as sketch_codec
 from loomdb.codecs import sketch_format
 from loomdb.codecs import toc as toc_codec
 from loomdb.codecs import weave as weave_codec
+from loomdb.imaging import pixels
 
 SMALL = 1 << 16  # cells: decode densely and compare the products with numpy
 VECTOR = 1 << 20  # columns or rows: multiply by vectors (larger claims are only parsed)
 MATRIX = 1 << 12  # columns or rows: also multiply by small matrices
 WEAVE_HEAD = struct.Struct("<BHB")  # n − 1, m − 1, s − 1 of a weave input (then its planes)
+PCR_IMAGES, PCR_SIZE = 4, 8  # images of a record decoded (with Pillow), features' size
 
 
 def dense(data: bytes) -> None:
@@ -120,9 +124,28 @@ def _agree(X: np.ndarray, results: dict, codec: str) -> None:
             raise AssertionError(f"{codec} {name} differs from the dense decode's product")
 
 
+def pcr(data: bytes) -> None:
+    """A Progressive Compressed Record as one byte string (its metadata, then every scan
+    group): split, every image rebuilt at the last and the first fidelity and decoded into a
+    feature vector, as a pcr index's reader does (PCR §3.2)."""
+    parts = pcr_codec.split(data)
+    meta = pcr_codec.decode_meta(parts[0])
+    if len(parts) != meta.groups + 1 or meta.offsets()[-1] != len(data):
+        raise AssertionError(f"a record split into {len(parts)} parts for {meta.groups} groups")
+    for k in sorted({meta.groups, min(1, meta.groups)}):
+        jpegs = pcr_codec.images(meta, parts[1 : k + 1])
+        if len(jpegs) != meta.images:
+            raise AssertionError(f"{len(jpegs)} images rebuilt from a record of {meta.images}")
+        for jpeg in jpegs[:PCR_IMAGES]:
+            U = pixels.features(jpeg, PCR_SIZE, "gray")
+            if U.shape != (PCR_SIZE * PCR_SIZE,) or U.dtype != np.uint8:
+                raise AssertionError(f"features of shape {U.shape} {U.dtype}")
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "dense": dense,
     "toc": toc,
     "weave": weave,
     "sketch": sketch,
+    "pcr": pcr,
 }

@@ -4,6 +4,11 @@ No paper section.  Standardisation (``learn/scaling.py``) is stored with the mod
 into the weights at predict time.  Prediction from margins is written once here
 (``labels``/``probabilities``) and used by every predict path; a row with a NaN or infinite
 feature predicts NaN (NULL in SQL), the same in the compiled SQL expression.
+
+Rows may also come sparse (``CsrRows``: each row's feature positions and values, as
+``loom_predict_sparse`` passes them): a position names a feature (0-based, in the model's
+order), an absent one is 0, a non-finite value makes the row NaN.  ``learn/sparse_model.py``
+keeps models of sparse sources, whose positions are the source's columns.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from loomdb.errors import LoomOptionError
+from loomdb.csr import CsrRows
+from loomdb.errors import LoomDataError, LoomOptionError
 from loomdb.learn.losses import LOSSES, sigmoid
 from loomdb.learn.scaling import Scaling
 
@@ -36,6 +42,7 @@ class LinearModel:
     b: np.ndarray
     scaling: Scaling
     classes: list[Any] = field(default_factory=list)
+    inputs: dict[str, Any] | None = None  # how raw inputs become features (images), if not columns
     _folded: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -49,8 +56,44 @@ class LinearModel:
             self._folded = (W, self.b - self.scaling.shift @ W)
         return self._folded
 
-    def margins(self, X: np.ndarray) -> np.ndarray:
+    @property
+    def width(self) -> int:
+        """How many columns a row of this model has (a sparse row's positions are below it)."""
+        return len(self.features)
+
+    def _positions(self, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The coefficient row of each column, and which columns have one (None: all)."""
+        return columns, None
+
+    def sparse_margins(self, rows: CsrRows) -> np.ndarray:
+        """(n, k) margins of sparse rows; NaN for a row with a non-finite value."""
+        idx = rows.indices
+        if rows.nnz and (idx.min() < 0 or idx.max() >= self.width):
+            bad = int(idx[(idx < 0) | (idx >= self.width)][0])
+            raise LoomDataError(
+                f"a row names column {bad}; the model's columns run from 0 to {self.width - 1}",
+                hint="pass 0-based indices below the width the model was trained on",
+            )
+        rows = rows.canonical()  # a column named twice in a row is refused, as in training
+        W, b = self.folded()
+        at, held = self._positions(rows.indices)
+        ids, vals = rows.row_ids(), rows.values
+        if held is not None:
+            at, ids, vals = at[held], ids[held], vals[held]
+        n = len(rows)
+        Z = np.empty((n, W.shape[1]))
+        with np.errstate(invalid="ignore", over="ignore"):
+            terms = W[at] * vals[:, None]
+            for t in range(W.shape[1]):
+                Z[:, t] = np.bincount(ids, weights=terms[:, t], minlength=n) + b[t]
+        bad_rows = np.bincount(rows.row_ids(), ~np.isfinite(rows.values), minlength=n) > 0
+        Z[bad_rows] = np.nan
+        return Z
+
+    def margins(self, X: Any) -> np.ndarray:
         """(n, k) margins of raw rows; NaN for a row with a non-finite feature."""
+        if isinstance(X, CsrRows):
+            return self.sparse_margins(X)
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != len(self.features):
             got = X.shape[-1] if X.ndim else 0
@@ -95,6 +138,10 @@ class LinearModel:
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         return self.probabilities(self.margins(X))
 
+    def stored(self) -> dict[str, Any]:
+        """The coefficients and standardisation as the catalog keeps them."""
+        return {"coefficients": self.W.tolist(), "standardization": self.scaling.to_dict()}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -103,6 +150,7 @@ class LinearModel:
             "intercept": self.b.tolist(),
             "scaling": self.scaling.to_dict(),
             "classes": self.classes,
+            **({"inputs": self.inputs} if self.inputs else {}),
         }
 
     @classmethod
@@ -114,4 +162,5 @@ class LinearModel:
             b=np.asarray(d["intercept"], dtype=np.float64),
             scaling=Scaling.from_dict(d["scaling"]),
             classes=list(d["classes"]),
+            inputs=d.get("inputs"),
         )

@@ -1,6 +1,8 @@
 """Per-epoch precision schedules for any-precision training (MLWeaving §6).
 
-Precision only changes between epochs (the next epoch reads more or fewer bit planes).
+Precision only changes between epochs (the next epoch reads more or fewer bit planes; on a pcr
+index, scan groups — PCR §4.2: "raise the scan group in a manner similar to learning rate
+drops").
 ``adaptive`` is the paper's schedule: 2 bits for epochs 1–4, 3 for 5–8, 4 for 9–16, 5 for
 17–32, and so on (one more bit each time the epoch count doubles).  ``adaptive-plateau`` is
 loomdb's: start at 2 bits and add one whenever the epoch loss improved by less than 1%.
@@ -37,17 +39,19 @@ def plateau_schedule(history: list[dict[str, Any]]) -> int:
     return min(32, bits)
 
 
-def precision_for(setting: Any, epoch: int, history: list[dict[str, Any]]) -> int:
-    """The precision to read in 0-based ``epoch`` for an option value (int or schedule)."""
+def precision_for(setting: Any, epoch: int, history: list[dict[str, Any]], top: int = 32) -> int:
+    """The precision to read in 0-based ``epoch`` for an option value (int or schedule);
+    ``top`` is the most the layout holds (32 bits; a pcr index's scan groups), where the
+    schedules stop."""
     if setting is None:
-        return 32
+        return top
     if setting == "adaptive":
-        return paper_schedule(epoch + 1)
+        return min(top, paper_schedule(epoch + 1))
     if setting == "adaptive-plateau":
-        return plateau_schedule(history)
-    if isinstance(setting, int) and not isinstance(setting, bool) and 1 <= setting <= 32:
+        return min(top, plateau_schedule(history))
+    if isinstance(setting, int) and not isinstance(setting, bool) and 1 <= setting <= top:
         return setting
     raise LoomOptionError(
-        f"precision must be an integer from 1 to 32, 'adaptive' or 'adaptive-plateau'; "
+        f"precision must be an integer from 1 to {top}, 'adaptive' or 'adaptive-plateau'; "
         f"got {setting!r}"
     )

@@ -33,7 +33,8 @@ class Problem:
     def initial(self) -> tuple[np.ndarray, np.ndarray]:
         if self.init is not None:
             return self.init.W.copy(), self.init.b.copy()
-        return np.zeros((len(self.features), self.k)), np.zeros(self.k)
+        m = len(self.scaling.scale)  # the layout's columns (a sparse one's observed columns)
+        return np.zeros((m, self.k)), np.zeros(self.k)
 
     def targets(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(T, sample_weight)`` for raw labels ``y``: 0/1 one-vs-rest columns or values."""

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 CURVATURE = {"linear": 1.0, "logistic": 0.25, "svm": 1.0}
+MAX_EMBEDDED = 1 << 24  # widest source whose start vector is drawn over every column
 SAMPLE_ROWS = 2048
 SAMPLE_BATCHES = 16
 ITERATIONS = 12
@@ -70,6 +71,25 @@ def sample(batches: Iterable[Any]) -> list[Any]:
     return out
 
 
+def start_vector(
+    m: int, fit_intercept: bool, columns: np.ndarray | None = None, width: int | None = None
+) -> np.ndarray:
+    """The power iteration's seeded start over ``m`` columns (then the intercept).
+
+    A sparse layout trains over its observed ``columns`` of ``width``: it starts from the
+    entries the dense layout of all ``width`` columns would start from, so both estimate the
+    same λ (the columns no row holds are zero in x̃ and drop out after one product) and train
+    the same model.  Above ``MAX_EMBEDDED`` columns that draw would cost more than the
+    estimate; there the start is drawn over the observed columns only."""
+    extra = 1 if fit_intercept else 0
+    rng = np.random.default_rng(0)
+    if columns is None or width is None or width > MAX_EMBEDDED:
+        return rng.standard_normal(m + extra)
+    full = rng.standard_normal(width + extra)
+    picked = np.asarray(columns, dtype=np.int64)
+    return np.concatenate([full[picked], full[width:]])
+
+
 def power_lambda(
     batches: Sequence[Any],
     margins: Callable[[Any, np.ndarray], np.ndarray],
@@ -77,15 +97,17 @@ def power_lambda(
     shift: np.ndarray,
     scale: np.ndarray,
     fit_intercept: bool,
+    start: np.ndarray | None = None,
 ) -> float:
     """λ_max of (1/n)·Σ x̃x̃ᵀ over ``batches``, x̃ = [(x − shift)·scale, 1], by power iteration
     with the backend's products (``margins``: X·W, ``gradient``: Xᵀ·R), the standardisation
-    folded as the trainer folds it.  The last Rayleigh quotient (a lower bound)."""
+    folded as the trainer folds it, from ``start`` (default :func:`start_vector`).  The last
+    Rayleigh quotient (a lower bound)."""
     m = len(scale)
     rows = sum(int(b.rows) for b in batches)
     if rows == 0:
         return 0.0
-    v = np.random.default_rng(0).standard_normal(m + (1 if fit_intercept else 0))
+    v = start_vector(m, fit_intercept) if start is None else np.array(start, dtype=np.float64)
     v /= np.linalg.norm(v)
     lam = 0.0
     for _ in range(ITERATIONS):

@@ -1,10 +1,11 @@
 """Loaders: outside data (a LIBSVM file, a folder of images…) into a table of either engine.
 
-No paper section.  A loader reads a file or folder and yields rows; :func:`load` makes the
-table and inserts them through the engine-neutral ``Database`` (``insert``), so one loader
-serves ``loomdb load KIND PATH TABLE`` (the file is read where the command runs) and the SQL
-function ``loom_load(kind, path, table, options)`` (the file is read by the database's process;
-in PostgreSQL that needs the ``pg_read_server_files`` role, as ``COPY … FROM 'file'`` does).
+No paper section.  A loader reads a file or folder (a generator makes its rows) and yields
+rows; :func:`load` makes the table and inserts them through the engine-neutral ``Database``
+(``insert``), so one loader serves ``loomdb load KIND PATH TABLE`` (the file is read where the
+command runs) and the SQL function ``loom_load(kind, path, table, options)`` (the file is read
+by the database's process; in PostgreSQL that needs the ``pg_read_server_files`` role, as
+``COPY … FROM 'file'`` does).
 Unreadable input is skipped and counted, never silently kept.  Loaders are found by name like
 formats and backends (:data:`KNOWN`, entry points ``loomdb.loaders``).
 """
@@ -25,6 +26,9 @@ from loomdb.store.names import QUALIFIED, relation
 KNOWN: dict[str, str] = {  # name → "module:Class"
     "libsvm": "loomdb.loaders.libsvm:LibsvmLoader",
     "sample": "loomdb.loaders.sample:SampleLoader",
+    "zipf": "loomdb.loaders.zipf:ZipfLoader",
+    "images": "loomdb.loaders.images:ImagesLoader",
+    "mnist-jpeg": "loomdb.loaders.mnist_jpeg:MnistJpegLoader",
 }
 COMMON = Options("loom_load", Option("replace", Boolean(), False, "replace an existing table"))
 FLUSH_ROWS = 4096
@@ -66,7 +70,7 @@ class Loader(Protocol):
         """The rows of ``path``; a row it cannot read is skipped and counted in ``skipped``."""
         ...
 
-    skipped: int
+    skipped: int  # and optionally ``report``: a dict added to the load's summary
 
 
 def names() -> list[str]:
@@ -106,6 +110,7 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
         "rows": total,
         "skipped": loader.skipped,
         "seconds": round(time.monotonic() - started, 6),
+        **getattr(loader, "report", {}),  # what a loader adds (images: classes, skipped files)
     }
 
 

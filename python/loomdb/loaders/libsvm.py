@@ -3,7 +3,13 @@
 No paper section.  Each line becomes ``(label double, indices integer[], "values" double[])``:
 indexes 0-based, strictly increasing, values as written (zeros dropped).  A line that is not
 LIBSVM (a bad or non-finite number, an index below 1 or at/above 2^31, indexes out of order)
-is skipped and counted.  The ``indices``/``values`` pair is the sparse row form a source may hold.
+is skipped and counted.  The ``indices``/``values`` pair is the sparse row form a source may hold
+(``store/sparse.py``).
+
+``cross_bits`` k (1–30) adds every row's hashed pairwise feature crosses, deterministically
+(``loaders/hashing.py``): the features keep their columns (below 2^k; a line with a larger
+index is skipped and counted), the crosses land in columns 2^k … 2^(k+1) − 1, so the table
+is a 2^(k+1)-wide sparse source (k = 20: 2,097,152 columns).
 """
 
 from __future__ import annotations
@@ -12,7 +18,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from loomdb.options import Boolean, Option, Options, Text
+from loomdb.loaders.hashing import with_crosses
+from loomdb.options import Boolean, Interval, Option, Options, Text
 
 MAX_INDEX = 2**31 - 1
 
@@ -23,6 +30,12 @@ class LibsvmLoader:
         "libsvm",
         Option("label", Text(), "label", "the label column's name"),
         Option("zero_based", Boolean(), False, "indexes start at 0 instead of 1"),
+        Option(
+            "cross_bits",
+            Interval(True, 0, 30),
+            0,
+            "add hashed pairwise feature crosses in 2^k columns above the features (0: none)",
+        ),
     )
     reads_files = True
     skipped = 0
@@ -33,13 +46,18 @@ class LibsvmLoader:
     def rows(self, path: str, options: dict[str, Any]) -> Iterator[tuple]:
         self.skipped = 0
         shift = 0 if options["zero_based"] else 1
+        bits = options["cross_bits"]
         with open(path, encoding="utf-8", errors="replace") as lines:
             for line in lines:
                 row = parse_line(line, shift)
+                if row is not None and bits and row[1] and row[1][-1] >= 1 << bits:
+                    row = None  # a feature where the crosses live
                 if row is None:
                     if line.strip() and not line.lstrip().startswith("#"):
                         self.skipped += 1
                     continue
+                if bits:
+                    row = (row[0], *with_crosses(row[1], row[2], bits))
                 yield row
 
 

@@ -2,9 +2,11 @@
 
 No paper section.  Every catalog statement loomdb runs is in this module; rows travel as
 :class:`IndexInfo` / :class:`ModelRecord`.  Arrays and nested values are JSON text so both
-engines read them alike.  Nothing read back from the catalog is ever pasted into SQL: names are
-checked by a CHECK constraint and by :func:`check_name` and always quoted, a storage table is
-derived from its index's name (:func:`storage_relation`), never stored.
+engines read them alike; numpy arrays (a sparse model's coefficients, a sparse layout's column
+statistics) are written compactly by ``codecs.array_json`` and read back as numpy.  Nothing
+read back from the catalog is ever pasted into SQL: names are checked by a CHECK constraint and
+by :func:`check_name` and always quoted, a storage table is derived from its index's name
+(:func:`storage_relation`), never stored.
 
 In PostgreSQL each row has an ``owner`` (the role that wrote it; ``DEFAULT current_user``) and
 row-level security makes other roles' rows invisible and untouchable unless a model is granted
@@ -18,6 +20,7 @@ import uuid
 from dataclasses import fields
 from typing import Any
 
+from loomdb.codecs import array_json
 from loomdb.errors import LoomConflictError, LoomNotFoundError, LoomOptionError, LoomStateError
 from loomdb.seams import IndexInfo, ModelRecord
 from loomdb.store.db import Queryable
@@ -147,7 +150,10 @@ def storage_relation(name: str) -> str:
 def _insert(db: Queryable, table: str, values: dict[str, Any]) -> None:
     cols = [c for c, _ in TABLES[table] if c in values]
     kinds = dict(TABLES[table])
-    params = [json.dumps(values[c]) if kinds[c] == "json" else values[c] for c in cols]
+    params = [
+        json.dumps(values[c], default=array_json.default) if kinds[c] == "json" else values[c]
+        for c in cols
+    ]
     marks = ", ".join(f"${i + 1}" for i in range(len(cols)))
     stamp = STAMPS.get(table)
     stamp_col, stamp_val = (f", {stamp}", ", CURRENT_TIMESTAMP") if stamp else ("", "")
@@ -167,7 +173,9 @@ def _select(
     names = cols + (["_version"] if extra else [])
     return [
         {
-            c: json.loads(v) if kinds.get(c) == "json" and v is not None else v
+            c: json.loads(v, object_hook=array_json.hook)
+            if kinds.get(c) == "json" and v is not None
+            else v
             for c, v in zip(names, r)
         }
         for r in rows

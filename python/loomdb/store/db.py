@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from loomdb.csr import CsrRows
+
 #: The one vocabulary of column and argument types; each engine spells every one of them.
 TYPES = (
     "text",
@@ -24,6 +26,7 @@ TYPES = (
     "double",
     "double[]",
     "integer[]",
+    "bigint[]",
     "bytes",
     "timestamp",
     "boolean",
@@ -40,7 +43,8 @@ class Queryable(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
-        """``(name, kind)`` of a relation's columns; kind is numeric | boolean | other."""
+        """``(name, kind)`` of a relation's columns; kind is numeric | boolean | bytes |
+        integer[] | double[] (one-dimensional arrays of integers / of other numbers) | other."""
         ...
 
 
@@ -53,6 +57,12 @@ class Database(Queryable, Protocol):
 
     def insert(self, relation: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
         """Append ``rows`` to ``relation`` in one round trip (values bound, never pasted)."""
+        ...
+
+    def query_blobs(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """``query``'s rows, with each bytes value a buffer (``bytes`` or a ``memoryview``)
+        copied no more than the engine must: DuckDB hands out slices of Arrow's buffers,
+        PostgreSQL's server the ``bytes`` a cursor fetches.  For reading stored payloads."""
         ...
 
     def atomic(self) -> AbstractContextManager[None]:
@@ -102,4 +112,33 @@ class Database(Queryable, Protocol):
         """Rows of ``columns`` (SQL expressions yielding numbers) as float64 arrays of ``chunk``
         rows; with ``shuffle_seed`` in a seeded pseudo-random order (Bismarck: shuffle once).
         Values travel packed, never one Python object per value."""
+        ...
+
+    def read_sparse(
+        self,
+        relation: str,
+        label: str,
+        indices: str,
+        values: str,
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+        width: int,
+    ) -> Iterator[tuple[np.ndarray, CsrRows]]:
+        """Rows of a sparse source as ``(labels, CsrRows)`` chunks of ``chunk`` rows, in the
+        order :meth:`read_matrix` would give: ``label`` an SQL expression yielding a number,
+        ``indices`` and ``values`` (quoted) array columns, read whole per row and packed.
+        Columns are returned as stored (not checked against ``width``, not sorted)."""
+        ...
+
+    def read_rows(
+        self,
+        relation: str,
+        columns: Sequence[str],
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+    ) -> Iterator[list[tuple]]:
+        """Rows of ``columns`` as Python values (bytes for a bytea/BLOB), ``chunk`` at a time,
+        in ``read_matrix``'s order: for values that are not numbers (images)."""
         ...

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -46,13 +47,23 @@ class SourceProfile:
     stats: dict[str, np.ndarray]
     label_counts: dict[float, int] = field(default_factory=dict)
     where: str | None = None
+    size: int | None = None  # bytes of the rows' values, where not 8 per value (images)
+
+    @property
+    def raw_bytes(self) -> int:
+        """What the source's rows take in memory, laid out."""
+        return self.size if self.size is not None else self.rows * (len(self.features) + 1) * 8
 
     def values(self, double: str) -> list[str]:
         """SQL expressions of the features then the label, as doubles."""
         return [number(c, self.kinds[c], double) for c in [*self.features, self.label]]
 
+    def stored_stats(self) -> dict[str, Any]:
+        """The statistics as the catalog keeps them."""
+        return {k: v.tolist() for k, v in self.stats.items()}
 
-def _resolve(name: str, available: dict[str, str], what: str, source: str) -> str:
+
+def resolve(name: str, available: dict[str, str], what: str, source: str) -> str:
     if name in available:
         return name
     folded = [c for c in available if c.lower() == str(name).lower()]
@@ -91,7 +102,7 @@ def _features(
     if features is None:
         chosen = [c for c, kind in available.items() if kind in USABLE and c != label]
     else:
-        chosen = [_resolve(f, available, "feature", source) for f in features]
+        chosen = [resolve(f, available, "feature", source) for f in features]
         bad = [f for f in chosen if available[f] not in USABLE]
         if bad:
             raise LoomDataError(
@@ -105,7 +116,7 @@ def _features(
     return chosen
 
 
-def _column_stats(db: Database, rel: str, exprs: list[str], where: str | None) -> np.ndarray:
+def column_stats(db: Database, rel: str, exprs: list[str], where: str | None) -> np.ndarray:
     """(columns, 4) array of min, max, mean and population std, in SQL."""
     out: list[float] = []
     for start in range(0, len(exprs), STATS_PER_QUERY):
@@ -119,21 +130,25 @@ def _column_stats(db: Database, rel: str, exprs: list[str], where: str | None) -
     return np.array(out).reshape(-1, 4)
 
 
-def profile(
-    db: Database, source: str, label: str, features: list[str] | None, nulls: str
-) -> SourceProfile:
-    rel, available = columns_of(db, source)
+def label_column(source: str, label: str, available: dict[str, str]) -> str:
+    """The label's column name, checked to be a number."""
     if not isinstance(label, str) or not label:
         raise LoomOptionError("label must name the column to learn")
-    label = _resolve(label, available, "label", source)
+    label = resolve(label, available, "label", source)
     if available[label] not in USABLE:
         raise LoomDataError(
             f"label column '{label}' is {available[label]}, not numeric or boolean",
             hint="cast it to a number in a SELECT source, e.g. CASE WHEN y = 'yes' THEN 1 ELSE 0",
         )
-    chosen = _features(source, label, available, features)
-    kinds = {c: available[c] for c in [*chosen, label]}
-    null = " OR ".join(f"{quote_ident(c)} IS NULL" for c in [*chosen, label])
+    return label
+
+
+def count_rows(
+    db: Database, source: str, rel: str, columns: list[str], nulls: str
+) -> tuple[int, int, str | None]:
+    """``(complete rows, rows with a NULL, WHERE of the complete rows or None)``, refusing an
+    empty source and NULLs unless ``nulls`` is ``skip``."""
+    null = " OR ".join(f"{quote_ident(c)} IS NULL" for c in columns)
     total, with_nulls = db.query(
         f"SELECT count(*) AS n, count(*) FILTER (WHERE {null}) AS n_null FROM {rel}"
     )[0]
@@ -146,11 +161,22 @@ def profile(
         )
     if total == with_nulls:
         raise LoomDataError(f"every row of {source} has a NULL feature or label")
-    where = complete_rows([*chosen, label]) if with_nulls else None
-    prof = SourceProfile(source, rel, label, chosen, kinds, int(total - with_nulls), 0, {})
-    prof.skipped, prof.where = int(with_nulls), where
+    where = complete_rows(columns) if with_nulls else None
+    return int(total - with_nulls), int(with_nulls), where
+
+
+def profile(
+    db: Database, source: str, label: str, features: list[str] | None, nulls: str
+) -> SourceProfile:
+    rel, available = columns_of(db, source)
+    label = label_column(source, label, available)
+    chosen = _features(source, label, available, features)
+    kinds = {c: available[c] for c in [*chosen, label]}
+    rows, with_nulls, where = count_rows(db, source, rel, [*chosen, label], nulls)
+    prof = SourceProfile(source, rel, label, chosen, kinds, rows, 0, {})
+    prof.skipped, prof.where = with_nulls, where
     double = db.type("double")
-    values = _column_stats(db, rel, prof.values(double), where)
+    values = column_stats(db, rel, prof.values(double), where)
     bad = [
         n for n, (lo, hi) in zip([*chosen, label], values[:, :2]) if not np.isfinite([lo, hi]).all()
     ]
@@ -166,11 +192,11 @@ def profile(
         "std": np.nan_to_num(values[:-1, 3]),
         "label": np.nan_to_num(values[-1]),
     }
-    prof.label_counts = _label_counts(db, rel, prof.values(double)[-1], where)
+    prof.label_counts = label_counts(db, rel, prof.values(double)[-1], where)
     return prof
 
 
-def _label_counts(db: Database, rel: str, label: str, where: str | None) -> dict[float, int]:
+def label_counts(db: Database, rel: str, label: str, where: str | None) -> dict[float, int]:
     rows = db.query(
         f"SELECT {label} AS v, count(*) AS n FROM {rel}"
         + (f" WHERE {where}" if where else "")

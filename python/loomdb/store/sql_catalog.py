@@ -5,6 +5,7 @@ No paper section.  The front-end (``loomdb.frontend``) never queries a database 
 
 from __future__ import annotations
 
+from loomdb.errors import LoomOptionError
 from loomdb.store import catalog
 from loomdb.store.db import Queryable
 from loomdb.store.names import NAME, relation
@@ -32,4 +33,11 @@ class DbCatalog:
         return self.db.columns(relation(table, self.db.dialect))[-1][0]
 
     def model_features(self, model: str) -> list[str]:
-        return list(catalog.get_model(self.db, model).feature_names)
+        record = catalog.get_model(self.db, model)
+        if isinstance(record.coefficients, dict):  # a sparse source's model
+            raise LoomOptionError(
+                f"model '{model}' was trained on a sparse source: it reads indices and values "
+                "arrays, not feature columns",
+                hint=f"predict with loom_predict_sparse('{model}', indices, values)",
+            )
+        return list(record.feature_names)

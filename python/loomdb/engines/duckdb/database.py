@@ -18,15 +18,18 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from loomdb.csr import CsrRows
 from loomdb.engines.duckdb.state import ConnectionState
-from loomdb.errors import LoomConflictError, LoomDatabaseError, LoomError
+from loomdb.errors import LoomConflictError, LoomDatabaseError, LoomDataError, LoomError
 
 TYPES = {
     "text": "VARCHAR",
     "double": "DOUBLE",
     "double[]": "DOUBLE[]",
     "integer[]": "INTEGER[]",
+    "bigint[]": "BIGINT[]",
     "bigint": "BIGINT",
     "integer": "INTEGER",
     "smallint": "SMALLINT",
@@ -34,10 +37,24 @@ TYPES = {
     "bytes": "BLOB",
     "timestamp": "TIMESTAMP",
 }
+KINDS = {"BOOLEAN": "boolean", "BLOB": "bytes"}
 NUMERIC = re.compile(
     r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
     r"FLOAT|DOUBLE|REAL|DECIMAL(\(\d+,\s*\d+\))?)$"
 )
+INTEGER_LIST = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER)\[\d*\]$")
+NUMBER_LIST = re.compile(r"^(FLOAT|DOUBLE|REAL|DECIMAL(\(\d+,\s*\d+\))?|UBIGINT|HUGEINT)\[\d*\]$")
+
+
+def column_kind(typ: str) -> str:
+    """numeric | boolean | bytes | integer[] | double[] | other (``store.db.Queryable.columns``)."""
+    if NUMERIC.match(typ):
+        return "numeric"
+    if typ in KINDS:
+        return KINDS[typ]
+    if INTEGER_LIST.match(typ):
+        return "integer[]"
+    return "double[]" if NUMBER_LIST.match(typ) else "other"
 
 
 def clean(error: BaseException) -> str:
@@ -81,6 +98,13 @@ class DuckDatabase:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with translated():
             return self.cur.execute(sql, list(params) if params else None).fetchall()
+
+    def query_blobs(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """Through Arrow: BLOBs come back as views of the result's buffers, not as ``bytes``
+        (DuckDB's ``fetchall`` copies each into a Python object)."""
+        with translated():
+            table = self.cur.sql(sql, params=list(params) if params else None).to_arrow_table()
+        return list(zip(*(_python_values(c) for c in table.columns)))
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         with translated():  # fetched to the end: an unfinished result blocks cursors
@@ -138,10 +162,7 @@ class DuckDatabase:
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
         rows = self.query(f"DESCRIBE SELECT * FROM {relation}")
-        return [
-            (name, "numeric" if NUMERIC.match(typ) else "boolean" if typ == "BOOLEAN" else "other")
-            for name, typ, *_ in rows
-        ]
+        return [(name, column_kind(typ)) for name, typ, *_ in rows]
 
     def define_function(self, name: str, params: Sequence[str], expression: str) -> None:
         self.execute(f"CREATE OR REPLACE MACRO {name}({', '.join(params)}) AS {expression}")
@@ -172,30 +193,109 @@ class DuckDatabase:
         shuffle_seed: int | None,
         chunk: int,
     ) -> Iterator[np.ndarray]:
-        filtered = f" WHERE {where}" if where else ""
-        order = (
-            f" ORDER BY hash(loom_rn, {int(shuffle_seed)}), loom_rn"
-            if shuffle_seed is not None
-            else " ORDER BY loom_rn"
-        )
         values = ", ".join(f"{c} AS c{i}" for i, c in enumerate(columns))
-        sql = (
-            f"SELECT {values} FROM (SELECT *, row_number() OVER () AS loom_rn "
-            f"FROM {relation}{filtered}) loom_a{order}"
+        for rb in self._batches(_shuffled(relation, values, where, shuffle_seed), chunk):
+            yield np.column_stack([c.to_numpy(zero_copy_only=False) for c in rb.columns]).astype(
+                np.float64, copy=False
+            )
+
+    def read_rows(
+        self,
+        relation: str,
+        columns: Sequence[str],
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+    ) -> Iterator[list[tuple]]:
+        values = ", ".join(f"{c} AS c{i}" for i, c in enumerate(columns))
+        for rb in self._batches(_shuffled(relation, values, where, shuffle_seed), chunk):
+            yield list(zip(*(c.to_pylist() for c in rb.columns)))
+
+    def read_sparse(
+        self,
+        relation: str,
+        label: str,
+        indices: str,
+        values: str,
+        where: str | None,
+        shuffle_seed: int | None,
+        chunk: int,
+        width: int,
+    ) -> Iterator[tuple[np.ndarray, CsrRows]]:
+        listed = (
+            f"CAST({label} AS DOUBLE) AS c0, CAST({indices} AS BIGINT[]) AS c1, "
+            f"CAST({values} AS DOUBLE[]) AS c2"
         )
+        for rb in self._batches(_shuffled(relation, listed, where, shuffle_seed), chunk):
+            y = rb.column(0).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+            yield y, _csr(rb.column(1), rb.column(2), width)
+
+    def _batches(self, sql: str, chunk: int) -> Iterator[Any]:
         # The source is read through a connection of its own (it is not written by loomdb), so
         # the caller can write batches on this one while the rows stream in.
         cur = self.cur.cursor()
         try:
             with translated():
-                reader = cur.sql(sql).to_arrow_reader(chunk)
-                for rb in reader:
+                for rb in cur.sql(sql).to_arrow_reader(chunk):
                     if rb.num_rows:
-                        yield np.column_stack(
-                            [c.to_numpy(zero_copy_only=False) for c in rb.columns]
-                        ).astype(np.float64, copy=False)
+                        yield rb
         finally:
             cur.close()
+
+
+def _shuffled(relation: str, listed: str, where: str | None, seed: int | None) -> str:
+    """``SELECT listed`` from ``relation`` in its stored order or a seeded shuffle of it."""
+    filtered = f" WHERE {where}" if where else ""
+    order = (
+        f" ORDER BY hash(loom_rn, {int(seed)}), loom_rn"
+        if seed is not None
+        else " ORDER BY loom_rn"
+    )
+    return (
+        f"SELECT {listed} FROM (SELECT *, row_number() OVER () AS loom_rn "
+        f"FROM {relation}{filtered}) loom_a{order}"
+    )
+
+
+def _csr(indices: Any, values: Any, width: int) -> CsrRows:
+    """Two arrow list columns (one row each) as CSR rows; NULL lists or elements refused."""
+    if indices.null_count or values.null_count:
+        raise LoomDataError("a sparse row has a NULL indices or values array")
+    lengths = pc.list_value_length(indices).to_numpy(zero_copy_only=False)
+    if not np.array_equal(lengths, pc.list_value_length(values).to_numpy(zero_copy_only=False)):
+        raise LoomDataError(
+            "a row's indices and values arrays have different lengths",
+            hint="each index needs exactly one value",
+        )
+    flat_i, flat_v = pc.list_flatten(indices), pc.list_flatten(values)
+    if flat_i.null_count or flat_v.null_count:
+        raise LoomDataError("a sparse row holds a NULL index or value")
+    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    return CsrRows(
+        indptr,
+        flat_i.to_numpy(zero_copy_only=False).astype(np.int64, copy=False),
+        flat_v.to_numpy(zero_copy_only=False).astype(np.float64, copy=False),
+        width,
+    )
+
+
+def _python_values(column: pa.ChunkedArray) -> list[Any]:
+    """A column's values; binary ones as memoryviews of the column's own buffer."""
+    if not pa.types.is_binary(column.type) and not pa.types.is_large_binary(column.type):
+        return column.to_pylist()
+    width = np.int32 if pa.types.is_binary(column.type) else np.int64
+    out: list[Any] = []
+    for chunk in column.chunks:
+        _, offsets, data = chunk.buffers()
+        ends = np.frombuffer(offsets, dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
+        view = memoryview(data) if data is not None else memoryview(b"")
+        bounds = ends.tolist()
+        out.extend(view[a:b] for a, b in zip(bounds, bounds[1:]))
+        if chunk.null_count:
+            for i in np.flatnonzero(chunk.is_null().to_numpy(zero_copy_only=False)).tolist():
+                out[len(out) - len(chunk) + i] = None
+    return out
 
 
 def _arrow_type(rows: Sequence[tuple], i: int) -> Any:

@@ -35,10 +35,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from loomdb.engines.calls import feature_rows, vectorized
+from loomdb.csr import CsrRows
+from loomdb.engines.calls import MAX_WIDTH, feature_rows, vectorized
 from loomdb.engines.duckdb.database import TYPES, DuckDatabase
 from loomdb.engines.duckdb.state import ConnectionState, Instance
-from loomdb.errors import LoomError, LoomOptionError
+from loomdb.errors import LoomDataError, LoomError, LoomOptionError
 from loomdb.udfs import Udf, load
 
 HIDDEN = "{}__conn"
@@ -99,14 +100,54 @@ def _guarded(fn, names: list[str] | None):
     return wrapper
 
 
+def _sparse(indices: pa.Array, values: pa.Array) -> tuple[CsrRows, np.ndarray]:
+    """Two LIST vectors (indices, values) → (CsrRows, ok) without a Python loop per value; a
+    row with a NULL list or a NULL element is not ok."""
+    if isinstance(indices, pa.ChunkedArray):
+        indices = indices.combine_chunks()
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    n = len(indices)
+    ok = indices.is_valid().to_numpy(zero_copy_only=False) & values.is_valid().to_numpy(
+        zero_copy_only=False
+    )
+    li = pc.fill_null(pc.list_value_length(indices), 0).to_numpy(zero_copy_only=False)
+    lv = pc.fill_null(pc.list_value_length(values), 0).to_numpy(zero_copy_only=False)
+    if not np.array_equal(li[ok], lv[ok]):
+        raise LoomDataError(
+            "a row's indices and values arrays have different lengths",
+            hint="each index needs exactly one value",
+        )
+    flat_i, flat_v = pc.list_flatten(indices), pc.list_flatten(values)
+    lengths = np.where(ok, li, 0).astype(np.int64)
+    keep_i = np.repeat(ok, li.astype(np.int64))  # list_flatten skips NULL lists only
+    keep_v = np.repeat(ok, lv.astype(np.int64))
+    holes = ~(flat_i.is_valid().to_numpy(zero_copy_only=False)[keep_i])
+    holes |= ~(flat_v.is_valid().to_numpy(zero_copy_only=False)[keep_v])
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    rows = CsrRows(
+        indptr,
+        pc.fill_null(flat_i, 0).to_numpy(zero_copy_only=False)[keep_i].astype(np.int64),
+        pc.fill_null(flat_v, 0.0).to_numpy(zero_copy_only=False)[keep_v].astype(np.float64),
+        MAX_WIDTH,
+    )
+    if holes.any():
+        ok &= np.bincount(rows.row_ids()[holes], minlength=n) == 0
+    return rows, ok
+
+
 def _vector_fn(udf: Udf, instance: Instance, pinned: bool):
-    def fn(models: pa.Array, features: pa.Array, *extra: pa.Array) -> pa.Array:
+    data = len(udf.args) - 1  # the data arguments after the model's name
+
+    def fn(models: pa.Array, *columns: pa.Array) -> pa.Array:
+        given, extra = columns[:data], columns[data:]
         state = instance.state(extra[1][0].as_py() if len(extra) > 1 else None)
         statement = extra[0][0].as_py() if extra else None
         cur = instance.cursor()
         try:
             db = DuckDatabase(cur, state)
-            X, ok = _features(features)
+            X, ok = _features(given[0]) if data == 1 else _sparse(*given)
             names: str | list[Any]
             distinct = pc.unique(models)
             if len(distinct) == 1 and distinct[0].is_valid:
@@ -119,7 +160,11 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool):
         finally:
             cur.close()
 
-    params = ["models", "features", *(["statement", "token"] if pinned else [])]
+    params = [
+        "models",
+        *(a.name for a in udf.args[1:]),
+        *(["statement", "token"] if pinned else []),
+    ]
     return _guarded(fn, params)
 
 
@@ -132,7 +177,10 @@ def _arguments(udf: Udf, args: tuple[Any, ...]) -> list[Any]:
             f"{udf.name} takes {arity} arguments; got {len(args)}",
             hint=f"{udf.name}({', '.join(a.name for a in udf.args)})",
         )
-    defaults = [a.default.strip("'") if a.default else None for a in udf.args[len(args) :]]
+    defaults = [
+        None if not a.default or a.default.upper() == "NULL" else a.default.strip("'")
+        for a in udf.args[len(args) :]
+    ]
     return [*args, *defaults]
 
 

@@ -8,13 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from loomdb.errors import LoomFormatError
+from loomdb.csr import CsrRows
+from loomdb.errors import LoomDataError, LoomFormatError
 
 PG_TYPES = {
     "text": "text",
     "double": "double precision",
     "double[]": "double precision[]",
     "integer[]": "integer[]",
+    "bigint[]": "bigint[]",
     "bigint": "bigint",
     "integer": "integer",
     "smallint": "smallint",
@@ -25,6 +27,9 @@ PG_TYPES = {
 
 NUMERIC_OIDS = {20, 21, 23, 700, 701, 1700}  # int8 int2 int4 float4 float8 numeric
 BOOL_OID = 16
+INTEGER_ARRAY_OIDS = {1005, 1007, 1016}  # int2[] int4[] int8[]
+NUMBER_ARRAY_OIDS = {1021, 1022, 1231}  # float4[] float8[] numeric[]
+BYTEA_OID = 17
 FLOAT8_OID = 701
 ARRAY_HEADER = 20  # ndim, flags, element type, dimension, lower bound: 5 × int4
 
@@ -34,7 +39,14 @@ def type_name(abstract: str) -> str:
 
 
 def column_kind(oid: int) -> str:
-    return "numeric" if oid in NUMERIC_OIDS else "boolean" if oid == BOOL_OID else "other"
+    """numeric | boolean | bytes | integer[] | double[] | other (``store.db.Queryable.columns``)."""
+    if oid in NUMERIC_OIDS:
+        return "numeric"
+    if oid in (BOOL_OID, BYTEA_OID):
+        return "boolean" if oid == BOOL_OID else "bytes"
+    if oid in INTEGER_ARRAY_OIDS:
+        return "integer[]"
+    return "double[]" if oid in NUMBER_ARRAY_OIDS else "other"
 
 
 def param_type(value: Any) -> str:
@@ -49,6 +61,52 @@ def param_type(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "double precision[]"
     return "text"
+
+
+def array_rows(
+    relation: str, columns: Sequence[str], types: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> tuple[str, list[str], list[Any]]:
+    """``(sql, parameter types, parameters)`` inserting ``rows`` in one statement, some of whose
+    columns (typed ``… []``) hold arrays: such a column travels as one flat array of every
+    row's elements plus each row's offset and length (NULL: a NULL array), and each row takes
+    its slice — one statement per page instead of one per row, and rows stay in order."""
+    kinds: list[str] = []
+    params: list[Any] = []
+    unnested: list[str] = []  # the per-row parameters, as "$k::type"
+    fields: list[str] = []
+    selected: list[str] = []
+
+    def param(kind: str, value: Any) -> str:
+        kinds.append(kind)
+        params.append(value)
+        return f"${len(params)}::{kind}"
+
+    for i, typ in enumerate(types):
+        values = [r[i] for r in rows]
+        if not typ.endswith("[]"):
+            unnested.append(param(typ + "[]", values))
+            fields.append(f"c{i}")
+            selected.append(f"loom_u.c{i}")
+            continue
+        starts: list[int | None] = []
+        lengths: list[int | None] = []
+        flat: list[Any] = []
+        for v in values:
+            starts.append(None if v is None else len(flat))
+            lengths.append(None if v is None else len(v))
+            flat.extend(v or ())
+        elements = param(typ, flat)
+        unnested += [param("bigint[]", starts), param("bigint[]", lengths)]
+        fields += [f"o{i}", f"n{i}"]
+        o, n = f"loom_u.o{i}", f"loom_u.n{i}"
+        selected.append(
+            f"CASE WHEN {n} IS NULL THEN NULL ELSE ({elements})[{o} + 1 : {o} + {n}] END"
+        )
+    sql = (
+        f"INSERT INTO {relation} ({', '.join(columns)}) SELECT {', '.join(selected)} "
+        f"FROM unnest({', '.join(unnested)}) AS loom_u({', '.join(fields)})"
+    )
+    return sql, kinds, params
 
 
 def shuffle_key(row_number: str, seed: int) -> str:
@@ -68,6 +126,98 @@ def packed_rows_query(
         f"row_number() OVER (ORDER BY {order}) AS loom_pos FROM ("
         f"SELECT *, row_number() OVER () AS loom_rn FROM {relation}{filtered}) loom_a) loom_b "
         f"GROUP BY (loom_pos - 1) / {int(chunk)} ORDER BY (loom_pos - 1) / {int(chunk)}"
+    )
+
+
+def packed_sparse_query(
+    relation: str,
+    label: str,
+    indices: str,
+    values: str,
+    where: str | None,
+    seed: int | None,
+    chunk: int,
+) -> str:
+    """Two bytea per ``chunk`` rows: ``heads``, each row's label (float8) and the byte lengths
+    of its two arrays (int4, int4), and ``bodies``, each row's ``array_send(int4[])`` then
+    ``array_send(float8[])``."""
+    order = shuffle_key("loom_rn", seed) if seed is not None else "loom_rn"
+    filtered = f" WHERE {where}" if where else ""
+    group = f"(loom_pos - 1) / {int(chunk)}"
+    return (
+        "SELECT string_agg(float8send(loom_l) || int4send(octet_length(loom_i)) || "
+        "int4send(octet_length(loom_v)), ''::bytea ORDER BY loom_pos) AS heads, "
+        "string_agg(loom_i || loom_v, ''::bytea ORDER BY loom_pos) AS bodies FROM ("
+        f"SELECT CAST({label} AS float8) AS loom_l, array_send(CAST({indices} AS int4[])) AS "
+        f"loom_i, array_send(CAST({values} AS float8[])) AS loom_v, "
+        f"row_number() OVER (ORDER BY {order}) AS loom_pos FROM ("
+        f"SELECT *, row_number() OVER () AS loom_rn FROM {relation}{filtered}) loom_a) loom_b "
+        f"GROUP BY {group} ORDER BY {group}"
+    )
+
+
+HEAD = np.dtype([("label", ">f8"), ("ni", ">i4"), ("nv", ">i4")])
+
+
+def _elements(words: np.ndarray, starts: np.ndarray, n: np.ndarray, size: int) -> np.ndarray:
+    """The elements of one-dimensional ``array_send`` blobs starting at byte ``starts`` with
+    ``n`` elements of ``size`` (4 or 8) bytes, each after its 4-byte length.  Every blob starts
+    at a multiple of 4 bytes (its header and elements are whole words), so the body is read as
+    big-endian 32-bit words: int4 elements are one word, float8 elements two."""
+    step = (size + 4) // 4
+    first = (starts + 24) // 4 - step * np.concatenate([[0], np.cumsum(n)[:-1]]).astype(np.int64)
+    at = np.repeat(first, n) + step * np.arange(int(n.sum()))
+    if size == 4:
+        return words[at].view(">i4").astype(np.int64)
+    high, low = words[at].astype(np.uint64), words[at + 1].astype(np.uint64)
+    return ((high << np.uint64(32)) | (low & np.uint64(0xFFFFFFFF))).view(np.float64)
+
+
+def decode_packed_sparse(heads: bytes, bodies: bytes, width: int) -> tuple[np.ndarray, CsrRows]:
+    """Rows packed by :func:`packed_sparse_query` → ``(labels, CsrRows)``."""
+    if len(heads) % HEAD.itemsize:
+        raise LoomFormatError(f"packed sparse heads of {len(heads)} bytes are not whole rows")
+    head = np.frombuffer(heads, dtype=HEAD)
+    if len(bodies) % 4:
+        raise LoomFormatError("packed sparse rows are not whole 32-bit words")
+    words = np.frombuffer(bodies, dtype=">u4")
+    ni, nv = head["ni"].astype(np.int64), head["nv"].astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(ni + nv)[:-1]]).astype(np.int64)
+    if int((ni + nv).sum()) != len(bodies) or ((ni | nv) % 4).any():
+        raise LoomFormatError("packed sparse rows do not add up to their bodies")
+    ndim_i = words[starts // 4].astype(np.int64)
+    n = np.where(ndim_i == 1, words[np.minimum(starts // 4 + 3, len(words) - 1)], 0).astype(
+        np.int64
+    )
+    if (ndim_i > 1).any() or (words[(starts + ni) // 4] > 1).any():
+        raise LoomDataError(
+            "a sparse row holds a multi-dimensional array",
+            hint="indices and values must be one-dimensional arrays",
+        )
+    empty = n == 0
+    if not (
+        np.array_equal(ni, np.where(empty, 12, 20 + 8 * n))
+        and np.array_equal(nv, np.where(empty, 12, 20 + 12 * n))
+    ):
+        raise LoomDataError(
+            "a row's indices and values arrays have different lengths or NULL elements",
+            hint="each index needs exactly one value, and neither may be NULL",
+        )
+    indptr = np.zeros(len(n) + 1, dtype=np.int64)
+    np.cumsum(n, out=indptr[1:])
+    indices = _elements(words, starts, n, 4)
+    values = _elements(words, starts + ni, n, 8)
+    return head["label"].astype(np.float64), CsrRows(indptr, indices, values, width)
+
+
+def rows_query(relation: str, columns: Sequence[str], where: str | None, seed: int | None) -> str:
+    """The values of ``columns`` (SQL expressions), in the order of :func:`packed_rows_query`."""
+    values = ", ".join(f"{c} AS loom_c{i}" for i, c in enumerate(columns))
+    order = shuffle_key("loom_rn", seed) if seed is not None else "loom_rn"
+    filtered = f" WHERE {where}" if where else ""
+    return (
+        f"SELECT {values} FROM (SELECT *, row_number() OVER () AS loom_rn "
+        f"FROM {relation}{filtered}) loom_a ORDER BY {order}"
     )
 
 

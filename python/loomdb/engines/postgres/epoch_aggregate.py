@@ -113,7 +113,7 @@ def _stored(read, batch, rows, parts, versions, payloads, checksums) -> storage.
         raise storage.damaged(index, f"minibatch {batch} has a missing or repeated part")
     if len(set(rows)) != 1:
         raise storage.damaged(index, f"minibatch {batch} has a missing or repeated part")
-    blobs = []
+    blobs: list[storage.Buffer] = []
     for part, version, payload, crc in zip(parts, versions, payloads, checksums):
         if payload is None:
             raise storage.damaged(index, f"minibatch {batch} part {part} holds NULL")

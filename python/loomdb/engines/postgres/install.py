@@ -6,8 +6,8 @@ the server.  Installing it means, in order:
 1. check the server: a superuser connection to a server on this machine, plpython3u available,
    the extension directory writable (run as root otherwise);
 2. make (or reuse) a virtual environment from the server's Python, install numpy, numba,
-   sqlglot and zstandard there, and copy in the loomdb this command runs (from a wheel or a
-   checkout; ``--source`` makes the server import a checkout instead, for development);
+   sqlglot, zstandard and pillow there, and copy in the loomdb this command runs (from a wheel
+   or a checkout; ``--source`` makes the server import a checkout instead, for development);
 3. open the environment to the server's OS user for reading, and give it a numba cache
    directory of its own (owner the server's OS user, mode 0700);
 4. write the extension files into ``SHAREDIR/extension``, with where loomdb lives fixed in the

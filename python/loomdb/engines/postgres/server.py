@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loomdb.engines.calls import feature_rows, vectorized
+from loomdb.engines.calls import rows_of, vectorized
 from loomdb.engines.postgres.plpy_database import PlpyDatabase
 from loomdb.errors import LoomError
 from loomdb.udfs import by_name
@@ -24,8 +24,8 @@ def call(plpy: Any, name: str, *args: Any) -> Any:
     db = PlpyDatabase(plpy)
     try:
         if udf.vectorized:
-            model, features = args
-            X, ok = feature_rows([features])
+            model, *data = args
+            X, ok = rows_of(udf, [[d] for d in data])
             value = vectorized(udf, db, [model], X, ok)[0]
             return None if value != value else float(value)
         return udf.callable()(db, *args)

@@ -8,7 +8,7 @@ bootstrap prepends the environment's site-packages to ``sys.path`` (setting
 
 * ``ensure_venv`` creates it (or reuses it when its Python matches the server's);
 * ``install_requirements`` installs what the server side imports (numpy, numba, sqlglot,
-  zstandard),
+  zstandard, pillow),
   pinned to the versions the calling interpreter has so both sides behave alike;
 * ``copy_loomdb`` puts the loomdb the caller runs (from a wheel or a checkout) into it;
 * ``make_readable`` opens the tree to the server's OS user.
@@ -29,7 +29,7 @@ from pathlib import Path
 from loomdb.errors import LoomStateError
 
 #: What the server side imports besides loomdb (installed with their own dependencies).
-SERVER_PACKAGES = ("numpy", "numba", "sqlglot", "zstandard", "threadpoolctl")
+SERVER_PACKAGES = ("numpy", "numba", "sqlglot", "zstandard", "pillow", "threadpoolctl")
 
 Log = Callable[[str], None]
 

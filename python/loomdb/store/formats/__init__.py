@@ -1,4 +1,4 @@
-"""Storage formats, found by name: dense, toc, mlweaving, and third parties' (entry points).
+"""Storage formats, found by name: dense, toc, mlweaving, pcr, and third parties' (entry points).
 
 No paper section; the registry is shaped like the backends' (fsspec's ``registry.py``):
 :data:`KNOWN` maps a name to a lazily imported class, :func:`register` adds one at run time,
@@ -18,6 +18,7 @@ KNOWN = {
     "dense": "loomdb.store.formats.dense:DenseFormat",
     "toc": "loomdb.store.formats.toc:TocFormat",
     "mlweaving": "loomdb.store.formats.weave:WeaveFormat",
+    "pcr": "loomdb.store.formats.pcr:PcrFormat",
 }
 ALIASES = {"weave": "mlweaving"}
 DEFAULT = "dense"

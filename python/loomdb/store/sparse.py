@@ -1,0 +1,325 @@
+"""Sparse sources: each row's features as two array columns, ``indices`` and ``values``.
+
+No paper section (TOC §3.1 starts from the same column–value pairs; loomdb reads them from the
+database instead of from a dense matrix).  A source is sparse when the ``sparse`` option says
+so (``{"indices": col, "values": col, "width": n}``, every key optional), when ``features`` names
+exactly its indices then its values array column, or — with neither option given — when its
+columns besides the label are one integer-array and one other numeric-array column and no
+numeric ones (a source with numeric columns as well must say which it means).  Indices are
+0-based columns below ``width`` (at most 2^31; by default the largest index + 1); the order
+inside a row does not matter, an index twice in one row is refused.
+
+Nothing here builds a dense row.  Profiling is SQL over the unnested pairs: one pass checks
+them (equal lengths, no NULL element, indices in range), one ``GROUP BY index`` gathers each
+column's count, mean, population deviation, min and max *of its stored values*, and the
+column's statistics over all rows follow exactly, the absent rows being zeros (Chan et al.'s
+pairwise combination for the deviation).  Rows travel from the engine packed as CSR chunks
+(``Database.read_sparse``) in the same shuffled order a dense source's rows would.
+
+The layout's columns are the *observed* ones: the distinct indices the rows hold, in increasing
+order (``stats["columns"]``), renumbered 0…m−1.  A column no row holds has zero statistics and
+would keep a zero coefficient under every standardisation (its standardised value is 0, so its
+gradient is 0), so leaving it out changes nothing but memory: a 2^31-wide source costs what its
+observed columns cost.  The standardisation is folded into the trainer's products (shift as a
+rank-one correction), so z-scoring a sparse source never densifies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from loomdb.codecs.toc_format import MAX_COLS
+from loomdb.csr import CsrRows
+from loomdb.errors import LoomDataError, LoomOptionError, LoomStateError
+from loomdb.options import Constraint
+from loomdb.store import source as dense_source
+from loomdb.store.db import Database
+from loomdb.store.names import quote_ident
+from loomdb.store.source import SourceProfile, columns_of
+
+MAX_WIDTH = 2**31
+STATS_CHUNK = 65536
+ARRAYS = ("integer[]", "double[]")
+
+
+class SparseOption(Constraint):
+    """The ``sparse`` option: an object with optional ``indices``, ``values``, ``width``."""
+
+    def check(self, value: Any) -> bool:
+        if not isinstance(value, dict) or set(value) - {"indices", "values", "width"}:
+            return False
+        names = [value[k] for k in ("indices", "values") if k in value]
+        width = value.get("width")
+        return all(isinstance(n, str) and n for n in names) and (
+            width is None
+            or (isinstance(width, int) and not isinstance(width, bool) and 1 <= width <= MAX_WIDTH)
+        )
+
+    def describe(self) -> str:
+        return (
+            'an object {"indices": column, "values": column, "width": n} (each optional; '
+            "width from 1 to 2147483648)"
+        )
+
+
+@dataclass
+class SparseSpec:
+    indices: str
+    values: str
+    width: int | None = None
+
+    def as_option(self) -> dict[str, Any]:
+        return {"indices": self.indices, "values": self.values, "width": self.width}
+
+
+def _only(kinds: dict[str, str], kind: str, source: str, what: str) -> str:
+    found = [c for c, k in kinds.items() if k == kind]
+    if len(found) != 1:
+        raise LoomOptionError(
+            f"{source} has {len(found)} {kind} columns; name its {what} column in 'sparse'",
+            hint=f'pass {{"sparse": {{"{what}": column}}}}',
+        )
+    return found[0]
+
+
+def resolve(
+    source: str,
+    label: str,
+    available: dict[str, str],
+    features: list[str] | None,
+    given: dict[str, Any] | None,
+) -> SparseSpec | None:
+    """The sparse columns of a source, or None when it is dense (see the module docstring)."""
+    arrays = {c: k for c, k in available.items() if k in ARRAYS and c != label}
+    named = [dense_source.resolve(f, available, "feature", source) for f in features or []]
+    if given is None and features is not None:
+        if not any(available[f] in ARRAYS for f in named):
+            return None
+        if len(named) != 2 or available[named[0]] != "integer[]" or named[1] not in arrays:
+            raise LoomOptionError(
+                "a source's features are numeric columns, or exactly its indices (an integer "
+                f"array) and values (a numeric array) columns; got {', '.join(named)}",
+                hint="list scalar columns only, or the two array columns, indices first",
+            )
+        return SparseSpec(named[0], named[1])
+    if given is None:
+        ints = [c for c, k in arrays.items() if k == "integer[]"]
+        nums = [c for c, k in arrays.items() if k == "double[]"]
+        if len(ints) != 1 or len(nums) != 1:
+            return None
+        scalars = [c for c, k in available.items() if k in dense_source.USABLE and c != label]
+        if scalars:
+            raise LoomOptionError(
+                f"{source} has numeric columns ({', '.join(scalars[:5])}) and the array columns "
+                f"{ints[0]} and {nums[0]}: say which are the features",
+                hint=f'pass {{"features": [{", ".join(repr(c) for c in scalars[:3])}…]}} for '
+                f'the numeric columns, or {{"sparse": {{}}}} for the arrays',
+            )
+        return SparseSpec(ints[0], nums[0])
+    indices = given.get("indices")
+    if indices is None:
+        indices = _only(arrays, "integer[]", source, "indices")
+    indices = dense_source.resolve(indices, available, "sparse indices", source)
+    values = given.get("values")
+    if values is None:
+        rest = {c: k for c, k in arrays.items() if c != indices}
+        values = next(iter(rest)) if len(rest) == 1 else _only(rest, "double[]", source, "values")
+    values = dense_source.resolve(values, available, "sparse values", source)
+    if available[indices] != "integer[]" or values not in arrays or values == indices:
+        raise LoomDataError(
+            f"sparse columns {indices} ({available[indices]}) and {values} "
+            f"({available[values]}) of {source} must be an integer array and a numeric array",
+            hint="cast them in a SELECT source, e.g. CAST(ix AS INTEGER[])",
+        )
+    if features is not None and named != [indices, values]:
+        raise LoomOptionError(
+            "a sparse source's features are its indices and values columns; "
+            f"'features' lists {', '.join(named)}",
+            hint="leave 'features' out, or list the two array columns, indices first",
+        )
+    return SparseSpec(indices, values, given.get("width"))
+
+
+@dataclass
+class SparseProfile(SourceProfile):
+    spec: SparseSpec = field(default_factory=lambda: SparseSpec("", ""))
+    nnz: int = 0  # the pairs the rows hold
+
+    @property
+    def columns(self) -> np.ndarray:
+        return np.asarray(self.stats["columns"])
+
+    @property
+    def width(self) -> int:
+        return int(self.spec.width or 0)
+
+    @property
+    def raw_bytes(self) -> int:
+        return self.nnz * 16 + self.rows * 16
+
+    def stored_stats(self) -> dict[str, Any]:
+        out = dict(self.stats)
+        out["label"] = np.asarray(out["label"]).tolist()
+        return out
+
+    def label_expr(self, double: str) -> str:
+        return dense_source.number(self.label, self.kinds[self.label], double)
+
+
+def profile_source(
+    db: Database, source: str, label: str, opts: dict[str, Any]
+) -> SourceProfile | SparseProfile:
+    """A dense or a sparse profile of ``source``, whichever it is."""
+    rel, available = columns_of(db, source)
+    label_col = dense_source.label_column(source, label, available)
+    spec = resolve(source, label_col, available, opts["features"], opts.get("sparse"))
+    if spec is None:
+        return dense_source.profile(db, source, label, opts["features"], opts["nulls"])
+    return _profile(db, source, rel, available, label_col, spec, opts["nulls"])
+
+
+def _profile(db, source, rel, available, label, spec, nulls) -> SparseProfile:
+    cols = [spec.indices, spec.values, label]
+    rows, skipped, where = dense_source.count_rows(db, source, rel, cols, nulls)
+    kinds = {c: available[c] for c in cols}
+    prof = SparseProfile(source, rel, label, [spec.indices, spec.values], kinds, rows, 0, {})
+    prof.skipped, prof.where, prof.spec = skipped, where, spec
+    pairs = _pairs(db, rel, spec, where)
+    nnz, bad, low, high = db.query(
+        "SELECT count(*) AS n, count(*) FILTER (WHERE loom_i IS NULL OR loom_v IS NULL) AS bad, "
+        f"min(loom_i) AS lo, max(loom_i) AS hi FROM {pairs}"
+    )[0]
+    if bad:
+        raise LoomDataError(
+            f"rows of {source} hold indices and values arrays of different lengths, or NULL "
+            f"elements ({bad} unmatched entries)",
+            hint="each index needs exactly one non-NULL value; filter such rows in a SELECT",
+        )
+    if not nnz:
+        raise LoomDataError(f"the rows of {source} hold no feature values")
+    _check_range(source, int(low), int(high), spec)
+    prof.spec = SparseSpec(spec.indices, spec.values, spec.width or int(high) + 1)
+    prof.stats = _column_stats(db, source, pairs, rows)
+    prof.nnz = int(nnz)
+    double = db.type("double")
+    label_stats = dense_source.column_stats(db, rel, [prof.label_expr(double)], where)[0]
+    if not np.isfinite(label_stats[:2]).all():
+        raise LoomDataError(f"label '{label}' of {source} holds NaN or infinite values")
+    prof.stats["label"] = np.nan_to_num(label_stats)
+    prof.label_counts = dense_source.label_counts(db, rel, prof.label_expr(double), where)
+    return prof
+
+
+def _pairs(db: Database, rel: str, spec: SparseSpec, where: str | None) -> str:
+    """A relation of every (index, value) pair of the rows: ``loom_i``, ``loom_v``."""
+    filtered = f" WHERE {where}" if where else ""
+    return (
+        f"(SELECT unnest({quote_ident(spec.indices)}) AS loom_i, "
+        f"unnest(CAST({quote_ident(spec.values)} AS {db.type('double[]')})) AS loom_v "
+        f"FROM {rel}{filtered}) loom_pairs"
+    )
+
+
+def _check_range(source: str, low: int, high: int, spec: SparseSpec) -> None:
+    if low < 0:
+        raise LoomDataError(
+            f"{source} holds index {low}: sparse indices are 0-based columns",
+            hint="shift them in a SELECT source, or load LIBSVM files with loom_load",
+        )
+    limit = spec.width or MAX_WIDTH
+    if high >= limit:
+        raise LoomDataError(
+            f"{source} holds index {high}, at or beyond the width {limit}",
+            hint="give a larger 'width' in the sparse option"
+            if spec.width
+            else "sparse sources have at most 2^31 columns",
+        )
+
+
+def _column_stats(db: Database, source: str, pairs: str, n: int) -> dict[str, Any]:
+    """Per observed column: min, max, mean and population std over all ``n`` rows, the rows
+    that do not hold it counting as zeros."""
+    grouped = (
+        "(SELECT loom_i, count(*) AS loom_n, avg(loom_v) AS loom_m, stddev_pop(loom_v) AS "
+        f"loom_s, min(loom_v) AS loom_lo, max(loom_v) AS loom_hi FROM {pairs} GROUP BY loom_i) "
+        "loom_grouped"
+    )
+    cols = ["loom_i", "loom_n", "loom_m", "loom_s", "loom_lo", "loom_hi"]
+    chunks = list(db.read_matrix(grouped, cols, None, None, STATS_CHUNK))
+    table = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
+    table = table[np.argsort(table[:, 0], kind="stable")]
+    if len(table) > MAX_COLS:
+        raise LoomDataError(
+            f"{source} holds {len(table):,} distinct columns; a layout holds at most {MAX_COLS:,}",
+            hint="hash the features into fewer columns (loom_load 'libsvm' with cross_bits)",
+        )
+    if not np.isfinite(table).all():
+        raise LoomDataError(
+            f"the values of {source} hold NaN or infinite values (or overflow a double)",
+            hint="filter them out in a SELECT source",
+        )
+    held, mean_held, sd_held, lo, hi = (table[:, k] for k in range(1, 6))
+    absent = n - held
+    mean = held * mean_held / n
+    m2 = held * sd_held**2 + held * absent / n * mean_held**2
+    return {
+        "columns": table[:, 0].astype(np.int64),
+        "min": np.where(absent > 0, np.minimum(lo, 0.0), lo),
+        "max": np.where(absent > 0, np.maximum(hi, 0.0), hi),
+        "mean": mean,
+        "std": np.sqrt(np.maximum(m2 / n, 0.0)),
+    }
+
+
+def read_rows(
+    db: Database, prof: SparseProfile, seed: int | None, chunk: int
+) -> Iterator[tuple[np.ndarray, CsrRows]]:
+    """The profiled rows as ``(labels, CsrRows)`` over the layout's columns 0…m−1."""
+    columns = prof.columns
+    for y, rows in db.read_sparse(
+        prof.relation,
+        prof.label_expr(db.type("double")),
+        quote_ident(prof.spec.indices),
+        quote_ident(prof.spec.values),
+        prof.where,
+        seed,
+        chunk,
+        prof.width,
+    ):
+        at = np.minimum(np.searchsorted(columns, rows.indices), len(columns) - 1)
+        if rows.nnz and not np.array_equal(columns[at], rows.indices):
+            raise LoomStateError(
+                f"{prof.source} changed while it was laid out",
+                hint="run the call again",
+            )
+        yield y, rows.with_columns(at, len(columns)).canonical()
+
+
+def minibatches(
+    chunks: Iterator[tuple[np.ndarray, CsrRows]], size: int
+) -> Iterator[tuple[np.ndarray, CsrRows]]:
+    """Re-cut a stream of row chunks into minibatches of ``size`` rows (the last shorter)."""
+    held_y: list[np.ndarray] = []
+    held_x: list[CsrRows] = []
+    held = 0
+    for y, X in chunks:
+        held_y.append(y)
+        held_x.append(X)
+        held += len(y)
+        while held >= size:
+            Y, R = np.concatenate(held_y), CsrRows.concat(held_x)
+            yield Y[:size], R[:size]
+            held_y, held_x, held = [Y[size:]], [R[size:]], held - size
+    if held:
+        yield np.concatenate(held_y), CsrRows.concat(held_x)
+
+
+def feature_count(info: Any) -> int:
+    """The columns a layout's batches have: the observed ones of a sparse layout."""
+    if info.options.get("sparse"):
+        return len(info.stats["columns"])
+    return len(info.columns)
