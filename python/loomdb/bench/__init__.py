@@ -13,6 +13,7 @@ SUITES = {
     "weave": "loomdb.bench.weave",
     "sim": "loomdb.bench.sim",
     "sketch": "loomdb.bench.sketch",
+    "parallel": "loomdb.bench.parallel",
     "pcr": "loomdb.bench.pcr",
     "slimml": "loomdb.bench.slimml",
     "scale": "loomdb.bench.scale",

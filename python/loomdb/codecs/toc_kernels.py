@@ -56,7 +56,7 @@ def lzw_encode(pair_ids, row_starts, n_pairs):  # pragma: no cover
     return codes[:ncodes], code_starts
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def build_tree(icol, codes, starts):  # pragma: no cover
     """(parent, key pair id) of every node of C′ (Algorithm 2), for a blob ``toc_read`` read."""
     n_pairs = len(icol)

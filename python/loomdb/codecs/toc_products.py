@@ -8,6 +8,8 @@ row's codes mostly point near each other), nodes I + 1 + k the kept nodes (paren
 are ``codes[starts[r]:starts[r + 1]]``.  Parents precede children, so A·v scans forwards and
 v·A backwards.  Indexes are unsigned (``uint32`` nodes, ``uint64`` offsets), which spares every
 load the check for a negative index (measured: it doubled the time of the row sums).
+The passes are compiled ``nogil`` (they touch no Python object), so a parallel train's shard
+threads (``learn/shard_threads``, Bismarck §3.3) run them at the same time.
 
 Every pass adds in the order the paper's does over the whole tree, so results are the same bits
 as a straightforward implementation's.  Where loomdb departs from the straightforward loop it is
@@ -32,7 +34,7 @@ def _next_row(starts, out, r, at, stop):  # pragma: no cover
     return r, (starts[r + 1] if r < stop else at)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _row_sums(H, codes, starts, out):  # pragma: no cover
     """``out[r] = Σ H[codes[j]]`` over row r's codes, left to right, four rows at a time: the
     rows are cut into four blocks, each summed in order by a lane of its own; the lanes step
@@ -78,7 +80,7 @@ def _row_sums(H, codes, starts, out):  # pragma: no cover
             r, end = _next_row(starts, out, r, j, stop)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def matvec(icol, values, nparent, nkey, codes, starts, v):  # pragma: no cover
     """A·v (Algorithm 4): H[i] = key(i)·v + H[parent(i)] forwards, then each row's codes."""
     n_pairs = len(icol)
@@ -94,7 +96,7 @@ def matvec(icol, values, nparent, nkey, codes, starts, v):  # pragma: no cover
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def matmat(icol, values, nparent, nkey, codes, starts, M):  # pragma: no cover
     """A·M (Algorithm 7): Algorithm 4 with a row of H per node, M's columns innermost."""
     n_pairs, k = len(icol), M.shape[1]
@@ -117,7 +119,7 @@ def matmat(icol, values, nparent, nkey, codes, starts, M):  # pragma: no cover
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rmatvec(icol, values, nparent, nkey, codes, starts, u, cols):  # pragma: no cover
     """v·A (Algorithm 5): each code takes its row's u, then backwards each node hands its
     weight to its key's column and to its parent (the first layer's parent is the root)."""
@@ -137,7 +139,7 @@ def rmatvec(icol, values, nparent, nkey, codes, starts, u, cols):  # pragma: no 
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rmatmat(icol, values, nparent, nkey, codes, starts, U, cols):  # pragma: no cover
     """M·A (Algorithm 8): Algorithm 5 with a row of H per node."""
     n_pairs, k = len(icol), U.shape[0]
@@ -161,7 +163,7 @@ def rmatmat(icol, values, nparent, nkey, codes, starts, U, cols):  # pragma: no 
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def decode_dense(icol, values, nparent, nkey, codes, starts, cols):  # pragma: no cover
     """Algorithm 6: every code's sequence, by following parents to the root."""
     n_pairs = len(icol)

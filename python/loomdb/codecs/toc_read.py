@@ -27,7 +27,7 @@ SECTION_FAULT = 9  # the sections are malformed: ``toc_format`` says how
 MAX_NODES = (1 << 32) - 1  # node numbers are uint32: a tree this large needs a 4 GB blob
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _u32(data, at):  # pragma: no cover
     return (
         np.int64(data[at])
@@ -37,7 +37,7 @@ def _u32(data, at):  # pragma: no cover
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ints(data, at, most):  # pragma: no cover
     """(values, offset after them) of an integer section at ``at``; offset −1 if malformed."""
     n = len(data)
@@ -66,7 +66,7 @@ def _ints(data, at, most):  # pragma: no cover
     return out, at + count * width
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _floats(data, at, most):  # pragma: no cover
     n = len(data)
     if at < 0 or at + 4 > n:
@@ -78,7 +78,7 @@ def _floats(data, at, most):  # pragma: no cover
     return data[at : at + 8 * count].copy().view(np.float64), at + 8 * count
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sections(data, flags, rows, cols):  # pragma: no cover
     """(ok, icol, pair values, codes, row starts with the end) after ``parse``'s checks."""
     cells = rows * cols
@@ -120,7 +120,7 @@ def _sections(data, flags, rows, cols):  # pragma: no cover
     return True, icol, values, codes, starts
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _tree(icol, codes, starts):  # pragma: no cover
     """``(fault, row, a, b, nparent, nkey, codes renumbered)``: Algorithm 2 with every code of a
     possibly hostile blob checked, then pruned to the nodes some code reaches.
@@ -193,7 +193,7 @@ def _tree(icol, codes, starts):  # pragma: no cover
     return 0, 0, 0, 0, nparent[:kept], nkey[:kept], renumbered
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def read(data, flags, rows, cols):  # pragma: no cover
     """``(fault, row, a, b, icol, values, nparent, nkey, codes, starts)`` of a blob's sections.
 

@@ -30,7 +30,7 @@ def weave_words(U: np.ndarray, groups: int, chunks: int) -> np.ndarray:  # pragm
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def unweave_words(words: np.ndarray, s: int) -> np.ndarray:  # pragma: no cover
     """uint64 (≥ s, groups, chunks, 8) → uint32 (groups·8, chunks·64) from the first s planes."""
     _, groups, chunks, _ = words.shape

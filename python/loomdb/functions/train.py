@@ -17,7 +17,7 @@ import numpy as np
 
 from loomdb.accel import registry
 from loomdb.errors import LoomDivergedError, LoomOptionError
-from loomdb.functions import deploy
+from loomdb.functions import deploy, train_parallel
 from loomdb.functions.train_plan import Plan, plan, standardize_for
 from loomdb.learn import skipping, slim, step_size
 from loomdb.learn.model import LinearModel
@@ -54,6 +54,7 @@ def fit_record(
     """Lay the source out (or open the index), train, and return the model's catalog record
     (not yet written) and the model: one train, what ``loom_train`` and each trial of
     ``loom_tune`` run."""
+    train_parallel.check_options(p.opts)
     started = time.perf_counter()
     laid = _layout(db, p, source, label, what)
     try:
@@ -81,7 +82,10 @@ def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) 
                 hint='pass the source, or {"index": "name"} to train on an index',
             )
         quiet = not p.opts["progress"]
-        laid = layout.scratch(db, source, label or "", p.layout_options, p.cache_bytes, what, quiet)
+        shared = train_parallel.in_database(db, p.opts)
+        laid = layout.scratch(
+            db, source, label or "", p.layout_options, p.cache_bytes, what, quiet, shared
+        )
     p.check_layout(laid)
     return laid
 
@@ -135,8 +139,12 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
     skip, skip_used = _skip(p, laid, problem)
     read_ahead = skip_used.get("read_ahead", 1)
     epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead)
+    train_parallel.check_layout(p.opts, epochs)
     progress = _progress(db, what) if p.opts["progress"] else None
-    model, history = fit(epochs, problem, config, backend, progress, db.check_interrupt, skip)
+    with train_parallel.runner(db, p.opts, laid, epochs, problem, config) as runner:
+        model, history = fit(
+            epochs, problem, config, backend, progress, db.check_interrupt, skip, runner
+        )
     if not (np.isfinite(model.W).all() and np.isfinite(model.b).all()):
         raise LoomDivergedError(
             f"model '{name}' has non-finite coefficients and was not stored",

@@ -89,6 +89,13 @@ TRAIN = Options(
     ),
     Option("allow_stale", Boolean(), False, "train on an index whose source changed"),
     Option(
+        "parallel",
+        Interval(True, 1, 64),
+        1,
+        "train each epoch as this many shards averaged (Bismarck): PostgreSQL's parallel "
+        "workers or DuckDB threads",
+    ),
+    Option(
         "skip",
         Choices(SKIPS),
         None,

@@ -17,8 +17,10 @@ batch gave those rows 51× the weight on digits, an objective floor 2% above the
 Each epoch reads its batches at the precision the schedule picks (MLWeaving §6; formats that
 store one precision ignore it).  A backend whose hardware owns the epoch (``run_epoch``:
 fpga-sim) replaces steps 1–4, and this loop still records the history, validates, stops on
-``tol`` and guards.  The guard: a non-finite model or an epoch loss above ``EXPLODE`` times the
-loss of the zero model means the step was too large; training restarts from the beginning with
+``tol`` and guards.  An ``EpochRunner`` (the parallel shards of ``learn/averaging.py``) runs an
+epoch's steps 1–4 in place of the serial loop, updating the model and the optimiser in place.
+The guard: a non-finite model or an epoch loss above ``EXPLODE`` times the loss of the zero
+model means the step was too large; training restarts from the beginning with
 a step ten times smaller (recorded in the history), and after ``MAX_RESTARTS`` gives up with a
 ``LoomDivergedError`` saying what to change.  The epoch loss is the mean data loss seen during the
 pass (as scikit-learn reports it) plus the regularisation terms; training stops early when it
@@ -67,6 +69,21 @@ class EpochSource(Protocol):
     def validation_batches(self, precision: int) -> Iterable[Batch]: ...
 
 
+class EpochRunner(Protocol):
+    """Runs one epoch's steps in place of the serial loop; returns loss, rows and bytes."""
+
+    def __call__(
+        self,
+        epoch: int,
+        precision: int,
+        W: np.ndarray,
+        b: np.ndarray,
+        optimizer: Any,
+        lr: float,
+        widest: list[int],
+    ) -> dict[str, Any]: ...
+
+
 @dataclass
 class TrainConfig:
     kind: str = "logistic"
@@ -102,13 +119,14 @@ def fit(
     progress: Progress | None = None,
     check: Callable[[], None] | None = None,
     skip: Policy | None = None,
+    runner: EpochRunner | None = None,
 ) -> tuple[LinearModel, list[dict[str, Any]]]:
     """Train; returns the model and the history (restarts first, then one entry per epoch)."""
     restarts: list[dict[str, Any]] = []
     lr = config.lr
     for attempt in range(MAX_RESTARTS + 1):
         try:
-            W, b, epochs = _run(source, problem, config, backend, lr, progress, check, skip)
+            W, b, epochs = _run(source, problem, config, backend, lr, progress, check, skip, runner)
         except Diverged as d:
             smaller = lr / 10 if config.safe_lr is None else min(lr / 10, config.safe_lr)
             restarts.append(
@@ -126,7 +144,7 @@ def fit(
     )
 
 
-def _run(source, problem, config, backend, lr, progress, check, skip=None):
+def _run(source, problem, config, backend, lr, progress, check, skip=None, runner=None):
     W, b = problem.initial()
     if skip is not None:
         skip.report()  # a restart counts afresh
@@ -141,13 +159,17 @@ def _run(source, problem, config, backend, lr, progress, check, skip=None):
         rate = schedule.get(epoch)
         s = precision_for(config.precision, epoch, history, config.top_precision)
         started = time.perf_counter()
-        if skip is None:
+        if runner is not None:  # the runner reads the epoch's minibatches itself
+            batches = ()
+        elif skip is None:
             batches = source.train_batches(epoch, s)
         else:  # W and b change in place: the policy sees the parameters of each moment
             batches = source.train_batches(epoch, s, partial(skip.choose, W=W, b=b))
         step = EpochStep(config.kind, rate, config.l2, config.fit_intercept, problem.targets)
         with np.errstate(over="ignore", invalid="ignore"):  # the guard judges the result
-            if hasattr(backend, "run_epoch"):
+            if runner is not None:
+                totals = runner(epoch, s, W, b, optimizer, rate, widest)
+            elif hasattr(backend, "run_epoch"):
                 W, b, totals = backend.run_epoch(_checked(batches, check), W, b, step)
             else:
                 totals = _sgd_epoch(

@@ -94,6 +94,8 @@ class Layout:
     close: Callable[[], None] = lambda: None
     by_group: GroupRows | None = None  # a grouped (SlimML) layout's reads by group
     _aggregates: Aggregates | None = None
+    relation: str | None = None  # the storage table, when the layout is a table
+    owner: str | None = None  # whose table: read with the owner's rights
 
     def batches(self, first: int, stop: int, precision: int) -> Iterator[Batch]:
         m = sparse.feature_count(self.info)
@@ -346,9 +348,11 @@ def scratch(
     budget: int,
     what: str,
     quiet: bool = False,
+    shared: bool = False,
 ) -> Layout:
     """A layout for one train: in memory when the raw rows fit ``budget`` bytes, else in a
-    temporary table (dropped with the session or by ``close``)."""
+    temporary table (dropped with the session or by ``close``); ``shared``: always in a table
+    the engine's parallel workers can read (``storage.shared_scratch_relation``)."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
     grouped.check(opts)
@@ -356,17 +360,22 @@ def scratch(
     info = _info("", prof, fmt, opts)
     progress = Progress(db, what, prof.rows, quiet)
     keyed = bool(opts.get("slimml"))
-    if prof.raw_bytes <= budget:
+    if not shared and prof.raw_bytes <= budget:
         kept: list[tuple] = []
         _lay_out(db, info, prof, fmt, opts, kept.extend, progress)
         memory = MemoryRows(kept)
         return Layout(info, fmt.bind(info), memory.read, by_group=memory if keyed else None)
-    relation = storage.scratch_relation(db, info.uid)
+    make = storage.shared_scratch_relation if shared else storage.scratch_relation
+    relation = make(db, info.uid)
     storage.create(db, relation, keyed=keyed)
     _lay_out(db, info, prof, fmt, opts, lambda rows: storage.write(db, relation, rows), progress)
     reader = storage.Reader(db, relation, what, info.uid, fmt.version, None)
     layout = Layout(
-        info, fmt.bind(info), _stored_reader(reader, info), by_group=reader if keyed else None
+        info,
+        fmt.bind(info),
+        _stored_reader(reader, info),
+        by_group=reader if keyed else None,
+        relation=relation,
     )
     layout.close = lambda: db.execute(f"DROP TABLE IF EXISTS {relation}")
     return layout
@@ -424,7 +433,12 @@ def open_index(db: Database, name: str, allow_stale: bool = False) -> Layout:
     reader = storage.Reader(db, relation, name, info.uid, fmt.version, info.owner)
     keyed = bool(info.options.get("slimml"))
     return Layout(
-        info, fmt.bind(info), _stored_reader(reader, info), by_group=reader if keyed else None
+        info,
+        fmt.bind(info),
+        _stored_reader(reader, info),
+        by_group=reader if keyed else None,
+        relation=relation,
+        owner=info.owner,
     )
 
 

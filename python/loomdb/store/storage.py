@@ -67,6 +67,13 @@ def scratch_relation(db: Database, uid: str) -> str:
     return f"{TEMP_SCHEMAS[db.dialect]}loom_scratch_{uid}"
 
 
+def shared_scratch_relation(db: Database, uid: str) -> str:
+    """A table for one train's layout that the engine's parallel workers can read (they cannot
+    read a temporary table): in the storage schema, named so no index can take the name
+    (``$`` is not allowed in index names), made and dropped inside the train's transaction."""
+    return f'loom_data."scratch${uid}"'
+
+
 def rows_of(
     uid: str, batch: int, rows: int, version: int, parts: Sequence[bytes], first: int = 0
 ) -> list[tuple]:

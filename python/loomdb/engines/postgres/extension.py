@@ -6,9 +6,10 @@ script creates the catalog (``store.catalog.ddl``), the multi-user rules (``secu
 ``loom.settings`` holding where the server imports loomdb from — fixed here, at install time,
 and writable only by the installing superuser (never a setting a role could change) — the
 bootstrap that reads it, one function per catalogued UDF whose body is one line of
-dispatch (a table function ``RETURNS TABLE (…)``; its body returns the list of rows), and the
-index access methods (``index_am_install``: ``CREATE INDEX … USING`` in psql).  Every
-function is executable by ``loomdb_user`` only.
+dispatch (a table function ``RETURNS TABLE (…)``; its body returns the list of rows), the
+parallel epoch's aggregate (``epoch_install``: internal and PostgreSQL's alone, so not in the
+catalogue) and the index access methods (``index_am_install``: ``CREATE INDEX … USING`` in
+psql).  Every function is executable by ``loomdb_user`` only.
 
 ``python -m loomdb.engines.postgres.extension DIR`` writes the files with the default settings
 (the committed ``extension/`` folder; a test checks it is current).
@@ -23,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 import loomdb
-from loomdb.engines.postgres import index_am_install
+from loomdb.engines.postgres import epoch_install, index_am_install
 from loomdb.engines.postgres.dialect import PG_TYPES
 from loomdb.errors import LoomStateError
 from loomdb.store import catalog
@@ -166,6 +167,7 @@ def install_script(settings: dict[str, str]) -> str:
         _text("security.sql"),
         BOOTSTRAP.replace("{role}", ROLE),
         *[function_sql(u) for u in load()],
+        epoch_install.sql(settings, ROLE),
         index_am_install.extension_sql(),
     ]
     return "\n".join(parts)
@@ -187,6 +189,7 @@ def upgrade_script(old: str, settings: dict[str, str]) -> str:
         _text("security.sql"),
         BOOTSTRAP.replace("{role}", ROLE),
         *[function_sql(u, replace=True) for u in load()],
+        epoch_install.sql(settings, ROLE),
         index_am_install.extension_sql(),
     ]
     return "\n".join(parts)

@@ -61,6 +61,7 @@ class PlpyDatabase:
     def __init__(self, plpy: Any):
         self.plpy = plpy
         self._checked = time.monotonic()
+        self._analyzed: set[str] = set()
 
     def type(self, abstract: str) -> str:
         return type_name(abstract)
@@ -204,6 +205,20 @@ class PlpyDatabase:
     def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
         n, total = self.query(signature_query(relation, columns, where))[0]
         return f"{n}:{total}"
+
+    def run_shards(
+        self, relation: str, owner: str | None, shards: int, stop: int, parts: int, job: bytes
+    ) -> bytes | None:
+        """A parallel epoch in PostgreSQL's parallel workers (``parallel_epochs``): the state
+        of ``loom._epoch_agg`` over the minibatches ``[0, stop)`` of ``relation``."""
+        from loomdb.engines.postgres import parallel_epochs
+
+        sql = parallel_epochs.query(relation, shards, stop, parts, job)
+        with self.as_role(owner):
+            if relation not in self._analyzed:  # once per call of a loomdb function
+                parallel_epochs.analyze(self.plpy, relation)
+                self._analyzed.add(relation)
+            return parallel_epochs.run(self.plpy, sql, shards)
 
     def read_matrix(
         self,

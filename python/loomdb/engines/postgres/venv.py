@@ -29,7 +29,7 @@ from pathlib import Path
 from loomdb.errors import LoomStateError
 
 #: What the server side imports besides loomdb (installed with their own dependencies).
-SERVER_PACKAGES = ("numpy", "numba", "sqlglot", "zstandard", "pillow")
+SERVER_PACKAGES = ("numpy", "numba", "sqlglot", "zstandard", "pillow", "threadpoolctl")
 
 Log = Callable[[str], None]
 

@@ -1,0 +1,147 @@
+"""``loom._epoch_agg``: a parallel epoch as a PARALLEL SAFE aggregate, run by PostgreSQL's
+parallel workers.  Bismarck (SIGMOD 2012) §3.3, the pure-UDA parallel IGD: the transition is
+the shard's SGD step over one minibatch (``learn/averaging.train``), the combine gathers the
+shards' partial states, and the row-weighted average (``learn/averaging.merge``) is taken by
+the driver, in shard order.
+
+The state is a list of shard records (``learn/shard_state``): each shard's model, optimiser
+state and totals.  A process usually runs one shard, but may run several one after the other
+(a parallel append hands each shard to one process whole, and a process that finishes takes
+the next); the record keyed by the shard keeps them apart, so the result never depends on which
+process ran what.  The combine only concatenates records: averaging there would sum in the
+order Gather delivers the partial states, and floating-point addition is not associative.
+
+These functions run in parallel workers, where PL/Python may not run queries (each
+``plpy.execute`` opens a subtransaction, refused in parallel mode): they read nothing but
+their arguments, and the workers import loomdb from paths fixed at install time
+(``extension.epoch_aggregate_sql``).  Every minibatch is checked as the serial reader checks it
+(``store.storage``): its parts 0…P exactly once, its format version and each part's checksum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from loomdb.codecs.blob import byte_view
+from loomdb.errors import LoomError, LoomFormatError
+from loomdb.learn import averaging, shard_state
+from loomdb.store import formats, storage
+
+_parsed: dict[str, Any] = {"job": None, "value": None}  # the last job read in this process
+READ = {  # what a job says about reading the shards' minibatches, and each value's type
+    "format": str,
+    "n_features": int,
+    "precision": int,
+    "parts": int,
+    "uid": str,
+    "version": int,
+    "index": str,
+    "shards": int,
+}
+
+
+def call(plpy: Any, name: str, *args: Any) -> Any:
+    """The SQL functions' entry point: a ``LoomError`` becomes a PostgreSQL error."""
+    try:
+        return FUNCTIONS[name](*args)
+    except LoomError as e:
+        extra = {k: v for k, v in (("detail", e.detail), ("hint", e.hint)) if v}
+        plpy.error(e.message, sqlstate=e.sqlstate, **extra)
+
+
+def job(start: averaging.Start, read: dict[str, Any]) -> bytes:
+    """The bytes every shard of an epoch gets: where it starts and how to read and check."""
+    return shard_state.pack([start.to_record({"read": read})])
+
+
+def _job(blob: Any) -> tuple[averaging.Start, dict[str, Any]]:
+    blob = bytes(byte_view(blob, "a parallel epoch job"))
+    if _parsed["job"] != blob:
+        records = shard_state.unpack(blob)
+        read = records[0][0].get("read") if len(records) == 1 else None
+        if not (
+            isinstance(read, dict)
+            and all(type(read.get(k)) is t for k, t in READ.items())
+            and read["shards"] >= 1
+        ):
+            raise LoomFormatError("malformed parallel epoch job", hint=shard_state.HINT)
+        _parsed.update(job=blob, value=(averaging.Start.from_record(records[0]), read))
+    return _parsed["value"]
+
+
+def step(
+    state: Any,
+    shard: int,
+    batch: int,
+    rows: list[int],
+    parts: list[int],
+    versions: list[int],
+    payloads: list[Any],
+    checksums: list[int],
+    job: Any,
+) -> bytes:
+    """The transition: one minibatch of ``shard`` trained on, the state handed on."""
+    start, read = _job(job)
+    if not (isinstance(shard, int) and 0 <= shard < read["shards"]):
+        raise LoomFormatError(f"shard {shard} of {read['shards']}?", hint=shard_state.HINT)
+    results = (
+        [averaging.ShardResult.from_record(r) for r in shard_state.unpack(state)] if state else []
+    )
+    current = next((r for r in results if r.shard == shard), None)
+    if current is None:
+        current = averaging.begin(start, shard)
+        results.append(current)
+    stored = _stored(read, batch, rows, parts, versions, payloads, checksums)
+    if batch != current.next_batch:  # a shard's minibatches arrive in order, each once
+        what = "is missing" if batch > current.next_batch else "appears twice"
+        raise storage.damaged(read["index"], f"minibatch {min(batch, current.next_batch)} {what}")
+    fmt = formats.get(read["format"])
+    decoded = fmt.decode(stored, read["n_features"], read["precision"])
+    averaging.train(start, current, [decoded], read["shards"])
+    return shard_state.pack([r.to_record() for r in results])
+
+
+def _stored(read, batch, rows, parts, versions, payloads, checksums) -> storage.Stored:
+    index = read["index"]
+    wanted = list(range(read["parts"] + 1))
+    if None in (batch, rows, parts, versions, payloads, checksums):
+        raise storage.damaged(index, f"minibatch {batch} has a NULL column")
+    if list(parts) != wanted or not len(rows) == len(versions) == len(payloads) == len(
+        checksums
+    ) == len(wanted):
+        raise storage.damaged(index, f"minibatch {batch} has a missing or repeated part")
+    if len(set(rows)) != 1:
+        raise storage.damaged(index, f"minibatch {batch} has a missing or repeated part")
+    blobs: list[storage.Buffer] = []
+    for part, version, payload, crc in zip(parts, versions, payloads, checksums):
+        if payload is None:
+            raise storage.damaged(index, f"minibatch {batch} part {part} holds NULL")
+        if version != read["version"]:
+            raise storage.damaged(
+                index, f"minibatch {batch} is format version {version}, not {read['version']}"
+            )
+        payload = bytes(payload)
+        if crc is None or storage.checksum(
+            read["uid"], batch, part, rows[0], version, payload
+        ) != int(crc):
+            raise storage.damaged(
+                index, f"minibatch {batch} part {part} does not match its checksum"
+            )
+        blobs.append(payload)
+    return storage.Stored(batch, rows[0], blobs)
+
+
+def combine(a: Any, b: Any) -> bytes:
+    """Two partial states as one: their shard records, each shard at most once."""
+    records = shard_state.unpack(a) + shard_state.unpack(b)
+    shards = [r[0].get("shard") for r in records]
+    if len(set(shards)) != len(shards):
+        raise LoomFormatError(
+            "a parallel epoch's shard was split between two processes",
+            hint=shard_state.HINT,
+        )
+    return shard_state.pack(records)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {"step": step, "combine": combine}

@@ -1,0 +1,123 @@
+"""Running a parallel epoch in PostgreSQL: one statement whose plan hands each shard to one
+parallel worker (or the leader), which runs ``loom._epoch_agg`` over it.  No paper section of
+its own (Bismarck §3.3's shared-nothing segments; see ``epoch_aggregate``).
+
+The statement is a UNION ALL of one subquery per shard — shard j reads the minibatches j,
+j + n, … (listed: ``batch = ANY(ARRAY[…])``, which the planner estimates from the table's
+statistics, where ``batch % n = j`` would be guessed at 0.5% of the rows), each minibatch's
+parts gathered into arrays, in minibatch order — under the aggregate.  The plan PostgreSQL
+must choose, and the tests check with ``EXPLAIN (ANALYZE)``::
+
+    Finalize Aggregate
+      -> Gather                     Workers Planned: n − 1, Workers Launched: …
+           -> Partial Aggregate     (loom._epoch_agg in every process)
+                -> Parallel Append  (each shard's subquery run whole by one process)
+                     -> Subquery Scan -> GroupAggregate -> Sort -> Seq Scan   (one per shard)
+
+A shard must reach one process whole and in order, so no scan inside a shard may be parallel:
+the statement runs with ``min_parallel_table_scan_size`` (and the index one) at their largest,
+which leaves a parallel append of whole subqueries as the only parallel plan, with
+``max_parallel_workers_per_gather = n − 1`` (the leader is the n-th process), free parallel
+setup and tuples, and hash aggregation off (a sorted group keeps one minibatch in memory, not
+the shard).  The settings are set for the statement and put back after it.  The planner
+prefers the parallel plan by the rows it expects each process to aggregate, so the storage
+table is analysed once per train first (``analyze``; a table laid out in this transaction has
+no statistics, and one shard estimated at one row makes the plans cost the same).  Every process
+computes with one BLAS thread (the shards are the parallelism): the workers from their
+bootstrap (``epoch_install``), the leader for the statement (threadpoolctl).
+
+Values are written into the statement (the start as ``decode('<hex>', 'hex')``, numbers as
+numbers): PostgreSQL plans only unprepared statements in parallel from PL/Python
+(``plpy.prepare`` plans without CURSOR_OPT_PARALLEL_OK), and hex digits and integers cannot
+break out of a literal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threadpoolctl import threadpool_limits
+
+from loomdb.errors import LoomDataError, LoomError, LoomFormatError
+from loomdb.store.names import literal
+
+LARGEST_SCAN_SIZE = "715827882"  # the most min_parallel_*_scan_size accepts (8 kB blocks)
+
+
+def settings(shards: int) -> dict[str, str]:
+    """The planner settings of the epoch's statement."""
+    return {
+        "max_parallel_workers_per_gather": str(shards - 1),
+        "parallel_setup_cost": "0",
+        "parallel_tuple_cost": "0",
+        "min_parallel_table_scan_size": LARGEST_SCAN_SIZE,
+        "min_parallel_index_scan_size": LARGEST_SCAN_SIZE,
+        "enable_parallel_append": "on",
+        "enable_hashagg": "off",
+    }
+
+
+def set_sql(values: dict[str, str]) -> str:
+    """One statement setting ``values`` for the rest of the transaction."""
+    calls = ", ".join(f"set_config({literal(k)}, {literal(v)}, true)" for k, v in values.items())
+    return f"SELECT {calls}"
+
+
+def query(relation: str, shards: int, stop: int, parts: int, job: bytes) -> str:
+    """The epoch's statement over storage table ``relation`` (quoted): minibatches
+    ``[0, stop)``, parts ``0 … parts``, ``shards`` shards."""
+    n, stop, parts = int(shards), int(stop), int(parts)
+    subqueries = []
+    for j in range(n):
+        batches = ",".join(str(b) for b in range(j, stop, n))  # shard_of(b, n) == j
+        subqueries.append(
+            f"SELECT * FROM (SELECT {j} AS shard, batch, "
+            "array_agg(rows ORDER BY part) AS rows, array_agg(part ORDER BY part) AS parts, "
+            "array_agg(version ORDER BY part) AS versions, "
+            "array_agg(payload ORDER BY part) AS payloads, "
+            "array_agg(checksum ORDER BY part) AS checksums "
+            f"FROM {relation} WHERE batch = ANY(ARRAY[{batches}]::integer[]) "
+            f"AND part <= {parts} GROUP BY batch ORDER BY batch) AS shard_{j}"
+        )
+    return (
+        "SELECT loom._epoch_agg(shard, batch, rows, parts, versions, payloads, checksums, "
+        f"decode('{job.hex()}', 'hex')) FROM ({' UNION ALL '.join(subqueries)}) AS shards"
+    )
+
+
+def analyze(plpy: Any, relation: str) -> None:
+    """Give the planner the storage table's statistics (its owner runs this)."""
+    plpy.execute(f"ANALYZE {relation}")
+
+
+def run(plpy: Any, sql: str, shards: int) -> bytes | None:
+    """Run the epoch's statement under its settings; the aggregate's state (None: no rows)."""
+    names = list(settings(shards))
+    current = ", ".join(f"current_setting({literal(k)}) AS s{i}" for i, k in enumerate(names))
+    before = plpy.execute(f"SELECT {current}")[0]
+    previous = {k: before[f"s{i}"] for i, k in enumerate(names)}
+    plpy.execute(set_sql(settings(shards)))
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):  # the leader's shard, like a worker's
+            rows = plpy.execute(sql)
+    except plpy.SPIError as e:
+        raise _translated(e) from None
+    finally:
+        plpy.execute(set_sql(previous))
+    value = rows[0][rows.colnames()[0]]
+    return None if value is None else bytes(value)
+
+
+def _translated(error: Any) -> LoomError:
+    """A worker's damaged-minibatch or data error as the same class, message and hint here
+    (PL/Python gives the message as "plpy.Error: …", the hint and detail in ``spidata``)."""
+    from loomdb.engines.postgres.plpy_database import translate
+
+    classes: dict[str, type[LoomError]] = {c.sqlstate: c for c in (LoomFormatError, LoomDataError)}
+    cls = classes.get(str(getattr(error, "sqlstate", None)))
+    if cls is None:
+        return translate(error)
+    message = str(error.args[0]) if error.args else str(error)
+    message = message.removeprefix("plpy.Error: ")
+    data = getattr(error, "spidata", None) or (None, None, None)
+    return cls(message, detail=data[1], hint=data[2])

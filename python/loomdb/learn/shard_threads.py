@@ -1,0 +1,122 @@
+"""A parallel epoch in n threads of this process: Bismarck's shards (``learn/averaging``), each
+trained by a thread of its own while this thread reads the epoch's minibatches and deals them
+out by number.  No paper section of its own (Bismarck §3.3 runs segments in processes; threads
+share the decoded minibatches kept between epochs instead of reading them n times).
+
+Threads run Python one at a time but for code that lets go of the interpreter lock — numpy's
+matrix products and ufuncs on large enough arrays, numba kernels compiled ``nogil`` (TOC's):
+a shard's step overlaps another's in those and waits for the lock in the rest, so the speed-up
+grows with the work per minibatch (features × classes).  Each shard reads its minibatches
+from a short queue of its own (``DEPTH``), so memory holds a few minibatches per shard beyond
+what the epoch cache keeps.  BLAS runs one thread per call while the train holds the shards'
+threads (threadpoolctl; process-wide, as BLAS's setting is): the shards are the parallelism,
+and OpenBLAS's own threads serialise concurrent callers and oversubscribe the cores.  The
+caller's ``check`` (a cancel) runs here, between minibatches and while the shards finish; a
+cancel stops every shard before it takes its next minibatch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from threadpoolctl import threadpool_limits
+
+from loomdb.learn.averaging import Start, begin, merge, shard_of, train
+from loomdb.learn.problem import Problem
+from loomdb.learn.trainer import EpochSource, TrainConfig
+from loomdb.seams import Batch
+
+DEPTH = 4  # minibatches waiting per shard
+POLL_S = 0.05
+_END = object()
+
+
+class ThreadedShards:
+    """The trainer's ``EpochRunner`` for ``shards`` threads over ``source``'s minibatches; a
+    context manager holding the threads (and BLAS at one thread) for the whole train."""
+
+    def __init__(
+        self,
+        source: EpochSource,
+        problem: Problem,
+        config: TrainConfig,
+        shards: int,
+        check: Callable[[], None] | None = None,
+    ):
+        self.source, self.problem, self.config = source, problem, config
+        self.shards, self.check = shards, check or (lambda: None)
+        self._stack = contextlib.ExitStack()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> ThreadedShards:
+        self._stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
+        self._pool = self._stack.enter_context(
+            ThreadPoolExecutor(self.shards, thread_name_prefix="loomdb-shard")
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool = None
+        self._stack.close()
+
+    def __call__(self, epoch, precision, W, b, optimizer, lr, widest) -> dict[str, Any]:
+        if self._pool is None:
+            with self:
+                return self(epoch, precision, W, b, optimizer, lr, widest)
+        start = Start.of(self.problem, self.config, W, b, optimizer, lr, widest[0])
+        results = [begin(start, j) for j in range(self.shards)]
+        feeds: list[queue.Queue] = [queue.Queue(DEPTH) for _ in range(self.shards)]
+        stop = threading.Event()
+        futures = [
+            self._pool.submit(_train, start, r, _drained(f, stop), self.shards)
+            for r, f in zip(results, feeds)
+        ]
+        try:
+            for i, batch in enumerate(self.source.train_batches(epoch, precision)):
+                self.check()
+                j = shard_of(i, self.shards)  # the epoch's i-th minibatch (its number)
+                _put(feeds[j], batch, futures[j])
+            for feed, future in zip(feeds, futures):
+                _put(feed, _END, future)
+            while wait(futures, timeout=POLL_S).not_done:
+                self.check()
+        except BaseException:
+            stop.set()
+            for feed, future in zip(feeds, futures):
+                _put(feed, _END, future)
+            wait(futures)
+            raise
+        for future in futures:
+            future.result()  # a shard's own error, raised here
+        totals = merge(results, start, W, b, optimizer)
+        widest[0] = max(r.widest for r in results)
+        return totals
+
+
+def _train(start: Start, result, batches: Iterator[Batch], shards: int) -> None:
+    train(start, result, batches, shards)
+    for _ in batches:  # a shard that stopped early (diverged) still empties its queue
+        pass
+
+
+def _drained(feed: queue.Queue, stop: threading.Event) -> Iterator[Batch]:
+    while not stop.is_set():
+        item = feed.get()
+        if item is _END:
+            return
+        yield item
+
+
+def _put(feed: queue.Queue, item: Any, future: Future) -> None:
+    """Hand ``item`` to a shard, unless its thread has ended (then its error is raised later)."""
+    while not future.done():
+        try:
+            feed.put(item, timeout=POLL_S)
+            return
+        except queue.Full:
+            continue
