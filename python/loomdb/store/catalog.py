@@ -35,7 +35,7 @@ from loomdb.store.names import NAME_PATTERN, check_name, quote_ident
 
 SCHEMA = "loom"
 DATA_SCHEMA = "loom_data"  # storage tables: a schema of their own, nothing of loomdb's code in it
-VERSION = 2  # of the catalog's shape; loom.settings('catalog_version')
+VERSION = 3  # of the catalog's shape; loom.settings('catalog_version')
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "models": [
