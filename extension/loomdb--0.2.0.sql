@@ -3,14 +3,17 @@
 
 CREATE SCHEMA IF NOT EXISTS loom;
 CREATE SCHEMA IF NOT EXISTS loom_data;
-CREATE TABLE IF NOT EXISTS loom.models (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, PRIMARY KEY (name));
+CREATE TABLE IF NOT EXISTS loom.models (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name));
+ALTER TABLE loom.models ADD COLUMN IF NOT EXISTS version integer;
 CREATE TABLE IF NOT EXISTS loom.trials (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, trial integer, status text, options text, score double precision, seconds double precision, error text, created_at timestamptz, PRIMARY KEY (owner, model, trial));
 CREATE TABLE IF NOT EXISTS loom.indexes (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, source text, label text, columns text, format text, format_version integer, options text, stats text, label_counts text, rows bigint, skipped bigint, batches bigint, bytes bigint, source_signature text, built_at timestamptz, PRIMARY KEY (name));
 CREATE TABLE IF NOT EXISTS loom.grants (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, grantee text, granted_at timestamptz, PRIMARY KEY (owner, model, grantee));
 CREATE TABLE IF NOT EXISTS loom.deployments (schema_name text, function text, owner name NOT NULL DEFAULT current_user, model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), kind text, arity integer, deployed_at timestamptz, PRIMARY KEY (owner, schema_name, function));
 CREATE TABLE IF NOT EXISTS loom.settings (key text, value text, PRIMARY KEY (key));
+CREATE TABLE IF NOT EXISTS loom.model_versions (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name, version));
 INSERT INTO loom.settings (key, value) VALUES ('extra_path', ''), ('numba_cache_dir', '/var/lib/loomdb/venv/numba-cache'), ('venv', '/var/lib/loomdb/venv');
 SELECT pg_catalog.pg_extension_config_dump('loom.models', '');
+SELECT pg_catalog.pg_extension_config_dump('loom.model_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.trials', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.indexes', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.grants', '');
@@ -34,13 +37,14 @@ $do$;
 REVOKE ALL ON SCHEMA loom, loom_data FROM PUBLIC;
 GRANT USAGE ON SCHEMA loom TO loomdb_user;
 GRANT USAGE, CREATE ON SCHEMA loom_data TO loomdb_user;
-REVOKE ALL ON loom.models, loom.trials, loom.indexes, loom.grants, loom.deployments, loom.settings
-    FROM PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE
-    ON loom.models, loom.trials, loom.indexes, loom.grants, loom.deployments TO loomdb_user;
+REVOKE ALL ON loom.models, loom.model_versions, loom.trials, loom.indexes, loom.grants,
+    loom.deployments, loom.settings FROM PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON loom.models, loom.model_versions, loom.trials,
+    loom.indexes, loom.grants, loom.deployments TO loomdb_user;
 GRANT SELECT ON loom.settings TO loomdb_user;
 
 ALTER TABLE loom.models ENABLE ROW LEVEL SECURITY;
+ALTER TABLE loom.model_versions ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.trials ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.indexes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.grants ENABLE ROW LEVEL SECURITY;
@@ -53,6 +57,9 @@ CREATE POLICY models_granted ON loom.models FOR SELECT USING (EXISTS (
       AND (g.grantee = 'public' OR EXISTS (
           SELECT 1 FROM pg_catalog.pg_roles r
           WHERE r.rolname = g.grantee AND pg_catalog.pg_has_role(r.oid, 'USAGE')))));
+-- a model's old versions and its trials are its owner's alone (a grant shares the current one)
+CREATE POLICY model_versions_own ON loom.model_versions
+    USING (owner = current_user) WITH CHECK (owner = current_user);
 -- a model's trials are its owner's alone (a grant shares the model, not how it was searched)
 CREATE POLICY trials_own ON loom.trials
     USING (owner = current_user) WITH CHECK (owner = current_user);
@@ -197,7 +204,7 @@ return GD['loomdb'].call(plpy, 'loom_deploy', model, options)
 $fn$;
 REVOKE ALL ON FUNCTION loom_deploy(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_deploy(text, text) TO loomdb_user;
-COMMENT ON FUNCTION loom_deploy(text, text) IS 'make the model a native SQL function of its feature columns (predict_<model>; a MACRO in DuckDB, an inlinable parallel-safe SQL function in PostgreSQL), redefined when the model is retrained';
+COMMENT ON FUNCTION loom_deploy(text, text) IS 'make the model a native SQL function of its feature columns (predict_<model>; a MACRO in DuckDB, an inlinable parallel-safe SQL function in PostgreSQL), redefined when the model is retrained; option version (a number, latest or best) makes that version the current model first';
 
 CREATE FUNCTION loom_evaluate(model text, source text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
@@ -262,14 +269,32 @@ REVOKE ALL ON FUNCTION loom_training_info(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_training_info(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_training_info(text) IS 'a model''s training history, one row per epoch: loss, validation loss, bits read (mlweaving), rows, bytes read, seconds, step size';
 
-CREATE FUNCTION loom_drop_model(model text) RETURNS text
+CREATE FUNCTION loom_drop_model(model text, version bigint DEFAULT NULL) RETURNS text
+LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_drop_model', model, version)
+$fn$;
+REVOKE ALL ON FUNCTION loom_drop_model(text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_drop_model(text, bigint) TO loomdb_user;
+COMMENT ON FUNCTION loom_drop_model(text, bigint) IS 'remove a model (every version, its grants and trials) from the catalog, or with a version number only that old version';
+
+CREATE FUNCTION loom_model_versions(model text) RETURNS TABLE ("version" integer, "current" boolean, "created_at" timestamptz, "options" text, "loss" double precision, "validation_loss" double precision, "epochs" integer)
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_model_versions', model)
+$fn$;
+REVOKE ALL ON FUNCTION loom_model_versions(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_model_versions(text) TO loomdb_user;
+COMMENT ON FUNCTION loom_model_versions(text) IS 'a model''s versions, oldest first: when each was trained, its options, its final loss and validation loss, and which one is current';
+
+CREATE FUNCTION loom_rollback(model text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
-return GD['loomdb'].call(plpy, 'loom_drop_model', model)
+return GD['loomdb'].call(plpy, 'loom_rollback', model)
 $fn$;
-REVOKE ALL ON FUNCTION loom_drop_model(text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION loom_drop_model(text) TO loomdb_user;
-COMMENT ON FUNCTION loom_drop_model(text) IS 'remove a model (and its grants and trials) from the catalog';
+REVOKE ALL ON FUNCTION loom_rollback(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_rollback(text) TO loomdb_user;
+COMMENT ON FUNCTION loom_rollback(text) IS 'make the version before the current one the model again (its deployed functions redefined)';
 
 CREATE FUNCTION loom_create_index(name text, source text, label text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$

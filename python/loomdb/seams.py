@@ -165,6 +165,7 @@ class ModelRecord:
     uid: str = ""
     owner: str | None = None
     created_at: Any = None
+    version: int | None = None  # 1, 2, … (loom.model_versions keeps the others)
 
 
 class StorageFormat(Protocol):

@@ -39,6 +39,7 @@ NAMES = {  # (function, argument) whose value is not the shared one
     ("loom_tune", "model"): "'m3'",
     ("loom_trials", "model"): "'m3'",  # declared after loom_tune, which makes m3's trials
     ("loom_predict_image", "model"): "'mi'",
+    ("loom_rollback", "model"): "'mv'",  # trained twice: it has a version to go back to
 }
 LAST = ("loom_drop_model", "loom_drop_index")  # after the calls that need what they drop
 NO_ROLES = {"loom_grant", "loom_revoke"}  # DuckDB has no roles: refused, with the reason
@@ -75,6 +76,8 @@ def test_every_function_runs_with_only_its_required_arguments(engine):
     X = rng.normal(size=(800, 2))  # loom_tune holds out 0.2 of the 256-row batches
     engine.load("t", X, (X[:, 0] > 0).astype(float))
     engine.rows("SELECT loom_train('m', 't', 'y', '{\"epochs\": 1}')")
+    for _ in range(2):
+        engine.rows("SELECT loom_train('mv', 't', 'y', '{\"epochs\": 1, \"replace\": true}')")
     engine.rows("SELECT loom_create_index('i', 't', 'y', '{\"format\": \"mlweaving\"}')")
     photos = image_folder()
     engine.rows(f"SELECT loom_load('images', '{photos}', 'imgs')")

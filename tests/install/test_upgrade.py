@@ -82,3 +82,9 @@ def upgraded(pg_dsn: str, database: str) -> None:
             "SELECT has_function_privilege('loomdb_user', 'loom_grant(text, text)', 'EXECUTE')"
         )
         assert grantable.fetchone() == (True,)
+        versions = "SELECT version, current FROM loom_model_versions('old_m')"
+        assert conn.execute(versions).fetchall() == [(1, True)]  # a 0.1.0 model is version 1
+        conn.execute("SELECT loom_train('old_m', 't', 'y', '{\"epochs\": 2, \"replace\": true}')")
+        assert conn.execute(versions).fetchall() == [(1, False), (2, True)]
+        conn.execute("SELECT loom_rollback('old_m')")
+        assert conn.execute("SELECT loom_predict('old_m', ARRAY[1.0, 0.0])").fetchone() == (1.0,)

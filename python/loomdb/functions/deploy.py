@@ -6,7 +6,8 @@ in DuckDB, an IMMUTABLE PARALLEL SAFE SQL function in PostgreSQL that the planne
 prediction runs at the engine's speed and in parallel plans.  It is made in the current schema,
 named ``predict_<model>`` unless ``name`` says otherwise, and recorded in ``loom.deployments``:
 retraining the model (``replace``) redefines it, dropping the model drops it, and a function of
-that name that loomdb did not make is never replaced.
+that name that loomdb did not make is never replaced.  ``version`` (a number, ``'latest'`` or
+``'best'``) first makes that version of the model the current one (``functions/versions.py``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loomdb.errors import LoomStateError
+from loomdb.errors import LoomOptionError, LoomStateError
+from loomdb.functions import versions
 from loomdb.functions.predict import compilable, require_compilable
 from loomdb.functions.predict_sql import predict_expression, proba_expression
 from loomdb.learn.model import LinearModel
-from loomdb.options import Boolean, Option, Options, Text, parse_json
+from loomdb.options import AnyOf, Boolean, Choices, Interval, Option, Options, Text, parse_json
 from loomdb.store import catalog
 from loomdb.store.names import check_name, quote_ident
 
@@ -28,21 +30,29 @@ OPTIONS = Options(
     Option("schema", Text(), None, "the schema it is made in (default the current schema)"),
     Option("proba", Boolean(), False, "also deploy <name>_proba (logistic models)"),
     Option("drop", Boolean(), False, "remove the model's deployed functions instead"),
+    Option(
+        "version",
+        AnyOf(Interval(True, 1), Choices(versions.CHOICES)),
+        None,
+        "make this version the current model first: a number, 'latest' or 'best' "
+        "(SELECT * FROM loom_model_versions(model) lists them)",
+    ),
 )
 
 
 def deploy(db: Any, name: str, options: str | None) -> str:
     check_name(name, "model")
     opts = OPTIONS.parse(parse_json(options))
+    if opts["drop"] and opts["version"] is not None:
+        raise LoomOptionError(
+            "the 'drop' and 'version' options of loom_deploy do not go together",
+            hint="drop the functions, or choose a version, in two calls",
+        )
     with db.atomic():
-        owner = catalog.get_model(db, name).owner
-        if owner != db.role():
-            raise LoomStateError(
-                f"model '{name}' belongs to {owner}: only its owner may deploy it",
-                hint="ask its owner to deploy it",
-            )
+        owner = require_owner(db, name, "deploy it")
         if opts["drop"]:
             return json.dumps({"model": name, "dropped": undeploy(db, name, owner)})
+        chosen = None if opts["version"] is None else versions.choose(db, name, opts["version"])
         model = compilable(db, name)
         schema = check_name(opts["schema"], "schema") if opts["schema"] else _current_schema(db)
         function = check_name(opts["name"] or f"predict_{name}"[:63], "function")
@@ -50,7 +60,21 @@ def deploy(db: Any, name: str, options: str | None) -> str:
         if opts["proba"]:
             proba = check_name(function + "_proba", "function")
             made.append(_define(db, name, model, schema, proba, "proba"))
-    return json.dumps({"model": name, "functions": made})
+    out: dict[str, Any] = {"model": name, "functions": made}
+    if chosen is not None:
+        out["version"] = chosen
+    return json.dumps(out)
+
+
+def require_owner(db: Any, name: str, verb: str) -> str | None:
+    """The owner of model ``name``, refused unless it is the caller (DuckDB: always)."""
+    owner = catalog.get_model(db, name).owner
+    if owner != db.role():
+        raise LoomStateError(
+            f"model '{name}' belongs to {owner}: only its owner may {verb}",
+            hint=f"ask its owner to {verb}",
+        )
+    return owner
 
 
 def _current_schema(db: Any) -> str:

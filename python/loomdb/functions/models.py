@@ -32,10 +32,15 @@ def model_info(db: Any, name: str) -> str:
     return json.dumps(out, default=str)
 
 
-def drop_model(db: Any, name: str) -> str:
+def drop_model(db: Any, name: str, version: int | None = None) -> str:
+    """Drop the model (every version), or only its old ``version``."""
     from loomdb.functions.deploy import undeploy
 
     check_name(name, "model")
+    if version is not None:
+        from loomdb.functions.versions import drop_version
+
+        return drop_version(db, name, version)
     with db.atomic():
         owner = catalog.drop_model(db, name)
         functions = undeploy(db, name, owner)

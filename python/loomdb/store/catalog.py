@@ -1,5 +1,5 @@
-"""The catalog: ``loom.models``, ``loom.trials``, ``loom.indexes``, ``loom.grants``,
-``loom.deployments``, ``loom.settings``.
+"""The catalog: ``loom.models``, ``loom.model_versions``, ``loom.trials``, ``loom.indexes``,
+``loom.grants``, ``loom.deployments``, ``loom.settings``.
 
 No paper section.  Every catalog statement loomdb runs is in this module; rows travel as
 :class:`IndexInfo` / :class:`ModelRecord`.  Arrays and nested values are JSON text so both
@@ -12,6 +12,12 @@ by :func:`check_name` and always quoted, a storage table is derived from its ind
 In PostgreSQL each row has an ``owner`` (the role that wrote it; ``DEFAULT current_user``) and
 row-level security makes other roles' rows invisible and untouchable unless a model is granted
 (``loom.grants``); see ``engines/postgres/security.sql``.  DuckDB has no roles: ``owner`` is NULL.
+
+Versions: ``loom.models`` holds each model's current version (``version``; NULL in a row an
+older loomdb wrote, read as 1) and ``loom.model_versions`` its other versions, rows of the same
+columns.  A retrain moves the current row there and writes version n + 1; choosing a version
+moves rows back and forth in SQL (their content never leaves the database), so every reader
+of ``loom.models`` stays correct and a model's current row is still one row.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from loomdb.store.names import NAME_PATTERN, check_name, quote_ident
 
 SCHEMA = "loom"
 DATA_SCHEMA = "loom_data"  # storage tables: a schema of their own, nothing of loomdb's code in it
-VERSION = 2  # of the catalog's shape; loom.settings('catalog_version')
+VERSION = 3  # of the catalog's shape; loom.settings('catalog_version')
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "models": [
@@ -53,6 +59,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("label", "text"),
         ("report", "json"),
         ("created_at", "timestamp"),
+        ("version", "integer"),
     ],
     "trials": [  # loom_tune's trials, kept with the model they chose (functions/tune.py)
         ("model", "name"),
@@ -101,8 +108,12 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     ],
     "settings": [("key", "text"), ("value", "text")],
 }
+TABLES["model_versions"] = list(TABLES["models"])  # a model's versions but the current one
+# columns added since a table was first released: ALTER TABLE … ADD COLUMN IF NOT EXISTS
+ADDED = {"models": ["version"]}
 KEYS = {
     "models": "name",
+    "model_versions": "name, version",
     "trials": "model, trial",
     "indexes": "name",
     "grants": "model, grantee",
@@ -151,6 +162,12 @@ def ddl(dialect: str, tables: tuple[str, ...] = tuple(TABLES)) -> list[str]:
         if dialect == "postgres" and table in PER_ROLE_KEYS:
             key = f"owner, {key}"
         out.append(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.{table} ({body}, PRIMARY KEY ({key}))")
+        kinds = dict(cols)
+        out += [
+            f"ALTER TABLE {SCHEMA}.{table} ADD COLUMN IF NOT EXISTS "
+            + _column(dialect, c, kinds[c])
+            for c in ADDED.get(table, [])
+        ]
     return out
 
 
@@ -258,14 +275,116 @@ def get_model_versioned(db: Queryable, name: str) -> tuple[str, ModelRecord]:
 
 
 def put_model(db: Queryable, record: ModelRecord, replace: bool) -> None:
-    """Write a model row (a new uid); ``replace`` first deletes the row of that name."""
+    """Write a model row (a new uid) as the model's next version; ``replace`` first keeps the
+    current row (this role's) in ``loom.model_versions``."""
     record.uid = uuid.uuid4().hex
     if replace:
-        db.execute(f"DELETE FROM {SCHEMA}.models WHERE name = $1", [record.name])
+        _archive(db, record.name)
+    record.version = newest_version(db, record.name) + 1
     try:
         _insert(db, "models", _values(record))
     except LoomConflictError:
         raise _taken("model", record.name) from None
+
+
+# -- versions: the current one in loom.models, the others in loom.model_versions -------------
+
+
+def _mine(dialect: str) -> str:
+    """A row this role may move: its own (a superuser's: any); row-level security would refuse
+    writing another role's row into ``loom.model_versions`` with an unhelpful message."""
+    if dialect != "postgres":
+        return "TRUE"
+    return (
+        "(owner = current_user OR EXISTS (SELECT 1 FROM pg_catalog.pg_roles "
+        "WHERE rolname = current_user AND rolsuper))"
+    )
+
+
+def _move(db: Queryable, source: str, target: str, where: str, params: list[Any]) -> None:
+    """Move the rows of ``source`` matching ``where`` (and :func:`_mine`) into ``target``."""
+    cols = [c for c, _ in TABLES["models"]]
+    picked = ", ".join("COALESCE(version, 1)" if c == "version" else c for c in cols)
+    condition = f"{where} AND {_mine(db.dialect)}"
+    db.execute(
+        f"INSERT INTO {SCHEMA}.{target} ({', '.join(cols)}) "
+        f"SELECT {picked} FROM {SCHEMA}.{source} WHERE {condition}",
+        params,
+    )
+    db.execute(f"DELETE FROM {SCHEMA}.{source} WHERE {condition}", params)
+
+
+def _archive(db: Queryable, name: str) -> None:
+    _move(db, "models", "model_versions", "name = $1", [name])
+
+
+def make_current(db: Queryable, name: str, version: int) -> None:
+    """Make old ``version`` of model ``name`` its current one, keeping the current one."""
+    if version == current_version(db, name):
+        return
+    if not db.query(
+        f"SELECT 1 FROM {SCHEMA}.model_versions WHERE name = $1 AND version = $2", [name, version]
+    ):
+        raise _no_version(name, version)
+    _archive(db, name)
+    _move(db, "model_versions", "models", "name = $1 AND version = $2", [name, version])
+
+
+def current_version(db: Queryable, name: str) -> int:
+    rows = db.query(f"SELECT COALESCE(version, 1) FROM {SCHEMA}.models WHERE name = $1", [name])
+    if not rows:
+        raise _missing("model", name)
+    return int(rows[0][0])
+
+
+def newest_version(db: Queryable, name: str) -> int:
+    """The highest version number model ``name`` has had kept (0: none)."""
+    rows = db.query(
+        f"SELECT max(COALESCE(version, 1)) FROM (SELECT version FROM {SCHEMA}.models "
+        f"WHERE name = $1 UNION ALL SELECT version FROM {SCHEMA}.model_versions "
+        "WHERE name = $1) AS v",
+        [name],
+    )
+    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
+
+def versions_of(db: Queryable, name: str) -> list[dict[str, Any]]:
+    """Each version of model ``name`` this role sees, oldest first: version, current,
+    created_at, options, history."""
+    rows = db.query(
+        f"SELECT COALESCE(version, 1), TRUE, created_at, options, history FROM {SCHEMA}.models "
+        f"WHERE name = $1 UNION ALL SELECT version, FALSE, created_at, options, history "
+        f"FROM {SCHEMA}.model_versions WHERE name = $1 ORDER BY 1",
+        [check_name(name, "model")],
+    )
+    keys = ("version", "current", "created_at", "options", "history")
+    out = [dict(zip(keys, r)) for r in rows]
+    for row in out:
+        row["options"] = json.loads(row["options"]) if row["options"] else {}
+        row["history"] = json.loads(row["history"]) if row["history"] else []
+    return out
+
+
+def drop_version(db: Queryable, name: str, version: int) -> None:
+    """Delete an old version of model ``name`` (never the current one)."""
+    if version == current_version(db, name):
+        raise LoomStateError(
+            f"version {version} is the current version of model '{name}'",
+            hint=f"deploy another version first (loom_deploy('{name}', "
+            f"'{{\"version\": n}}')), or drop the whole model with loom_drop_model('{name}')",
+        )
+    if not db.query(
+        f"DELETE FROM {SCHEMA}.model_versions WHERE name = $1 AND version = $2 RETURNING name",
+        [name, version],
+    ):
+        raise _no_version(name, version)
+
+
+def _no_version(name: str, version: int) -> LoomNotFoundError:
+    return LoomNotFoundError(
+        f"model '{name}' has no version {version}",
+        hint=f"list its versions with SELECT * FROM loom_model_versions('{name}')",
+    )
 
 
 def _taken(what: str, name: str) -> LoomConflictError:
@@ -276,10 +395,11 @@ def _taken(what: str, name: str) -> LoomConflictError:
 
 
 def drop_model(db: Queryable, name: str) -> str | None:
-    """Delete the model, its grants and its trials; its owner."""
+    """Delete the model, its versions, its grants and its trials; its owner."""
     record = get_model(db, name)
     db.execute(f"DELETE FROM {SCHEMA}.grants WHERE model = $1", [name])
     delete_trials(db, name)
+    db.execute(f"DELETE FROM {SCHEMA}.model_versions WHERE name = $1", [name])
     if not db.query(f"DELETE FROM {SCHEMA}.models WHERE name = $1 RETURNING name", [name]):
         raise LoomStateError(  # visible through a grant, but not this role's to drop
             f"model '{name}' belongs to {record.owner}: only its owner may drop it",

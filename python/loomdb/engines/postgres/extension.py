@@ -162,7 +162,7 @@ def install_script(settings: dict[str, str]) -> str:
         *_header("CREATE EXTENSION loomdb"),
         *[s + ";" for s in catalog.ddl("postgres")],
         _settings_sql(settings),
-        *_dumps(("models", "trials", "indexes", "grants", "deployments")),
+        *_dumps(("models", "model_versions", "trials", "indexes", "grants", "deployments")),
         "",
         _text("security.sql"),
         BOOTSTRAP.replace("{role}", ROLE),
@@ -173,18 +173,19 @@ def install_script(settings: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
+# what an update creates (or, for models, adds columns to); all but models and settings dumped
+UPGRADE_TABLES = ("models", "model_versions", "trials", "grants", "deployments", "settings")
+
+
 def upgrade_script(old: str, settings: dict[str, str]) -> str:
     """The update from ``old`` to this version: the migration, then everything install makes
     that the old version lacked, and every function replaced."""
     parts = [
         *_header("ALTER EXTENSION loomdb UPDATE"),
         _text(f"upgrade-{old}--{loomdb.__version__}.sql"),
-        *[
-            s + ";"
-            for s in catalog.ddl("postgres", ("trials", "grants", "deployments", "settings"))
-        ],
+        *[s + ";" for s in catalog.ddl("postgres", UPGRADE_TABLES)],
         _settings_sql(settings),
-        *_dumps(("trials", "grants", "deployments")),
+        *_dumps(UPGRADE_TABLES[1:-1]),
         "",
         _text("security.sql"),
         BOOTSTRAP.replace("{role}", ROLE),
