@@ -67,7 +67,7 @@ def _filtered(where: str | None, condition: str) -> str:
 
 def check_not_empty(db: Database, rel: str, source: str, columns: Sequence[str]) -> None:
     """Refuse a feature column that holds only NULLs: nothing could be learnt from it."""
-    counts = ", ".join(f"count({quote_ident(c)})" for c in columns)
+    counts = ", ".join(f"count({quote_ident(c)}) AS n{i}" for i, c in enumerate(columns))
     row = db.query(f"SELECT {counts} FROM {rel}")[0]
     empty = [c for c, n in zip(columns, row) if not n]
     if empty:
