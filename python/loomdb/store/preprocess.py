@@ -94,6 +94,12 @@ def plan(
             f"'preprocess' names {', '.join(unknown)}, not feature column(s) of {source}",
             hint=f"features: {', '.join(features[:20])}",
         )
+    bad = [c for c in features if kinds[c] not in ("numeric", "boolean", "text")]
+    if bad:
+        raise LoomDataError(
+            f"feature column(s) {', '.join(bad)} of {source} are not numeric or text",
+            hint="cast them to a number or to text in a SELECT source",
+        )
     return [_column(db, rel, c, kinds[c], spec.get(c, {}), where) for c in features]
 
 

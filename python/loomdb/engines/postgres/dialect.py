@@ -30,7 +30,7 @@ BOOL_OID = 16
 INTEGER_ARRAY_OIDS = {1005, 1007, 1016}  # int2[] int4[] int8[]
 NUMBER_ARRAY_OIDS = {1021, 1022, 1231}  # float4[] float8[] numeric[]
 BYTEA_OID = 17
-TEXT_OIDS = {25, 1042, 1043}  # text bpchar varchar
+TEXT_OIDS = {25, 1043}  # text varchar (not char(n): its padding differs once read as JSON)
 FLOAT8_OID = 701
 ARRAY_HEADER = 20  # ndim, flags, element type, dimension, lower bound: 5 × int4
 
