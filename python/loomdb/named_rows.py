@@ -6,14 +6,16 @@ text ids).  Engines build it from a DuckDB STRUCT vector (:meth:`from_columns`) 
 PostgreSQL's ``to_jsonb(row)`` text (:meth:`from_json`); a model binds its features to it by
 name (:meth:`matrix`), so the columns' order in the row does not matter and columns the model
 does not use (the label, ids) are ignored.  A missing feature column, a non-numeric one or a
-NULL in one is an error that names the column: a row form never guesses.
+NULL in one is an error that names the column: a row form never guesses.  Text columns keep
+their values (``texts``) for a model that one-hot encodes them (:meth:`cells`,
+``store/encoding.py``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +31,7 @@ class NamedRows:
     n: int
     values: dict[str, np.ndarray | None]  # column → float64 values (None: not numeric)
     present: dict[str, np.ndarray]  # column → bool, where the row holds a value
+    texts: dict[str, np.ndarray] = field(default_factory=dict)  # text column → str | None cells
 
     def __len__(self) -> int:
         return self.n
@@ -39,16 +42,23 @@ class NamedRows:
             len(kept),
             {c: None if v is None else v[kept] for c, v in self.values.items()},
             {c: p[kept] for c, p in self.present.items()},
+            {c: t[kept] for c, t in self.texts.items()},
         )
 
     @classmethod
     def from_columns(
-        cls, n: int, columns: Mapping[str, tuple[np.ndarray | None, np.ndarray]]
+        cls,
+        n: int,
+        columns: Mapping[str, tuple[np.ndarray | None, np.ndarray]],
+        texts: Mapping[str, np.ndarray] | None = None,
     ) -> NamedRows:
         """Columns already split out (an engine's vectors): name → (float64 values or None,
-        present mask)."""
+        present mask); ``texts``: text columns' cells (object arrays, None for NULL)."""
         return cls(
-            n, {c: v for c, (v, _) in columns.items()}, {c: p for c, (_, p) in columns.items()}
+            n,
+            {c: v for c, (v, _) in columns.items()},
+            {c: p for c, (_, p) in columns.items()},
+            dict(texts or {}),
         )
 
     @classmethod
@@ -67,11 +77,14 @@ class NamedRows:
         n = len(parsed)
         values: dict[str, np.ndarray | None] = {}
         present: dict[str, np.ndarray] = {}
+        texts: dict[str, np.ndarray] = {}
         for c in names:
             cells = [r.get(c) for r in parsed]
             present[c] = np.array([v is not None for v in cells], dtype=bool)
             values[c] = _numbers(cells)
-        return cls(n, values, present)
+            if values[c] is None and all(v is None or isinstance(v, str) for v in cells):
+                texts[c] = np.array(cells, dtype=object)
+        return cls(n, values, present, texts)
 
     def column(self, feature: str) -> str:
         """The row's column for ``feature``: the same name, or the one that differs in case."""
@@ -85,6 +98,19 @@ class NamedRows:
             f"the row has no column '{feature}', a feature of the model",
             hint=f"the row's columns: {shown}; pass rows holding every feature column by name",
         )
+
+    def cells(self, feature: str) -> list[Any]:
+        """Column ``feature``'s cells (bound by name): str for text, float, None for NULL."""
+        c = self.column(feature)
+        if c in self.texts:
+            return list(self.texts[c])
+        v = self.values[c]
+        if v is None:
+            raise LoomDataError(
+                f"the row's column '{c}' is neither a number nor text",
+                hint="cast it to a number or to text in a SELECT",
+            )
+        return [float(x) if p else None for x, p in zip(v, self.present[c])]
 
     def matrix(self, features: Sequence[str]) -> np.ndarray:
         """The ``(n, len(features))`` float64 matrix of ``features``, bound by name."""

@@ -58,10 +58,13 @@ def test_nan_and_infinity(good):
 
 
 def test_non_numeric_features(good):
-    good.rows("CREATE TABLE texty AS SELECT x0, CAST(x1 AS VARCHAR(10)) AS name, y FROM good")
-    msg = train_error(good, "texty", '{"features": ["x0", "name"]}')
-    assert "not numeric" in msg and "name" in msg
-    # by default non-numeric columns are simply not features
+    good.rows(
+        "CREATE TABLE texty AS SELECT x0, CAST(x1 AS VARCHAR(10)) AS name, "
+        "CAST('2020-01-01' AS DATE) AS day, y FROM good"
+    )
+    msg = train_error(good, "texty", '{"features": ["x0", "day"]}')
+    assert "not numeric or text" in msg and "day" in msg
+    # by default only numeric columns are features (a listed text one is one-hot encoded)
     good.scalar("SELECT loom_train('m', 'texty', 'y', '{\"epochs\": 1}')")
     assert "x0" in good.scalar("SELECT feature_names FROM loom.models WHERE name = 'm'")
 

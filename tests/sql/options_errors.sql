@@ -47,7 +47,7 @@ SELECT loom_train('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 SELECT loom_train('oe_m', 'oe_nosuch', 'y');
 SELECT loom_train('oe_m', 'oe_points', 'nope');
 SELECT loom_train('oe_m', 'oe_points', 'y', '{"features": ["x0", "nope"]}');
-SELECT loom_train('oe_m', 'oe_points', 'y', '{"features": ["x0", "note"]}');
+SELECT loom_train('oe_m', 'oe_points', 'y', '{"features": ["x0", "note"], "preprocess": {"note": {"impute": "mean"}}}');
 SELECT loom_train('oe_m', NULL, 'y', '{"index": "oe_nosuch"}');
 SELECT loom_train('oe_m', NULL, 'y');
 SELECT loom_create_index('oe_i', 'oe_points', 'y', '{"format": "weaving"}');

@@ -8,6 +8,8 @@ named ``predict_<model>`` unless ``name`` says otherwise, and recorded in ``loom
 retraining the model (``replace``) redefines it, dropping the model drops it, and a function of
 that name that loomdb did not make is never replaced.  ``version`` (a number, ``'latest'`` or
 ``'best'``) first makes that version of the model the current one (``functions/versions.py``).
+A model with an encoding (``store/encoding.py``) is deployed over its source columns, text ones
+as ``text`` parameters, the encoding compiled into the body.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from loomdb.functions.predict_sql import predict_expression, proba_expression
 from loomdb.learn.model import LinearModel
 from loomdb.options import AnyOf, Boolean, Choices, Interval, Option, Options, Text, parse_json
 from loomdb.store import catalog
+from loomdb.store import encoding as encodings
 from loomdb.store.names import check_name, quote_ident
 
 OPTIONS = Options(
@@ -92,7 +95,8 @@ def _qualified(schema: str, function: str) -> str:
 
 def _define(db: Any, name: str, model: LinearModel, schema: str, function: str, kind: str) -> str:
     require_compilable(model, name)  # a retrain on a sparse source cannot keep its function
-    arity, qualified = len(model.features), _qualified(schema, function)
+    params = parameters(model)
+    arity, qualified = len(params), _qualified(schema, function)
     deployed_from = catalog.deployed_model(db, schema, function)
     if deployed_from is None and db.function_exists(schema, function, arity):
         raise LoomStateError(
@@ -106,9 +110,17 @@ def _define(db: Any, name: str, model: LinearModel, schema: str, function: str, 
             hint="choose another name, or drop that deployment first",
         )
     expression = (predict_expression if kind == "predict" else proba_expression)(model, db.dialect)
-    db.define_function(qualified, [quote_ident(f) for f in model.features], expression)
+    db.define_function(qualified, [(quote_ident(c), t) for c, t in params], expression)
     catalog.put_deployment(db, schema, function, name, kind, arity)
-    return f"{schema}.{function}({', '.join(model.features)})"
+    return f"{schema}.{function}({', '.join(c for c, _ in params)})"
+
+
+def parameters(model: LinearModel) -> list[tuple[str, str]]:
+    """The deployed function's ``(column, type)`` parameters: the source columns."""
+    encoding = encodings.load(model.encoding)
+    if encoding is None:
+        return [(f, "double") for f in model.features]
+    return [(e.column, "text" if e.text else "double") for e in encoding]
 
 
 def refresh(db: Any, name: str, model: LinearModel, owner: str | None) -> None:
@@ -116,7 +128,7 @@ def refresh(db: Any, name: str, model: LinearModel, owner: str | None) -> None:
     have changed: the old function is dropped first), with the owner's rights."""
     with db.as_role(owner):
         for schema, function, kind, arity in catalog.deployments_of(db, name, owner):
-            db.drop_function(_qualified(schema, function), arity)
+            db.drop_function(schema, function, arity)
             catalog.delete_deployment(db, schema, function)
             _define(db, name, model, schema, function, kind)
 
@@ -126,7 +138,7 @@ def undeploy(db: Any, name: str, owner: str | None) -> list[str]:
     dropped = []
     with db.as_role(owner):
         for schema, function, _kind, arity in catalog.deployments_of(db, name, owner):
-            db.drop_function(_qualified(schema, function), arity)
+            db.drop_function(schema, function, arity)
             catalog.delete_deployment(db, schema, function)
             dropped.append(f"{schema}.{function}")
     return dropped

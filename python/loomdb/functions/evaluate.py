@@ -29,6 +29,7 @@ from loomdb.learn.scaling import Scaling
 from loomdb.learn.sparse_model import SparseLinearModel
 from loomdb.options import Interval, Option, Options, parse_json
 from loomdb.store import catalog, layout
+from loomdb.store import encoding as encodings
 from loomdb.store.names import check_name, quote_ident
 from loomdb.store.source import columns_of, complete_rows, number
 
@@ -130,6 +131,14 @@ def _require(source: str, name: str, kinds: dict, columns: list[str], reads: str
 
 
 def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np.ndarray]:
+    encoding = encodings.load(model.encoding)
+    if encoding is not None:  # the source columns, encoded as the layout did
+        cols = [*encodings.columns(encoding), label]
+        _require(source, name, kinds, cols, f"{', '.join(cols[:10])} and its label {label}")
+        double = db.type("double")
+        values = [*encodings.sql(encoding, double), number(label, kinds[label], double)]
+        where = complete_rows([*encodings.strict(encoding), label])
+        return _read_margins(db, model, rel, values, where)
     cols = [*model.features, label]
     _require(source, name, kinds, cols, f"{', '.join(model.features[:10])} and its label {label}")
     where = complete_rows(cols)
@@ -137,8 +146,12 @@ def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np
         label_value = number(label, kinds[label], db.type("double"))
         return _sparse_margins(db, model, rel, label_value, where)
     values = [number(c, kinds[c], db.type("double")) for c in cols]
+    return _read_margins(db, model, rel, values, where)
+
+
+def _read_margins(db, model, rel, values, where) -> tuple[np.ndarray, np.ndarray]:
     chunks = list(db.read_matrix(rel, values, where, None, EVAL_CHUNK))
-    data = np.concatenate(chunks) if chunks else np.empty((0, len(cols)))
+    data = np.concatenate(chunks) if chunks else np.empty((0, len(values)))
     Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
     return Z, data[:, -1]
 

@@ -8,7 +8,10 @@ compiled SQL form: its columns are array elements, not columns.
 
 ``loom_predict_row`` scores rows that carry their column names (``NamedRows``: a DuckDB STRUCT,
 a PostgreSQL composite): the model's features are bound by name, so a wrong column order
-cannot go unnoticed as it can in the array form; it serves dense models only.
+cannot go unnoticed as it can in the array form; it serves dense models only.  A model with an
+encoding (``store/encoding.py``) binds its source columns and encodes them as the layout did
+(text one-hot, NULLs imputed); the array form takes the encoded features, in the order
+``loom_model_info`` lists them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from loomdb.functions import predict_sql as compile_sql
 from loomdb.learn.model import LinearModel
 from loomdb.learn.sparse_model import SparseLinearModel
 from loomdb.named_rows import NamedRows
+from loomdb.store import encoding as encodings
 
 
 def _by_model(db: Any, names: str | Sequence[str], X: Any, how: str, statement: Any) -> np.ndarray:
@@ -37,7 +41,7 @@ def _by_model(db: Any, names: str | Sequence[str], X: Any, how: str, statement: 
         model = model_cache.load(db, name, statement)
         part = X[rows]
         if isinstance(part, NamedRows):
-            part = part.matrix(by_name(model, name).features)
+            part = named_matrix(by_name(model, name), part)
         Z = model.margins(part)
         out[rows] = model.labels(Z) if how == "predict" else model.probabilities(Z)
     return out
@@ -49,6 +53,16 @@ def predict(db: Any, names: str | Sequence[str], X: Any, statement: Any = None):
 
 def predict_proba(db: Any, names: str | Sequence[str], X: Any, statement: Any = None):
     return _by_model(db, names, X, "proba", statement)
+
+
+def named_matrix(model: LinearModel, rows: NamedRows) -> np.ndarray:
+    """The model's features of named rows: its columns bound by name, encoded if it encodes."""
+    encoding = encodings.load(model.encoding)
+    if encoding is None:
+        return rows.matrix(model.features)
+    if not len(rows):
+        return np.zeros((0, len(model.features)))
+    return np.hstack([e.apply(rows.cells(e.column)) for e in encoding])
 
 
 def by_name(model: LinearModel, name: str) -> LinearModel:

@@ -5,6 +5,9 @@ folded into the weights, the intercept, the link — so it runs at the engine's 
 tools that cannot call UDFs.  It is valid in DuckDB and PostgreSQL: columns are quoted
 identifiers cast to FLOAT8, constants are in exponent form, and ``greatest``/``CASE``/``exp``
 exist in both.  A row with a NaN or infinite feature gives NULL, as ``loom_predict`` does.
+A model with an encoding (``store/encoding.py``) compiles each feature to its encoding's
+expression over the source column (one-hot ``CASE WHEN`` terms with quoted literals, imputing
+``COALESCE``), so the expression takes the raw columns, text included.
 In DuckDB the guard is ``isfinite(margin)``, the margin including ``0·x`` for a zero-weight
 feature (``0·∞`` is NaN), and DuckDB computes the repeated margin once (its common
 subexpression elimination): about the speed of the bare dot product.  PostgreSQL has no
@@ -15,6 +18,7 @@ subexpression elimination): about the speed of the bare dot product.  PostgreSQL
 from __future__ import annotations
 
 from loomdb.learn.model import LinearModel, require_probabilities
+from loomdb.store import encoding as encodings
 from loomdb.store.names import quote_ident
 
 
@@ -23,17 +27,19 @@ def literal(x: float) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
-def _column(name: str) -> str:
-    return f"CAST({quote_ident(name)} AS FLOAT8)"
+def _columns(model: LinearModel) -> list[str]:
+    """Each feature's expression over the source columns, as FLOAT8."""
+    encoding = encodings.load(model.encoding)
+    if encoding is not None:
+        return encodings.sql(encoding, "FLOAT8")
+    return [f"CAST({quote_ident(name)} AS FLOAT8)" for name in model.features]
 
 
 def _margin(model: LinearModel, j: int, zeros: bool = False) -> str:
     """b + Σ wᵢ·xᵢ; ``zeros``: zero-weight features too, as 0·x (NaN when x is not finite)."""
     W, b = model.folded()
     terms = [literal(b[j])]
-    terms += [
-        f"{literal(w)} * {_column(f)}" for f, w in zip(model.features, W[:, j]) if w != 0 or zeros
-    ]
+    terms += [f"{literal(w)} * {x}" for x, w in zip(_columns(model), W[:, j]) if w != 0 or zeros]
     return "(" + " + ".join(terms) + ")"
 
 
@@ -43,7 +49,7 @@ def _guarded(model: LinearModel, expression: str, dialect: str) -> str:
             f"isfinite({_margin(model, j, zeros=True)})" for j in range(model.W.shape[1])
         )
     else:
-        finite = "(" + " + ".join(f"0.0 * {_column(f)}" for f in model.features) + ") = 0.0"
+        finite = "(" + " + ".join(f"0.0 * {x}" for x in _columns(model)) + ") = 0.0"
     return f"(CASE WHEN {finite} THEN {expression} END)"
 
 

@@ -154,6 +154,9 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
     inputs = laid.fmt.inputs(info.options)
     if inputs is not None:  # what predicting needs besides the weights (an image's pipeline)
         used["inputs"] = {**inputs, "column": info.columns[0]}
+    if info.stats.get("encoding") is not None:  # how columns become features (store/encoding.py)
+        used["encoding"] = info.stats["encoding"]
+        model.encoding = info.stats["encoding"]
     model.scaling = Scaling.from_stats(problem.scaling.method, info.stats)
     sparse = info.options.get("sparse")
     if sparse:  # coefficients kept by source column (learn/sparse_model.py)
@@ -262,6 +265,7 @@ def model_of(record: ModelRecord) -> LinearModel:
             "scaling": record.standardization,
             "classes": record.classes,
             "inputs": record.options.get("inputs"),
+            "encoding": record.options.get("encoding"),
         }
     )
 

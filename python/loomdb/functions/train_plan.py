@@ -90,7 +90,7 @@ class Plan:
             )
         if label and label.lower() != info.label.lower():
             raise LoomOptionError(f"index '{info.name}' has label '{info.label}', not '{label}'")
-        built = {**info.options, "features": info.columns}
+        built = {**info.options, "features": layout.feature_columns(info)}
         for key in layout.options_of(formats.get(info.format)).names():
             given, had = self.given.get(key), built.get(key)
             if isinstance(given, dict) and isinstance(had, dict):  # sparse: the keys given

@@ -43,6 +43,7 @@ class LinearModel:
     scaling: Scaling
     classes: list[Any] = field(default_factory=list)
     inputs: dict[str, Any] | None = None  # how raw inputs become features (images), if not columns
+    encoding: list[dict[str, Any]] | None = None  # how columns became features (store/encoding.py)
     _folded: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -151,6 +152,7 @@ class LinearModel:
             "scaling": self.scaling.to_dict(),
             "classes": self.classes,
             **({"inputs": self.inputs} if self.inputs else {}),
+            **({"encoding": self.encoding} if self.encoding else {}),
         }
 
     @classmethod
@@ -163,4 +165,5 @@ class LinearModel:
             scaling=Scaling.from_dict(d["scaling"]),
             classes=list(d["classes"]),
             inputs=d.get("inputs"),
+            encoding=d.get("encoding"),
         )

@@ -44,7 +44,8 @@ class Queryable(Protocol):
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
         """``(name, kind)`` of a relation's columns; kind is numeric | boolean | bytes |
-        integer[] | double[] (one-dimensional arrays of integers / of other numbers) | other."""
+        text | integer[] | double[] (one-dimensional arrays of integers / of other numbers) |
+        other."""
         ...
 
 
@@ -85,13 +86,19 @@ class Database(Queryable, Protocol):
         """Run the SQL inside as ``role`` (the owner of a catalog row whose SQL is run)."""
         ...
 
-    def define_function(self, name: str, params: Sequence[str], expression: str) -> None:
-        """Create or replace the scalar SQL function ``name(params…)`` (doubles in, a double
-        out) computing ``expression`` over its parameters: a MACRO in DuckDB, an inlinable
-        IMMUTABLE PARALLEL SAFE SQL function in PostgreSQL.  ``name`` and ``params`` quoted."""
+    def define_function(
+        self, name: str, params: Sequence[tuple[str, str]], expression: str
+    ) -> None:
+        """Create or replace the scalar SQL function ``name(params…)`` (``(quoted name, type)``
+        each, type ``double`` or ``text``; a double out) computing ``expression`` over its
+        parameters: a MACRO in DuckDB, an inlinable IMMUTABLE PARALLEL SAFE SQL function in
+        PostgreSQL.  ``name`` quoted."""
         ...
 
-    def drop_function(self, name: str, arity: int) -> None: ...
+    def drop_function(self, schema: str, function: str, arity: int) -> None:
+        """Drop the function ``define_function`` made as ``schema.function`` (unquoted names)
+        with ``arity`` parameters, if it exists."""
+        ...
 
     def function_exists(self, schema: str, function: str, arity: int) -> bool:
         """Whether ``schema.function`` (unquoted names) takes ``arity`` arguments."""

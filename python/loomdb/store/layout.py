@@ -27,10 +27,12 @@ from loomdb.errors import LoomDataError, LoomOptionError, LoomStateError
 from loomdb.options import Choices, Interval, Names, Option, Options
 from loomdb.seams import Aggregates, Batch, IndexInfo
 from loomdb.store import catalog, formats, grouped, sparse, storage
+from loomdb.store import encoding as encodings
 from loomdb.store.db import Database
 from loomdb.store.formats.base import Format
 from loomdb.store.names import quote_ident
 from loomdb.store.norms import RowNorms
+from loomdb.store.preprocess import PreprocessOption
 from loomdb.store.source import SourceProfile, complete_rows
 from loomdb.store.source import number as as_double
 
@@ -57,6 +59,12 @@ OPTIONS = Options(
         None,
         "a sparse source's indices and values array columns and width (store/sparse.py)",
     ),
+    Option(
+        "preprocess",
+        PreprocessOption(),
+        None,
+        "per-column encoding: top_k of a text column, impute of a number (store/preprocess.py)",
+    ),
 )
 BUILT_WITH: tuple[str, ...] = (
     "format",
@@ -66,6 +74,7 @@ BUILT_WITH: tuple[str, ...] = (
     "nulls",
     "dtype",
     "sparse",
+    "preprocess",
 )
 OPTIONS += grouped.OPTIONS  # SlimML's grouping (store/grouped.py)
 BUILT_WITH += tuple(grouped.OPTIONS.names())
@@ -294,11 +303,24 @@ def _lay_out(
     info.stats.update(encoding.stats())
 
 
+def feature_columns(info: IndexInfo) -> list[str]:
+    """The source columns an index's features come from (its columns, unless encoded)."""
+    encoding = encodings.load(info.stats.get("encoding"))
+    return list(info.columns) if encoding is None else encodings.columns(encoding)
+
+
 def _signature(db: Database, info: IndexInfo, kinds: dict[str, str]) -> str:
     from loomdb.store.names import relation
 
     cols = [*info.columns, info.label]
     double = db.type("double")
+    encoding = encodings.load(info.stats.get("encoding"))
+    if encoding is not None:  # the encoded features, as the layout read them
+        label = as_double(info.label, kinds.get(info.label, "numeric"), double)
+        strict = [*encodings.strict(encoding), info.label]
+        where = complete_rows(strict) if info.options.get("nulls") == "skip" else None
+        rel = relation(info.source, db.dialect)
+        return db.signature(rel, [*encodings.sql(encoding, double), label], where)
     exprs = [  # the array columns of a sparse source and an image column's bytes as they are
         quote_ident(c)
         if (info.options.get("sparse") and c != info.label) or kinds.get(c) == "bytes"
@@ -469,6 +491,7 @@ def rebuild(db: Database, name: str, what: str) -> IndexInfo:
     info = drop(db, name)
     fmt = formats.get(info.format)
     given = {k: v for k, v in info.options.items() if k in options_of(fmt).names()}
-    opts = options_of(fmt).parse({**given, "features": info.columns, "format": fmt.name})
+    features = feature_columns(info)
+    opts = options_of(fmt).parse({**given, "features": features, "format": fmt.name})
     with db.as_role(info.owner):
         return build(db, name, info.source, info.label, opts, what)

@@ -14,12 +14,16 @@ from typing import Any
 import numpy as np
 
 from loomdb.errors import LoomDataError, LoomNotFoundError, LoomOptionError
+from loomdb.store import encoding as encodings
+from loomdb.store import preprocess
 from loomdb.store.db import Database
+from loomdb.store.encoding import Encoded
 from loomdb.store.names import is_table_name, quote_ident, relation
 
 MAX_CLASSES = 1000
 STATS_PER_QUERY = 400  # 4 aggregates each: PostgreSQL allows 1664 entries in a target list
 USABLE = ("numeric", "boolean")
+ENCODABLE = (*USABLE, "text")  # text features are one-hot encoded (store/preprocess.py)
 
 
 def number(column: str, kind: str, double: str) -> str:
@@ -48,6 +52,7 @@ class SourceProfile:
     label_counts: dict[float, int] = field(default_factory=dict)
     where: str | None = None
     size: int | None = None  # bytes of the rows' values, where not 8 per value (images)
+    encoding: list[Encoded] | None = None  # how columns became ``features``, where they did
 
     @property
     def raw_bytes(self) -> int:
@@ -56,11 +61,17 @@ class SourceProfile:
 
     def values(self, double: str) -> list[str]:
         """SQL expressions of the features then the label, as doubles."""
+        label = number(self.label, self.kinds[self.label], double)
+        if self.encoding is not None:
+            return [*encodings.sql(self.encoding, double), label]
         return [number(c, self.kinds[c], double) for c in [*self.features, self.label]]
 
     def stored_stats(self) -> dict[str, Any]:
-        """The statistics as the catalog keeps them."""
-        return {k: v.tolist() for k, v in self.stats.items()}
+        """The statistics as the catalog keeps them (with the encoding, where there is one)."""
+        out: dict[str, Any] = {k: v.tolist() for k, v in self.stats.items()}
+        if self.encoding is not None:
+            out["encoding"] = encodings.stored(self.encoding)
+        return out
 
 
 def resolve(name: str, available: dict[str, str], what: str, source: str) -> str:
@@ -103,11 +114,12 @@ def _features(
         chosen = [c for c, kind in available.items() if kind in USABLE and c != label]
     else:
         chosen = [resolve(f, available, "feature", source) for f in features]
-        bad = [f for f in chosen if available[f] not in USABLE]
+        bad = [f for f in chosen if available[f] not in ENCODABLE]
         if bad:
             raise LoomDataError(
-                f"feature column(s) {', '.join(bad)} of {source} are not numeric",
-                hint="list only numeric columns in 'features', or cast them in a SELECT source",
+                f"feature column(s) {', '.join(bad)} of {source} are not numeric or text",
+                hint="list only numeric, boolean or text columns in 'features', or cast them in "
+                "a SELECT source",
             )
     if not chosen:
         raise LoomDataError(f"{source} has no numeric feature columns besides '{label}'")
@@ -166,19 +178,40 @@ def count_rows(
 
 
 def profile(
-    db: Database, source: str, label: str, features: list[str] | None, nulls: str
+    db: Database,
+    source: str,
+    label: str,
+    features: list[str] | None,
+    nulls: str,
+    spec: dict[str, Any] | None = None,
 ) -> SourceProfile:
+    """``spec``: the ``preprocess`` option (``store/preprocess.py``); text features and any
+    ``spec`` make an encoding, whose features replace the columns."""
     rel, available = columns_of(db, source)
     label = label_column(source, label, available)
     chosen = _features(source, label, available, features)
+    if features is None and spec:  # the text columns preprocess names join the default ones
+        chosen += [c for c in available if c in spec and c not in chosen and c != label]
     kinds = {c: available[c] for c in [*chosen, label]}
-    rows, with_nulls, where = count_rows(db, source, rel, [*chosen, label], nulls)
+    encode = preprocess.wanted(kinds, chosen, spec)
+    strict = chosen
+    if encode:
+        preprocess.check_not_empty(db, rel, source, chosen)
+        strict = [
+            c for c in chosen if kinds[c] != "text" and "impute" not in (spec or {}).get(c, {})
+        ]
+    rows, with_nulls, where = count_rows(db, source, rel, [*strict, label], nulls)
     prof = SourceProfile(source, rel, label, chosen, kinds, rows, 0, {})
     prof.skipped, prof.where = with_nulls, where
+    if encode:
+        prof.encoding = preprocess.plan(db, rel, source, chosen, kinds, spec, where)
+        prof.features = encodings.names(prof.encoding)
     double = db.type("double")
     values = column_stats(db, rel, prof.values(double), where)
     bad = [
-        n for n, (lo, hi) in zip([*chosen, label], values[:, :2]) if not np.isfinite([lo, hi]).all()
+        n
+        for n, (lo, hi) in zip([*prof.features, label], values[:, :2])
+        if not np.isfinite([lo, hi]).all()
     ]
     if bad:
         raise LoomDataError(

@@ -178,7 +178,9 @@ def profile_source(
     label_col = dense_source.label_column(source, label, available)
     spec = resolve(source, label_col, available, opts["features"], opts.get("sparse"))
     if spec is None:
-        return dense_source.profile(db, source, label, opts["features"], opts["nulls"])
+        return dense_source.profile(
+            db, source, label, opts["features"], opts["nulls"], opts.get("preprocess")
+        )
     return _profile(db, source, rel, available, label_col, spec, opts["nulls"])
 
 

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from loomdb.csr import CsrRows
 from loomdb.engines.duckdb.state import ConnectionState
 from loomdb.errors import LoomConflictError, LoomDatabaseError, LoomDataError, LoomError
+from loomdb.store.names import quote_ident
 
 TYPES = {
     "text": "VARCHAR",
@@ -37,7 +38,7 @@ TYPES = {
     "bytes": "BLOB",
     "timestamp": "TIMESTAMP",
 }
-KINDS = {"BOOLEAN": "boolean", "BLOB": "bytes"}
+KINDS = {"BOOLEAN": "boolean", "BLOB": "bytes", "VARCHAR": "text"}
 NUMERIC = re.compile(
     r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
     r"FLOAT|DOUBLE|REAL|DECIMAL(\(\d+,\s*\d+\))?)$"
@@ -47,7 +48,8 @@ NUMBER_LIST = re.compile(r"^(FLOAT|DOUBLE|REAL|DECIMAL(\(\d+,\s*\d+\))?|UBIGINT|
 
 
 def column_kind(typ: str) -> str:
-    """numeric | boolean | bytes | integer[] | double[] | other (``store.db.Queryable.columns``)."""
+    """numeric | boolean | bytes | text | integer[] | double[] | other
+    (``store.db.Queryable.columns``)."""
     if NUMERIC.match(typ):
         return "numeric"
     if typ in KINDS:
@@ -164,11 +166,14 @@ class DuckDatabase:
         rows = self.query(f"DESCRIBE SELECT * FROM {relation}")
         return [(name, column_kind(typ)) for name, typ, *_ in rows]
 
-    def define_function(self, name: str, params: Sequence[str], expression: str) -> None:
-        self.execute(f"CREATE OR REPLACE MACRO {name}({', '.join(params)}) AS {expression}")
+    def define_function(
+        self, name: str, params: Sequence[tuple[str, str]], expression: str
+    ) -> None:
+        names = ", ".join(p for p, _ in params)  # a macro's parameters are untyped
+        self.execute(f"CREATE OR REPLACE MACRO {name}({names}) AS {expression}")
 
-    def drop_function(self, name: str, arity: int) -> None:
-        self.execute(f"DROP MACRO IF EXISTS {name}")
+    def drop_function(self, schema: str, function: str, arity: int) -> None:
+        self.execute(f"DROP MACRO IF EXISTS {quote_ident(schema)}.{quote_ident(function)}")
 
     def function_exists(self, schema: str, function: str, arity: int) -> bool:
         rows = self.query(

@@ -143,7 +143,8 @@ def _sparse(indices: pa.Array, values: pa.Array) -> tuple[CsrRows, np.ndarray]:
 def _named(udf: Udf, column: pa.Array) -> tuple[NamedRows, np.ndarray]:
     """A STRUCT vector (a row with its column names), or JSON objects' text → (NamedRows, ok);
     a NULL row is not ok.
-    Numeric and boolean fields become float64 columns, others stay unread."""
+    Numeric and boolean fields become float64 columns, text ones keep their values, others
+    stay unread."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if pa.types.is_null(column.type):  # an untyped NULL: every row NULL
@@ -161,6 +162,7 @@ def _named(udf: Udf, column: pa.Array) -> tuple[NamedRows, np.ndarray]:
         )
     ok = column.is_valid().to_numpy(zero_copy_only=False)
     columns: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
+    texts: dict[str, np.ndarray] = {}
     for i in range(column.type.num_fields):
         name, field = column.type.field(i).name, column.field(i)
         present = field.is_valid().to_numpy(zero_copy_only=False)
@@ -173,8 +175,10 @@ def _named(udf: Udf, column: pa.Array) -> tuple[NamedRows, np.ndarray]:
             ints = pa.types.is_boolean(field.type)
             doubles = pc.cast(pc.cast(field, pa.int8()) if ints else field, pa.float64())
             values = pc.fill_null(doubles, 0.0).to_numpy(zero_copy_only=False)
+        elif pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
+            texts[name] = np.array(field.to_pylist(), dtype=object)
         columns[name] = (values, present)
-    return NamedRows.from_columns(len(column), columns), ok
+    return NamedRows.from_columns(len(column), columns, texts), ok
 
 
 def _vector_fn(udf: Udf, instance: Instance, pinned: bool):

@@ -30,6 +30,7 @@ BOOL_OID = 16
 INTEGER_ARRAY_OIDS = {1005, 1007, 1016}  # int2[] int4[] int8[]
 NUMBER_ARRAY_OIDS = {1021, 1022, 1231}  # float4[] float8[] numeric[]
 BYTEA_OID = 17
+TEXT_OIDS = {25, 1043}  # text varchar (not char(n): its padding differs once read as JSON)
 FLOAT8_OID = 701
 ARRAY_HEADER = 20  # ndim, flags, element type, dimension, lower bound: 5 × int4
 
@@ -39,9 +40,12 @@ def type_name(abstract: str) -> str:
 
 
 def column_kind(oid: int) -> str:
-    """numeric | boolean | bytes | integer[] | double[] | other (``store.db.Queryable.columns``)."""
+    """numeric | boolean | bytes | text | integer[] | double[] | other
+    (``store.db.Queryable.columns``)."""
     if oid in NUMERIC_OIDS:
         return "numeric"
+    if oid in TEXT_OIDS:
+        return "text"
     if oid in (BOOL_OID, BYTEA_OID):
         return "boolean" if oid == BOOL_OID else "bytes"
     if oid in INTEGER_ARRAY_OIDS:

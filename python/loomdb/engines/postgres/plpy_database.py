@@ -34,7 +34,10 @@ from loomdb.engines.postgres.dialect import (
     type_name,
 )
 from loomdb.errors import LoomConflictError, LoomDatabaseError, LoomError, LoomInterrupted
+from loomdb.store.names import quote_ident
 
+# the argument types of the functions loom_deploy makes, by type oid
+DEPLOYED_TYPES = {701: "double precision", 25: "text"}
 INTERRUPT_EVERY_S = 0.1
 BLOB_ROWS = 16  # rows a cursor fetches at a time in query_blobs
 CONFLICTS = {"23505", "40001", "40P01"}  # unique key, serialization, deadlock
@@ -182,16 +185,29 @@ class PlpyDatabase:
         result = self._run(f"SELECT * FROM {relation} LIMIT 0", ())
         return [(n, column_kind(t)) for n, t in zip(result.colnames(), result.coltypes())]
 
-    def define_function(self, name: str, params: Sequence[str], expression: str) -> None:
-        typed = ", ".join(f"{p} double precision" for p in params)
+    def define_function(
+        self, name: str, params: Sequence[tuple[str, str]], expression: str
+    ) -> None:
+        typed = ", ".join(f"{p} {type_name(kind)}" for p, kind in params)
         body = "'" + f"SELECT {expression}".replace("'", "''") + "'"
         self.execute(
             f"CREATE OR REPLACE FUNCTION {name}({typed}) RETURNS double precision "
             f"LANGUAGE sql IMMUTABLE PARALLEL SAFE AS {body}"
         )
 
-    def drop_function(self, name: str, arity: int) -> None:
-        self.execute(f"DROP FUNCTION IF EXISTS {name}({', '.join(['double precision'] * arity)})")
+    def drop_function(self, schema: str, function: str, arity: int) -> None:
+        """Drop ``schema.function`` taking ``arity`` doubles or texts (what loomdb deploys)."""
+        rows = self.query(
+            "SELECT p.proargtypes::oid[] AS types FROM pg_catalog.pg_proc p "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = $1 AND p.proname = $2 AND p.pronargs = $3",
+            [schema, function, arity],
+        )
+        name = f"{quote_ident(schema)}.{quote_ident(function)}"
+        for (oids,) in rows:
+            types = [DEPLOYED_TYPES.get(int(o)) for o in oids]
+            if all(types):
+                self.execute(f"DROP FUNCTION IF EXISTS {name}({', '.join(map(str, types))})")
 
     def function_exists(self, schema: str, function: str, arity: int) -> bool:
         rows = self.query(

@@ -1,0 +1,175 @@
+"""How a source column becomes numeric features: one-hot categories, an imputed value.
+
+No paper section (BigQuery ML's TRANSFORM and PostgresML's preprocess are the models).  An
+:class:`Encoded` column is recorded with the index (``stats["encoding"]``) and the model
+(``options["encoding"]``) and replayed two ways that agree row for row:
+
+- as SQL (:meth:`Encoded.sql`), one numeric expression per feature over the source column —
+  what the layout reads and what ``loom_predict_sql`` / ``loom_deploy`` compile:
+  ``CASE WHEN CAST("c" AS TEXT) = 'v' THEN 1.0 ELSE 0.0 END`` with every value a quoted
+  literal, ``COALESCE(CAST("x" AS FLOAT8), 41.5)`` for an imputed number;
+- in Python (:meth:`Encoded.apply`), over a row's named values (``loom_predict_row``).
+
+A text column's features are one indicator per kept category (``c=v``) and, when some
+training values were cut by ``top_k``, one ``c=<other>`` for every other non-NULL value.  A
+NULL text matches no category: all its indicators are 0, ``<other>`` included; an unseen
+category at predict time counts as ``<other>`` (all 0 when the column has no ``<other>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from loomdb.errors import LoomDataError
+from loomdb.store.names import quote_ident
+
+OTHER = "<other>"
+
+
+def text_literal(value: str) -> str:
+    """``value`` as a standard SQL string literal (quotes doubled), valid in both engines."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def number_literal(x: float) -> str:
+    text = f"{float(x):.17e}"
+    return f"({text})" if text.startswith("-") else text
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One source column and how it becomes features (``kind``: numeric | boolean | text)."""
+
+    column: str
+    kind: str
+    categories: tuple[str, ...] = field(default=())
+    other: bool = False
+    impute: float | None = None
+
+    @property
+    def text(self) -> bool:
+        return self.kind == "text"
+
+    def names(self) -> list[str]:
+        """The features' names: the column itself, or one ``column=value`` per category."""
+        if not self.text:
+            return [self.column]
+        return [f"{self.column}={v}" for v in self.categories] + (
+            [f"{self.column}={OTHER}"] if self.other else []
+        )
+
+    def sql(self, double: str) -> list[str]:
+        """One SQL expression per feature, a ``double`` each."""
+        col = quote_ident(self.column)
+        if self.text:
+            value = f"CAST({col} AS TEXT)"
+            exprs = [
+                f"(CASE WHEN {value} = {text_literal(v)} THEN 1.0 ELSE 0.0 END)"
+                for v in self.categories
+            ]
+            if self.other:
+                kept = ", ".join(text_literal(v) for v in self.categories) or "NULL"
+                exprs.append(
+                    f"(CASE WHEN {value} IS NOT NULL AND {value} NOT IN ({kept}) "
+                    "THEN 1.0 ELSE 0.0 END)"
+                )
+            return [f"CAST({e} AS {double})" for e in exprs]
+        inner = f"CAST({col} AS INTEGER)" if self.kind == "boolean" else col
+        number = f"CAST({inner} AS {double})"
+        if self.impute is None:
+            return [number]
+        return [f"COALESCE({number}, CAST({number_literal(self.impute)} AS {double}))"]
+
+    def apply(self, values: Sequence[Any]) -> np.ndarray:
+        """``(n, len(names()))`` features of one column's values (None for NULL)."""
+        n = len(values)
+        if self.text:
+            out = np.zeros((n, len(self.names())))
+            where = {v: j for j, v in enumerate(self.categories)}
+            for i, v in enumerate(values):
+                if v is None:
+                    continue
+                j = where.get(v if isinstance(v, str) else _as_text(v, self.column))
+                if j is not None:
+                    out[i, j] = 1.0
+                elif self.other:
+                    out[i, -1] = 1.0
+            return out
+        out = np.empty((n, 1))
+        for i, v in enumerate(values):
+            if v is None:
+                if self.impute is None:
+                    raise LoomDataError(
+                        f"the row's feature column '{self.column}' is NULL",
+                        hint="filter rows with a NULL feature out (WHERE col IS NOT NULL), fill "
+                        'them in, or train with {"preprocess": {"'
+                        + self.column
+                        + '": {"impute": "mean"}}}',
+                    )
+                out[i, 0] = self.impute
+            elif isinstance(v, str):
+                raise LoomDataError(
+                    f"the row's column '{self.column}' is text, but the model uses it as a number",
+                    hint="cast it to a number in a SELECT, or pass a row whose column is numeric",
+                )
+            else:
+                out[i, 0] = float(v)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"column": self.column, "kind": self.kind}
+        if self.text:
+            out.update(categories=list(self.categories), other=self.other)
+        if self.impute is not None:
+            out["impute"] = self.impute
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Encoded:
+        return cls(
+            str(d["column"]),
+            str(d["kind"]),
+            tuple(str(v) for v in d.get("categories", ())),
+            bool(d.get("other", False)),
+            None if d.get("impute") is None else float(d["impute"]),
+        )
+
+
+def _as_text(value: Any, column: str) -> str:
+    if isinstance(value, bool | int | float):
+        raise LoomDataError(
+            f"the row's column '{column}' is a number, but the model one-hot encodes it as text",
+            hint="pass the column as text, as it was in the training source",
+        )
+    return str(value)
+
+
+def load(stored: list[dict[str, Any]] | None) -> list[Encoded] | None:
+    """An encoding as the catalog keeps it (None: the features are the columns, unencoded)."""
+    return None if stored is None else [Encoded.from_dict(d) for d in stored]
+
+
+def stored(encoding: Sequence[Encoded]) -> list[dict[str, Any]]:
+    return [e.to_dict() for e in encoding]
+
+
+def names(encoding: Sequence[Encoded]) -> list[str]:
+    return [n for e in encoding for n in e.names()]
+
+
+def sql(encoding: Sequence[Encoded], double: str) -> list[str]:
+    return [s for e in encoding for s in e.sql(double)]
+
+
+def columns(encoding: Sequence[Encoded]) -> list[str]:
+    """The source columns the features come from, in order."""
+    return [e.column for e in encoding]
+
+
+def strict(encoding: Sequence[Encoded]) -> list[str]:
+    """The columns whose NULL makes a row unusable (numbers not imputed)."""
+    return [e.column for e in encoding if not e.text and e.impute is None]
