@@ -48,6 +48,7 @@ class SourceProfile:
     label_counts: dict[float, int] = field(default_factory=dict)
     where: str | None = None
     size: int | None = None  # bytes of the rows' values, where not 8 per value (images)
+    split: dict[str, Any] | None = None  # the test split left out of ``relation`` (store/split.py)
 
     @property
     def raw_bytes(self) -> int:
@@ -166,15 +167,23 @@ def count_rows(
 
 
 def profile(
-    db: Database, source: str, label: str, features: list[str] | None, nulls: str
+    db: Database,
+    source: str,
+    label: str,
+    features: list[str] | None,
+    nulls: str,
+    split: Any = None,
 ) -> SourceProfile:
+    """The profile of ``source``'s training rows (all of them, or those ``split``, a
+    ``store.split.Split``, leaves for training)."""
     rel, available = columns_of(db, source)
     label = label_column(source, label, available)
     chosen = _features(source, label, available, features)
     kinds = {c: available[c] for c in [*chosen, label]}
+    rel, held_out = split.narrow(db, rel, available, source) if split else (rel, None)
     rows, with_nulls, where = count_rows(db, source, rel, [*chosen, label], nulls)
     prof = SourceProfile(source, rel, label, chosen, kinds, rows, 0, {})
-    prof.skipped, prof.where = with_nulls, where
+    prof.skipped, prof.where, prof.split = with_nulls, where, held_out
     double = db.type("double")
     values = column_stats(db, rel, prof.values(double), where)
     bad = [
