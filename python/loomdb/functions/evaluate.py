@@ -101,7 +101,7 @@ def _part(db, name, used, source, rel, kinds, part) -> str:
     narrowed = split.restrict(db, rel, kinds, source, part)
     held = used["split"].get("rows", {}).get("test")
     if part == "test" and held is not None:
-        now = int(db.query(f"SELECT count(*) FROM {narrowed}")[0][0])
+        now = int(db.query(f"SELECT count(*) AS n FROM {narrowed}")[0][0])
         if now != held:
             raise LoomStateError(
                 f"model '{name}' held out {held} test rows; {source} now gives {now}",

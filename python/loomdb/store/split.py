@@ -120,8 +120,8 @@ class Split:
         other values, or a split that leaves a part empty."""
         test = self._test(db, kinds, source)
         total, tests, nulls = db.query(
-            f"SELECT count(*), count(*) FILTER (WHERE {test}), count(*) FILTER (WHERE "
-            f"({test}) IS NULL) FROM {self._numbered(rel)}"
+            f"SELECT count(*) AS n, count(*) FILTER (WHERE {test}) AS n_test, count(*) FILTER "
+            f"(WHERE ({test}) IS NULL) AS n_null FROM {self._numbered(rel)}"
         )[0]
         if self.column is not None:
             self._check_values(db, rel, kinds, source, int(nulls))
@@ -154,7 +154,8 @@ class Split:
         text = f"CAST({quote_ident(column)} AS {db.type('text')})"
         allowed = ", ".join(literal(p) for p in PARTS)
         bad = db.query(
-            f"SELECT DISTINCT {text} FROM {rel} WHERE {text} NOT IN ({allowed}) ORDER BY 1 LIMIT 3"
+            f"SELECT DISTINCT {text} AS v FROM {rel} WHERE {text} NOT IN ({allowed}) "
+            "ORDER BY 1 LIMIT 3"
         )
         if bad:
             shown = ", ".join(repr(r[0]) for r in bad)
