@@ -130,6 +130,7 @@ def test_a_split_column_names_the_test_rows(engine, kind):
     engine.rows(f"CREATE TABLE pts AS SELECT a, b, c, y, {part} AS part FROM raw")
     info = train(engine, "m", "pts", split_column="part")
     assert info["classes"] == [0.0, 1.0]
+    assert info["feature_names"] == ["a", "b", "c"]  # never the split column
     assert info["options"]["split"]["column"] == "part"
     rows = info["options"]["split"]["rows"]
     assert rows["test"] == int(held.sum()) and rows["train"] == N - int(held.sum())
@@ -161,6 +162,8 @@ def test_bad_splits_get_clear_errors(engine):
     assert "split_column 'nope' is not a column" in msg
     msg = train_error("nulled", split_column="num", features=["a", "b", "c"])
     assert "must be text or boolean" in msg
+    msg = train_error("nulled", split_column="num", features=["a", "num"])
+    assert "cannot also be the label or a feature" in msg
     msg = train_error("pts", split_column="part", test_fraction=0.2)
     assert "not both" in msg
     msg = train_error("pts", test_fraction=0.001)
@@ -182,3 +185,42 @@ def test_evaluating_a_changed_source_is_refused(engine):
     engine.rows("INSERT INTO pts SELECT * FROM pts")
     msg = error_of(engine, """SELECT loom_evaluate('m', 'pts', '{"split": "test"}')""")
     assert "held out" in msg and "test rows" in msg
+
+
+def test_a_sparse_source_honours_the_split(engine):
+    engine.rows("CREATE TABLE sp (label double precision, ix integer[], vs double precision[])")
+    rows = [(i % 2, f"ARRAY[{i % 7}, 9]", f"ARRAY[{i % 5 + 1}.0, 1.0]") for i in range(40)]
+    rows += [(2, "ARRAY[3]", "ARRAY[50.0]")] * 8  # a class only the test rows hold
+    for label, ix, vs in rows:
+        engine.rows(f"INSERT INTO sp VALUES ({label}, {ix}, {vs})")
+    engine.rows("CREATE TABLE sps AS SELECT *, label = 2 AS is_test FROM sp")
+    text = json.dumps({**BASE, "split_column": "is_test"})
+    engine.scalar(f"SELECT loom_train('m', 'sps', 'label', '{text}')")
+    info = json.loads(engine.scalar("SELECT loom_model_info('m')"))
+    assert info["classes"] == [0.0, 1.0]
+    assert info["options"]["split"]["rows"]["test"] == 8
+    assert evaluate(engine, "m", "sps", "test")["rows"] == 8
+
+
+def test_an_image_source_honours_the_split(engine, tmp_path):
+    from PIL import Image
+
+    from support.engines import readable_dir
+
+    root = readable_dir()
+    rng = np.random.default_rng(7)
+    for name in ("a", "b", "c"):  # class c (label 2): the test rows only
+        (root / name).mkdir()
+        (root / name).chmod(0o755)
+        for i in range(4):
+            pixels = rng.integers(0, 255, size=(16, 16), dtype=np.uint8)
+            Image.fromarray(pixels, "L").save(root / name / f"{i}.jpg")
+            (root / name / f"{i}.jpg").chmod(0o644)
+    engine.scalar(f"SELECT loom_load('images', '{root}', 'ph')")
+    engine.rows("CREATE TABLE phs AS SELECT *, label = 2 AS is_test FROM ph")
+    opts = {**BASE, "format": "pcr", "image_size": 16, "color": "gray", "split_column": "is_test"}
+    engine.scalar(f"SELECT loom_train('m', 'phs', 'label', '{json.dumps(opts)}')")
+    info = json.loads(engine.scalar("SELECT loom_model_info('m')"))
+    assert info["classes"] == [0.0, 1.0]
+    assert info["options"]["split"]["rows"]["test"] == 4
+    assert evaluate(engine, "m", "phs", "test")["rows"] == 4

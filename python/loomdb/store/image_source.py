@@ -63,9 +63,10 @@ def profile_images(
 ) -> SourceProfile:
     """The profile of a source of JPEG images and labels (features: the image column), of
     the rows ``split`` (a ``store.split.Split``) leaves for training where given."""
-    rel, available = columns_of(db, source)
+    rel, every = columns_of(db, source)
     if not isinstance(label, str) or not label:
         raise LoomOptionError("label must name the column to learn")
+    available = split.others(every, source, label, features) if split else every
     label = resolve(label, available, "label", source)
     if available[label] not in USABLE:
         raise LoomDataError(
@@ -74,7 +75,7 @@ def profile_images(
         )
     image = _image_column(source, available, features)
     kinds = {image: IMAGE, label: available[label]}
-    rel, held_out = split.narrow(db, rel, available, source) if split else (rel, None)
+    rel, held_out = split.narrow(db, rel, every, source) if split else (rel, None)
     null = f"{quote_ident(image)} IS NULL OR {quote_ident(label)} IS NULL"
     total, with_nulls = db.query(
         f"SELECT count(*) AS n, count(*) FILTER (WHERE {null}) AS n_null FROM {rel}"

@@ -177,8 +177,9 @@ def profile(
     """The profile of ``source``'s training rows (all of them, or those ``split``, a
     ``store.split.Split``, leaves for training)."""
     rel, available = columns_of(db, source)
-    label = label_column(source, label, available)
-    chosen = _features(source, label, available, features)
+    usable = split.others(available, source, label, features) if split else available
+    label = label_column(source, label, usable)
+    chosen = _features(source, label, usable, features)
     kinds = {c: available[c] for c in [*chosen, label]}
     rel, held_out = split.narrow(db, rel, available, source) if split else (rel, None)
     rows, with_nulls, where = count_rows(db, source, rel, [*chosen, label], nulls)

@@ -176,8 +176,9 @@ def profile_source(
     """A dense or a sparse profile of ``source``, whichever it is (of the rows ``split``, a
     ``store.split.Split``, leaves for training where given)."""
     rel, available = columns_of(db, source)
-    label_col = dense_source.label_column(source, label, available)
-    spec = resolve(source, label_col, available, opts["features"], opts.get("sparse"))
+    usable = split.others(available, source, label, opts["features"]) if split else available
+    label_col = dense_source.label_column(source, label, usable)
+    spec = resolve(source, label_col, usable, opts["features"], opts.get("sparse"))
     if spec is None:
         return dense_source.profile(db, source, label, opts["features"], opts["nulls"], split)
     rel, held_out = split.narrow(db, rel, available, source) if split else (rel, None)

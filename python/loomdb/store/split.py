@@ -95,6 +95,21 @@ class Split:
             )
         return f"CAST({quote_ident(column)} AS {db.type('text')}) = {literal('test')}"
 
+    def others(
+        self, available: dict[str, str], source: str, label: str, features: list[str] | None
+    ) -> dict[str, str]:
+        """The columns that may be features or the label: all but a split column."""
+        if self.column is None:
+            return available
+        column = resolve(self.column, available, "split_column", source)
+        named = [label, *(features or [])]
+        if any(str(n).lower() == column.lower() for n in named):
+            raise LoomOptionError(
+                f"'{column}' is the split_column; it cannot also be the label or a feature",
+                hint="name another column as split_column",
+            )
+        return {c: k for c, k in available.items() if c != column}
+
     def _numbered(self, rel: str) -> str:
         return f"(SELECT *, row_number() OVER () AS {ROW} FROM {rel}) AS loom_split_rows"
 
