@@ -99,8 +99,9 @@ def _part(db, name, used, source, rel, kinds, part) -> str:
     options; refused when the source no longer holds as many test rows as the train saw."""
     split = Split.recorded(name, used)
     narrowed = split.restrict(db, rel, kinds, source, part)
-    held = used["split"].get("rows", {}).get("test")
-    if part == "test" and held is not None:
+    rows = used["split"].get("rows")
+    held = rows.get("test") if isinstance(rows, dict) else None
+    if part == "test" and isinstance(held, int):
         now = int(db.query(f"SELECT count(*) AS n FROM {narrowed}")[0][0])
         if now != held:
             raise LoomStateError(
