@@ -213,7 +213,7 @@ return GD['loomdb'].call(plpy, 'loom_evaluate', model, source, options)
 $fn$;
 REVOKE ALL ON FUNCTION loom_evaluate(text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_evaluate(text, text, text) TO loomdb_user;
-COMMENT ON FUNCTION loom_evaluate(text, text, text) IS 'evaluate a model on a table, view or SELECT holding its features (or images) and label; options: {"scans": k} reads images at k scan groups; returns JSON metrics';
+COMMENT ON FUNCTION loom_evaluate(text, text, text) IS 'evaluate a model on a table, view or SELECT holding its features (or images) and label; options: {"scans": k} reads images at k scan groups, {"split": "test"} only the rows the model held out ("train": the others); returns JSON metrics';
 
 CREATE FUNCTION loom_predict_image(model text, image bytea, scans bigint DEFAULT NULL) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$

@@ -19,7 +19,7 @@ import numpy as np
 
 from loomdb.accel import registry
 from loomdb.codecs.jpeg_scans import MAX_SCANS
-from loomdb.errors import LoomDataError, LoomNotFoundError, LoomOptionError
+from loomdb.errors import LoomDataError, LoomNotFoundError, LoomOptionError, LoomStateError
 from loomdb.functions import model_cache
 from loomdb.functions.predict_image import features as image_features
 from loomdb.functions.predict_image import image_inputs
@@ -27,17 +27,24 @@ from loomdb.learn import metrics
 from loomdb.learn.model import LinearModel
 from loomdb.learn.scaling import Scaling
 from loomdb.learn.sparse_model import SparseLinearModel
-from loomdb.options import Interval, Option, Options, parse_json
+from loomdb.options import Choices, Interval, Option, Options, parse_json
 from loomdb.store import catalog, layout
 from loomdb.store import encoding as encodings
 from loomdb.store.names import check_name, quote_ident
 from loomdb.store.source import columns_of, complete_rows, number
+from loomdb.store.split import PARTS, Split
 
 EVAL_CHUNK = 65536
 IMAGE_CHUNK = 256
 EVALUATE = Options(
     "loom_evaluate",
     Option("scans", Interval(True, 1, MAX_SCANS), None, "read a model's images at k scan groups"),
+    Option(
+        "split",
+        Choices(list(PARTS)),
+        None,
+        "evaluate on the source's rows of this part of the model's split (default: every row)",
+    ),
 )
 
 
@@ -63,13 +70,17 @@ def _metrics(model: LinearModel, Z: np.ndarray, y: np.ndarray) -> dict[str, Any]
 
 
 def scored(
-    db: Any, name: str, source: str, scans: int | None = None
+    db: Any, name: str, source: str, scans: int | None = None, part: str | None = None
 ) -> tuple[LinearModel, np.ndarray, np.ndarray, int]:
     """Model ``name``, the margins and labels of ``source``'s usable rows (finite, non-NULL
-    features and label) and how many rows were skipped; a clear error for a missing column."""
+    features and label; of ``part`` of the model's split where given) and how many rows were
+    skipped; a clear error for a missing column."""
     model = model_cache.load(db, name)
-    label = catalog.get_model(db, name).label
+    record = catalog.get_model(db, name)
+    label = record.label
     rel, kinds = columns_of(db, source)
+    if part is not None:
+        rel = _part(db, name, record.options, source, rel, kinds, part)
     if model.inputs:
         Z, y = _image_margins(db, name, model, label, source, rel, kinds, scans)
     elif scans is not None:
@@ -84,12 +95,33 @@ def scored(
     return model, Z[ok], y[ok], total - int(ok.sum())
 
 
+def _part(db, name, used, source, rel, kinds, part) -> str:
+    """``rel`` narrowed to ``part`` of model ``name``'s split, recomputed from its recorded
+    options; refused when the source no longer holds as many test rows as the train saw."""
+    split = Split.recorded(name, used)
+    narrowed = split.restrict(db, rel, kinds, source, part)
+    rows = used["split"].get("rows")
+    held = rows.get("test") if isinstance(rows, dict) else None
+    if part == "test" and isinstance(held, int):
+        now = int(db.query(f"SELECT count(*) AS n FROM {narrowed}")[0][0])
+        if now != held:
+            raise LoomStateError(
+                f"model '{name}' held out {held} test rows; {source} now gives {now}",
+                hint="evaluate on the source the model was trained on, as it was (the split "
+                "follows the rows' order); a split_column keeps a split fixed",
+            )
+    return narrowed
+
+
 def evaluate(db: Any, name: str, source: str, options: str | None = None) -> str:
-    scans = EVALUATE.parse(parse_json(options))["scans"]
-    model, Z, y, skipped = scored(db, name, source, scans)
+    opts = EVALUATE.parse(parse_json(options))
+    scans, part = opts["scans"], opts["split"]
+    model, Z, y, skipped = scored(db, name, source, scans, part)
     result: dict[str, Any] = {"model": name, "rows": len(y), "skipped": skipped}
     if scans is not None:
         result["scans"] = scans
+    if part is not None:
+        result["split"] = part
     if not len(y):
         return _json(result | {"error": NO_ROWS})
     return _json(result | _metrics(model, Z, y))

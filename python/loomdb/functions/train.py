@@ -32,6 +32,7 @@ from loomdb.store import catalog, layout
 from loomdb.store.epochs import Epochs
 from loomdb.store.names import check_name
 from loomdb.store.source import classes as classes_of
+from loomdb.store.split import Split
 
 
 def train(db: Any, name: str, source: str | None, label: str | None, options: str | None) -> str:
@@ -72,7 +73,15 @@ def fit_record(
 
 
 def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) -> layout.Layout:
+    split = Split.of(p.opts)
     if p.opts["index"]:
+        if split is not None:
+            raise LoomOptionError(
+                "'test_fraction' and 'split_column' split a source's rows; an index's rows are "
+                "already laid out",
+                hint="train on the source (without 'index') to hold rows out, or build the index "
+                "on a SELECT of the training rows",
+            )
         laid = layout.open_index(db, check_name(p.opts["index"], "index"), p.opts["allow_stale"])
         p.check_index(laid.info, source, label)
     else:
@@ -83,8 +92,9 @@ def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) 
             )
         quiet = not p.opts["progress"]
         shared = train_parallel.in_database(db, p.opts)
+        opts = p.layout_options
         laid = layout.scratch(
-            db, source, label or "", p.layout_options, p.cache_bytes, what, quiet, shared
+            db, source, label or "", opts, p.cache_bytes, what, quiet, shared, split
         )
     p.check_layout(laid)
     return laid
@@ -151,6 +161,10 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
             hint="give a smaller lr, standardize the features, or lower l2",
         )
     used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method, **skip_used}
+    if "split" in used:  # the rows of each part: they add up to the source's
+        held = epochs.validation_rows()
+        rows = {"train": info.rows - held, "validation": held, "skipped": info.skipped}
+        used["split"] = {**used["split"], "rows": {**used["split"]["rows"], **rows}}
     inputs = laid.fmt.inputs(info.options)
     if inputs is not None:  # what predicting needs besides the weights (an image's pipeline)
         used["inputs"] = {**inputs, "column": info.columns[0]}

@@ -66,6 +66,19 @@ TRAIN = Options(
     Option("warm_start", Boolean(), False, "continue training the model of this name"),
     Option("replace", Boolean(), False, "overwrite the model of this name"),
     Option("validation_fraction", Interval(False, 0, 0.9), 0.0, "hold out the last batches"),
+    Option(
+        "test_fraction",
+        Interval(False, 0, 0.9),
+        None,
+        "hold this share of the source's rows out of training: a split seeded by 'seed' "
+        "(default 0: none)",
+    ),
+    Option(
+        "split_column",
+        Text(),
+        None,
+        "a column naming each row's part: 'train' or 'test' (text), or true for test (boolean)",
+    ),
     Option("index", Text(), None, "train over an existing index (loom_create_index)"),
     Option("backend", Choices(registry.names), "cpu", "see loom_backends()"),
     Option("progress", Boolean(), True, "report layout and epochs (NOTICE in PostgreSQL)"),

@@ -32,6 +32,8 @@ SEARCH = Options(
 NOT_CANDIDATES = {
     "model": "the losses of different model kinds are not comparable; tune each kind apart",
     "validation_fraction": "every trial is scored on the same held-out rows",
+    "test_fraction": "every trial holds the same test rows out",
+    "split_column": "every trial holds the same test rows out",
     "seed": "the shuffle decides which rows are held out: every trial uses the same",
     "nulls": "every trial trains and validates on the same rows",
     "index": "every trial trains on the same rows",

@@ -61,6 +61,15 @@ class Epochs:
             )
         self.train_stop = min((n - held) * self.per, layout.info.batches)
 
+    def validation_rows(self) -> int:
+        """The rows of the validation batches."""
+        info = self.layout.info
+        if self.train_stop >= info.batches:
+            return 0
+        if self.layout.grouped:
+            return int(self.layout.aggregates().rows[self.train_stop :].sum())
+        return info.rows - self.train_stop * int(info.options["batch_size"])
+
     def _key(self, precision: int) -> int:
         return precision if self.layout.fmt.any_precision else 0
 

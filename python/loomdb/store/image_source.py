@@ -9,6 +9,8 @@ from the decoded images during the layout pass (``store/formats/pcr_records.py``
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from loomdb.errors import LoomDataError, LoomOptionError
@@ -52,12 +54,19 @@ def _image_column(source: str, available: dict[str, str], features: list[str] | 
 
 
 def profile_images(
-    db: Database, source: str, label: str, features: list[str] | None, nulls: str
+    db: Database,
+    source: str,
+    label: str,
+    features: list[str] | None,
+    nulls: str,
+    split: Any = None,
 ) -> SourceProfile:
-    """The profile of a source of JPEG images and labels (features: the image column)."""
-    rel, available = columns_of(db, source)
+    """The profile of a source of JPEG images and labels (features: the image column), of
+    the rows ``split`` (a ``store.split.Split``) leaves for training where given."""
+    rel, every = columns_of(db, source)
     if not isinstance(label, str) or not label:
         raise LoomOptionError("label must name the column to learn")
+    available = split.others(every, source, label, features) if split else every
     label = resolve(label, available, "label", source)
     if available[label] not in USABLE:
         raise LoomDataError(
@@ -66,6 +75,7 @@ def profile_images(
         )
     image = _image_column(source, available, features)
     kinds = {image: IMAGE, label: available[label]}
+    rel, held_out = split.narrow(db, rel, every, source) if split else (rel, None)
     null = f"{quote_ident(image)} IS NULL OR {quote_ident(label)} IS NULL"
     total, with_nulls = db.query(
         f"SELECT count(*) AS n, count(*) FILTER (WHERE {null}) AS n_null FROM {rel}"
@@ -81,7 +91,7 @@ def profile_images(
         raise LoomDataError(f"every row of {source} has a NULL image or label")
     where = complete_rows([image, label]) if with_nulls else None
     prof = SourceProfile(source, rel, label, [image], kinds, int(total - with_nulls), 0, {})
-    prof.skipped, prof.where = int(with_nulls), where
+    prof.skipped, prof.where, prof.split = int(with_nulls), where, held_out
     label_sql = number(label, kinds[label], db.type("double"))
     stats = column_stats(db, rel, [label_sql], where)[0]
     if not np.isfinite(stats[:2]).all():

@@ -255,6 +255,8 @@ def _info(name: str, prof: SourceProfile, fmt: Format, opts: dict[str, Any]) -> 
     options = {k: v for k, v in opts.items() if k != "features"}
     if isinstance(prof, sparse.SparseProfile):
         options["sparse"] = prof.spec.as_option()
+    if prof.split is not None:
+        options["split"] = prof.split
     return IndexInfo(
         name=name,
         source=prof.source,
@@ -371,14 +373,16 @@ def scratch(
     what: str,
     quiet: bool = False,
     shared: bool = False,
+    split: Any = None,
 ) -> Layout:
     """A layout for one train: in memory when the raw rows fit ``budget`` bytes, else in a
     temporary table (dropped with the session or by ``close``); ``shared``: always in a table
-    the engine's parallel workers can read (``storage.shared_scratch_relation``)."""
+    the engine's parallel workers can read (``storage.shared_scratch_relation``); of the rows
+    ``split`` (a ``store.split.Split``) leaves for training where given."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
     grouped.check(opts)
-    prof = fmt.profile(db, source, label, opts)
+    prof = fmt.profile(db, source, label, opts, split)
     info = _info("", prof, fmt, opts)
     progress = Progress(db, what, prof.rows, quiet)
     keyed = bool(opts.get("slimml"))

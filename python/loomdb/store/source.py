@@ -53,6 +53,7 @@ class SourceProfile:
     where: str | None = None
     size: int | None = None  # bytes of the rows' values, where not 8 per value (images)
     encoding: list[Encoded] | None = None  # how columns became ``features``, where they did
+    split: dict[str, Any] | None = None  # the test split left out of ``relation`` (store/split.py)
 
     @property
     def raw_bytes(self) -> int:
@@ -184,15 +185,20 @@ def profile(
     features: list[str] | None,
     nulls: str,
     spec: dict[str, Any] | None = None,
+    split: Any = None,
 ) -> SourceProfile:
-    """``spec``: the ``preprocess`` option (``store/preprocess.py``); text features and any
-    ``spec`` make an encoding, whose features replace the columns."""
+    """The profile of ``source``'s training rows (all of them, or those ``split``, a
+    ``store.split.Split``, leaves for training).  ``spec``: the ``preprocess`` option
+    (``store/preprocess.py``); text features and any ``spec`` make an encoding, whose features
+    replace the columns."""
     rel, available = columns_of(db, source)
-    label = label_column(source, label, available)
-    chosen = _features(source, label, available, features)
+    usable = split.others(available, source, label, features) if split else available
+    label = label_column(source, label, usable)
+    chosen = _features(source, label, usable, features)
     if features is None and spec:  # the text columns preprocess names join the default ones
-        chosen += [c for c in available if c in spec and c not in chosen and c != label]
+        chosen += [c for c in usable if c in spec and c not in chosen and c != label]
     kinds = {c: available[c] for c in [*chosen, label]}
+    rel, held_out = split.narrow(db, rel, available, source) if split else (rel, None)
     encode = preprocess.wanted(kinds, chosen, spec)
     strict = chosen
     if encode:
@@ -202,7 +208,7 @@ def profile(
         ]
     rows, with_nulls, where = count_rows(db, source, rel, [*strict, label], nulls)
     prof = SourceProfile(source, rel, label, chosen, kinds, rows, 0, {})
-    prof.skipped, prof.where = with_nulls, where
+    prof.skipped, prof.where, prof.split = with_nulls, where, held_out
     if encode:
         prof.encoding = preprocess.plan(db, rel, source, chosen, kinds, spec, where)
         prof.features = encodings.names(prof.encoding)

@@ -171,17 +171,22 @@ class SparseProfile(SourceProfile):
 
 
 def profile_source(
-    db: Database, source: str, label: str, opts: dict[str, Any]
+    db: Database, source: str, label: str, opts: dict[str, Any], split: Any = None
 ) -> SourceProfile | SparseProfile:
-    """A dense or a sparse profile of ``source``, whichever it is."""
+    """A dense or a sparse profile of ``source``, whichever it is (of the rows ``split``, a
+    ``store.split.Split``, leaves for training where given)."""
     rel, available = columns_of(db, source)
-    label_col = dense_source.label_column(source, label, available)
-    spec = resolve(source, label_col, available, opts["features"], opts.get("sparse"))
+    usable = split.others(available, source, label, opts["features"]) if split else available
+    label_col = dense_source.label_column(source, label, usable)
+    spec = resolve(source, label_col, usable, opts["features"], opts.get("sparse"))
     if spec is None:
         return dense_source.profile(
-            db, source, label, opts["features"], opts["nulls"], opts.get("preprocess")
+            db, source, label, opts["features"], opts["nulls"], opts.get("preprocess"), split
         )
-    return _profile(db, source, rel, available, label_col, spec, opts["nulls"])
+    rel, held_out = split.narrow(db, rel, available, source) if split else (rel, None)
+    prof = _profile(db, source, rel, available, label_col, spec, opts["nulls"])
+    prof.split = held_out
+    return prof
 
 
 def _profile(db, source, rel, available, label, spec, nulls) -> SparseProfile:

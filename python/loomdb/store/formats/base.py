@@ -91,12 +91,15 @@ class Format:
         """How a model's raw input becomes its features, when not from its feature columns."""
         return None
 
-    def profile(self, db: Any, source: str, label: str, opts: dict[str, Any]) -> Any:
+    def profile(
+        self, db: Any, source: str, label: str, opts: dict[str, Any], split: Any = None
+    ) -> Any:
         """The source's profile: its numeric columns' (``store/source.py``), or its sparse
-        array columns' (``store/sparse.py``); a format reading other sources overrides it."""
+        array columns' (``store/sparse.py``); a format reading other sources overrides it.
+        ``split`` (``store/split.py``) leaves the test rows out of it."""
         from loomdb.store import sparse
 
-        return sparse.profile_source(db, source, label, opts)
+        return sparse.profile_source(db, source, label, opts, split)
 
     def encoding(self, db: Any, prof: SourceProfile, opts: dict[str, Any], progress: Any) -> Any:
         """The stored parts of a source, if this format makes them itself (None: the rows are

@@ -96,8 +96,10 @@ class PcrFormat(Format):
     def inputs(self, options: dict[str, Any]) -> dict[str, Any] | None:
         return {"kind": "image", "size": options["image_size"], "color": options["color"]}
 
-    def profile(self, db: Any, source: str, label: str, opts: dict[str, Any]) -> SourceProfile:
-        return profile_images(db, source, label, opts["features"], opts["nulls"])
+    def profile(
+        self, db: Any, source: str, label: str, opts: dict[str, Any], split: Any = None
+    ) -> SourceProfile:
+        return profile_images(db, source, label, opts["features"], opts["nulls"], split)
 
     def encoding(self, db: Any, prof: SourceProfile, opts: dict[str, Any], progress: Any) -> Any:
         from loomdb.store.formats.pcr_records import PcrEncoding
