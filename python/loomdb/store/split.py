@@ -88,7 +88,7 @@ class Split:
         column = resolve(self.column, kinds, "split_column", source)
         if kinds[column] == "boolean":
             return quote_ident(column)
-        if kinds[column] != "other":
+        if kinds[column] not in ("text", "other"):  # other: char(n), enums… checked by value
             raise LoomDataError(
                 f"split_column '{column}' is {kinds[column]}: it must be text or boolean",
                 hint="hold 'train' or 'test' in a text column, or true for test in a boolean",
