@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.accel import registry
+from loomdb.distributed import options as distributed
 from loomdb.errors import LoomDataError, LoomOptionError
 from loomdb.functions import deploy
 from loomdb.functions.train_plan import Plan, plan, standardize_for
@@ -36,6 +37,7 @@ from loomdb.store.source import classes as classes_of
 def train(db: Any, name: str, source: str | None, label: str | None, options: str | None) -> str:
     check_name(name, "model")
     p = plan(parse_json(options))
+    cluster = distributed.resolve(db, p.given, p.opts)  # None: trained in this process
     started = time.perf_counter()
     with db.atomic():
         exists = catalog.model_exists(db, name)
@@ -45,7 +47,7 @@ def train(db: Any, name: str, source: str | None, label: str | None, options: st
         laid = _layout(db, p, source, label, what)
         try:
             laid_out = time.perf_counter()
-            model, history, used = _fit(db, name, p, laid, what)
+            model, history, used, report = _fit(db, name, p, laid, what, cluster)
         finally:
             laid.close()
         finished = time.perf_counter()
@@ -54,7 +56,7 @@ def train(db: Any, name: str, source: str | None, label: str | None, options: st
             "train_s": round(finished - laid_out, 6),
             "total_s": round(finished - started, 6),
         }
-        record = _record(name, p, laid.info, model, history, used, timings, source)
+        record = _record(name, p, laid.info, model, history, used, timings, source, report)
         catalog.put_model(db, record, replace=exists)
         if exists:
             deploy.refresh(db, name, model, db.role())
@@ -99,7 +101,7 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
     )
 
 
-def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
+def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=None):
     info = laid.info
     problem = _problem(db, name, p, laid)
     p.check_backend(problem.k)
@@ -125,13 +127,25 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
     )
     epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes)
     progress = _progress(db, what) if p.opts["progress"] else None
-    model, history = fit(epochs, problem, config, backend, progress, db.check_interrupt)
+    report = None
+    if cluster is None:
+        model, history = fit(epochs, problem, config, backend, progress, db.check_interrupt)
+    else:  # the epochs run on a cluster (distributed/)
+        from loomdb.distributed.fit import fit_distributed
+
+        model, history, report = fit_distributed(
+            cluster, laid, epochs, problem, config, progress, db.check_interrupt
+        )
     if not (np.isfinite(model.W).all() and np.isfinite(model.b).all()):
         raise LoomDataError(
             f"model '{name}' has non-finite coefficients and was not stored",
             hint="give a smaller lr, standardize the features, or lower l2",
         )
     used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method}
+    if cluster is not None and report is not None:
+        from loomdb.distributed.fit import used as used_on
+
+        used.update(used_on(cluster, report))
     inputs = laid.fmt.inputs(info.options)
     if inputs is not None:  # what predicting needs besides the weights (an image's pipeline)
         used["inputs"] = {**inputs, "column": info.columns[0]}
@@ -139,7 +153,7 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
     sparse = info.options.get("sparse")
     if sparse:  # coefficients kept by source column (learn/sparse_model.py)
         model = from_layout(model, np.asarray(info.stats["columns"]), sparse["width"])
-    return model, history, used
+    return model, history, used, report
 
 
 def _automatic_step(
@@ -217,7 +231,7 @@ def model_of(record: ModelRecord) -> LinearModel:
     )
 
 
-def _record(name, p, info, model, history, used, timings, source) -> ModelRecord:
+def _record(name, p, info, model, history, used, timings, source, report=None) -> ModelRecord:
     simulated = [h["simulated_seconds"] for h in history if "simulated_seconds" in h]
     stored = model.stored()
     return ModelRecord(
@@ -239,7 +253,7 @@ def _record(name, p, info, model, history, used, timings, source) -> ModelRecord
         label=info.label,
         report={"engine": "MLWeaving (simulated)", "simulated_seconds": simulated}
         if simulated
-        else None,
+        else report,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from loomdb.accel import registry
 from loomdb.codecs.jpeg_scans import MAX_SCANS
+from loomdb.distributed.options import OPTIONS as DISTRIBUTED
 from loomdb.learn.losses import LOSSES
 from loomdb.learn.optimizers import OPTIMIZERS
 from loomdb.learn.precision import SCHEDULES as PRECISION_SCHEDULES
@@ -85,4 +86,4 @@ TRAIN = Options(
         "keep up to this many MB of batches between epochs (0: read every epoch)",
     ),
     Option("allow_stale", Boolean(), False, "train on an index whose source changed"),
-)
+) + DISTRIBUTED  # cluster, compress, compress_model, step_batches, dsn (distributed/options.py)

@@ -116,6 +116,8 @@ def fit(
 
 def _run(source, problem, config, backend, lr, progress, check):
     W, b = problem.initial()
+    if hasattr(backend, "begin"):  # a backend keeping state between epochs starts afresh
+        backend.begin(W, b)
     schedule = Schedule(config.lr_schedule, lr, config.lr_decay)
     loss = LOSSES[config.kind]
     history: list[dict[str, Any]] = []
