@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from loomdb.distributed import worker
-from loomdb.distributed.options import ClusterSpec
+from loomdb.distributed.options import REMOTE, ClusterSpec
 from loomdb.errors import LoomError, LoomStateError
 
 POLL_S = 0.25  # how often a waiting driver checks for cancel and lost workers
@@ -81,22 +82,40 @@ class DaskWorkers:
         for f in futures.values():
             f.add_done_callback(lambda _f: finished.set())
         looked = time.monotonic()
+        out: dict[str, Any] = {}
         try:
-            while True:
+            while len(out) < len(futures):
                 finished.clear()
-                if all(f.done() for f in futures.values()):
+                for w, f in futures.items():
+                    if w not in out and f.done():
+                        out[w] = self._fetch(w, f, check)
+                if len(out) == len(futures):
                     break
                 check()
                 if time.monotonic() - looked >= POLL_S:
                     looked = time.monotonic()
-                    gone = sorted(set(calls) - self.alive())
-                    if gone:
-                        raise Lost(gone, "its process went away")
+                    self._look(futures)
                 finished.wait(POLL_S)
-            return {w: _result(w, f) for w, f in futures.items()}
+            return out
         finally:
             for f in futures.values():
                 f.release()
+
+    def _look(self, futures: dict[str, Any]) -> None:
+        """Raise ``Lost`` for workers gone from the scheduler or holding a lost result."""
+        alive = self.alive()
+        gone = sorted(w for w, f in futures.items() if w not in alive or f.status == "lost")
+        if gone:
+            raise Lost(gone, "its process went away")
+
+    def _fetch(self, w: str, future: Any, check: Callable[[], None]) -> Any:
+        """A done task's result; a worker that dies before handing it over is lost."""
+        while True:
+            try:
+                return _result(w, future)
+            except TimeoutError:
+                check()
+                self._look({w: future})
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -108,8 +127,8 @@ class DaskWorkers:
 
 def _result(w: str, future: Any) -> Any:
     try:
-        return future.result()
-    except LoomError:
+        return future.result(timeout=POLL_S)
+    except (LoomError, TimeoutError):
         raise
     except Exception as e:
         name = type(e).__name__
@@ -135,6 +154,7 @@ def open_workers(spec: ClusterSpec) -> InProcess | DaskWorkers:
     if spec.kind == "local":
         workers = _local(distributed, spec.workers)
     else:
+        _reachable(spec)
         try:
             client = distributed.Client(spec.address, timeout=CONNECT_S, set_as_default=False)
         except (OSError, TimeoutError) as e:
@@ -149,6 +169,22 @@ def open_workers(spec: ClusterSpec) -> InProcess | DaskWorkers:
         workers.close()
         raise
     return workers
+
+
+def _reachable(spec: ClusterSpec) -> None:
+    """Fail at once on an address nothing listens at (Dask's client would retry for
+    ``CONNECT_S``): a plain TCP connect, closed again."""
+    m = REMOTE.fullmatch(spec.address)
+    assert m is not None  # parse_cluster's remote kind
+    host, port = m.group(2).strip("[]"), int(m.group(3))
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_S).close()
+    except OSError as e:
+        raise LoomStateError(
+            f"could not reach the Dask scheduler at {spec.address}: {e}",
+            hint="start it (dask scheduler) and its workers, or check the address; "
+            "'local:N' starts a cluster for the train",
+        ) from None
 
 
 def _local(distributed: Any, n: int) -> DaskWorkers:
@@ -176,7 +212,13 @@ def _local(distributed: Any, n: int) -> DaskWorkers:
 def _check_versions(workers: DaskWorkers) -> None:
     import loomdb
 
-    seen = workers.map({w: (worker.hello, ()) for w in workers.workers}, lambda: None)
+    try:
+        seen = workers.map({w: (worker.hello, ()) for w in workers.workers}, lambda: None)
+    except Lost as e:
+        raise LoomStateError(
+            f"Dask worker(s) {', '.join(e.workers)} went away as the train started: {e.why}",
+            hint="check the workers' memory and logs, then train again",
+        ) from None
     other = {w: h["loomdb"] for w, h in seen.items() if h["loomdb"] != loomdb.__version__}
     if other:
         w, v = next(iter(other.items()))

@@ -23,6 +23,7 @@ import struct
 import numpy as np
 
 from loomdb.codecs import sketch
+from loomdb.codecs.sketch_format import HEADER, is_wide
 from loomdb.errors import LoomFormatError
 
 VERSION = 1
@@ -64,6 +65,18 @@ def unpack_gradient(
     if len(keys) and keys[-1] >= columns * k:
         raise LoomFormatError("a worker's gradient names a column beyond the model")
     return keys, values, loss, rows, gsum
+
+
+def codec_bytes(blob: bytes, k: int) -> int:
+    """The bytes of an up message that are the codec's message (what compression acts on)."""
+    return len(blob) - _UP.size - 8 * k
+
+
+def raw_bytes(keys: np.ndarray) -> int:
+    """The bytes codec ``none`` (§4.1's uncompressed Adam: 4-byte keys, float64 values; 8-byte
+    keys past 2**32) takes for these keys: the reference a compression ratio is measured
+    against."""
+    return HEADER.size + len(keys) * (16 if is_wide(keys) else 12)
 
 
 def pack_model(

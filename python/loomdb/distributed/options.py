@@ -32,7 +32,7 @@ from loomdb.options import Choices, Constraint, Interval, Option, Options, Text
 
 MAX_LOCAL = 64
 _LOCAL = re.compile(r"local:([0-9]{1,3})")
-_REMOTE = re.compile(r"(tcp|tls)://([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})")
+REMOTE = re.compile(r"(tcp|tls)://([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})")
 CLUSTERS_SETTING = "dask_clusters"
 DSN_SETTING = "dask_dsn"
 
@@ -50,7 +50,7 @@ class ClusterAddress(Constraint):
         local = _LOCAL.fullmatch(value)
         if local:
             return 1 <= int(local.group(1)) <= MAX_LOCAL
-        remote = _REMOTE.fullmatch(value)
+        remote = REMOTE.fullmatch(value)
         return value == "inprocess" or (remote is not None and 0 < int(remote.group(3)) < 65536)
 
     def describe(self) -> str:
@@ -168,6 +168,12 @@ def _refuse_unhonoured(given: dict[str, Any], opts: dict[str, Any]) -> None:
             f"distributed training applies {' or '.join(OPTIMIZERS)} on the driver; "
             f"'{opts['optimizer']}' keeps epoch averages and restarts it cannot share",
             hint="leave 'optimizer' out (Adam, the SketchML paper's) or choose sgd",
+        )
+    if "cache_mb" in given:
+        raise LoomOptionError(
+            "distributed training keeps each worker's partition in its memory for the whole "
+            "train; 'cache_mb' (the driver's cache between epochs) has nothing to keep",
+            hint="leave 'cache_mb' out with 'cluster'",
         )
     for name in ("precision", "scans"):
         if isinstance(opts[name], str):

@@ -40,6 +40,7 @@ from loomdb.learn.trainer import Diverged
 from loomdb.seams import Batch, EpochStep
 from loomdb.store import sparse
 
+COUNTED = ("bytes_to_driver", "bytes_to_workers", "gradient_bytes", "gradient_raw_bytes")
 MAX_RETRIES = 3  # worker losses survived within one step
 LOAD_BYTES = 8 << 20  # stored bytes sent to a worker per message while partitioning
 
@@ -68,7 +69,7 @@ class Runner(CpuBackend):
         self.k = problem.k
         self.rows: dict[int, int] = {}
         self.cols: dict[int, np.ndarray] = {}
-        self.counts = {"partition_bytes": 0, "bytes_to_driver": 0, "bytes_to_workers": 0}
+        self.counts = dict.fromkeys(COUNTED + ("partition_bytes",), 0)
         self.partitioned = 0  # stored bytes sent to (or read by) the workers, over the train
         self.started = 0
         self.lost: list[str] = []
@@ -87,7 +88,11 @@ class Runner(CpuBackend):
             self.live = list(self.workers.workers)
             self.started = len(self.live)
             self.assign = Assignment(self.plan, self.live)
-            self._load({w: self.assign.held_by(w) for w in self.live})
+            try:
+                self._load({w: self.assign.held_by(w) for w in self.live})
+            except Lost as e:  # a worker went away while partitioning: its share moves
+                self.retries += 1
+                self._survive(e)
         except BaseException:
             self.close()
             raise
@@ -197,14 +202,15 @@ class Runner(CpuBackend):
         totals = {"loss": 0.0, "rows": 0, "bytes": self.counts["partition_bytes"]}
         self.counts["partition_bytes"] = 0  # reported with the first epoch's bytes read
         tally: dict[str, Any] = {
-            "bytes_to_driver": 0, "bytes_to_workers": 0, "steps": 0, "messages": 0,
-            "worker_s": 0.0, "driver_s": 0.0,
+            **dict.fromkeys(COUNTED, 0), "steps": 0, "messages": 0, "worker_s": 0.0,
+            "driver_s": 0.0,
         }  # fmt: skip
         for s in range(self.plan.steps):
             self._step(self.plan.step(s), W, b, step, totals, tally)
         tally["workers"] = len(self.live)
         tally["retries"] = self.retries
-        for name in ("bytes_to_driver", "bytes_to_workers"):
+        tally["compression_ratio"] = ratio(tally["gradient_raw_bytes"], tally["gradient_bytes"])
+        for name in COUNTED:
             self.counts[name] += tally[name]
         return W, b, {**totals, **tally}
 
@@ -217,6 +223,7 @@ class Runner(CpuBackend):
         totals: dict[str, Any],
         tally: dict[str, Any],
     ) -> None:
+        self.check()
         started = time.perf_counter()
         rows = sum(self.rows[n] for n in batches)
         self.widest = max(self.widest, rows)
@@ -247,7 +254,7 @@ class Runner(CpuBackend):
                 hint="check the workers' memory and logs, then train again",
             )
         back = time.perf_counter()
-        gW, gb, loss, got_rows, up_bytes, slowest = self._sum(groups, results)
+        gW, gb, loss, got_rows, sizes, slowest = self._sum(groups, results)
         gW = self.problem.scaling.scale[:, None] * gW
         gW += (step.l2 * share) * W
         if not step.fit_intercept:
@@ -259,7 +266,8 @@ class Runner(CpuBackend):
             raise Diverged(f"the model became non-finite at lr {step.lr:g}")
         totals["loss"] += loss
         totals["rows"] += got_rows
-        tally["bytes_to_driver"] += up_bytes
+        for name, n in zip(("bytes_to_driver", "gradient_bytes", "gradient_raw_bytes"), sizes):
+            tally[name] += n
         tally["bytes_to_workers"] += sum(len(d) for d in down.values())
         tally["steps"] += 1
         tally["messages"] += 2 * len(groups)
@@ -295,10 +303,12 @@ class Runner(CpuBackend):
 
     def _sum(self, groups: dict[str, list[int]], results: dict[str, tuple[bytes, float]]):
         """The shares' gradients summed in block order: (Xᵀ·G − shift·ΣG, ΣG, loss, rows,
-        bytes received, the slowest share's seconds)."""
+        (bytes received, of them the codecs' messages, what codec ``none`` would have sent),
+        the slowest share's seconds)."""
         acc = np.zeros(self.m * self.k)
         gsum = np.zeros(self.k)
-        loss, rows, nbytes, slowest = 0.0, 0, 0, 0.0
+        loss, rows, slowest = 0.0, 0, 0.0
+        nbytes = coded = raw = 0
         for w in groups:
             up, seconds = results[w]
             keys, values, part_loss, part_rows, part_gsum = messages.unpack_gradient(
@@ -309,9 +319,11 @@ class Runner(CpuBackend):
             loss += part_loss
             rows += part_rows
             nbytes += len(up)
+            coded += messages.codec_bytes(up, self.k)
+            raw += messages.raw_bytes(keys)
             slowest = max(slowest, seconds)
         gW = acc.reshape(self.m, self.k) - np.outer(self.problem.scaling.shift, gsum)
-        return gW, gsum, loss, rows, nbytes, slowest
+        return gW, gsum, loss, rows, (nbytes, coded, raw), slowest
 
     def report(self) -> dict[str, Any]:
         """What the catalog records of the distributed run."""
@@ -329,7 +341,17 @@ class Runner(CpuBackend):
             "partition_bytes": self.partitioned,
             "bytes_to_driver": self.counts["bytes_to_driver"],
             "bytes_to_workers": self.counts["bytes_to_workers"],
+            "gradient_bytes": self.counts["gradient_bytes"],
+            "gradient_raw_bytes": self.counts["gradient_raw_bytes"],
+            "compression_ratio": ratio(
+                self.counts["gradient_raw_bytes"], self.counts["gradient_bytes"]
+            ),
         }
+
+
+def ratio(raw: int, coded: int) -> float | None:
+    """Achieved compression: codec ``none``'s bytes over the codec's (None: nothing sent)."""
+    return round(raw / coded, 4) if coded else None
 
 
 def _seed(step_seed: int, first: int) -> int:
