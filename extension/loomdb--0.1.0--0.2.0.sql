@@ -338,7 +338,7 @@ REVOKE ALL ON FUNCTION loom_load(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_load(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_load(text, text, text, text) IS 'load a file or folder read by the database''s process into a new table (kinds: see loomdb.loaders; PostgreSQL: needs pg_read_server_files)';
 
--- CREATE INDEX … USING mlweaving | toc | dense in psql (part of the generated install script).
+-- CREATE INDEX … USING mlweaving | toc | dense | pcr in psql (part of the generated install script).
 --
 -- loom.index_relations says which PostgreSQL index relation holds which loomdb index: its OID
 -- is the identity (it survives ALTER INDEX … RENAME and REINDEX), its name the loomdb index's.
@@ -419,7 +419,7 @@ DECLARE
                     || '/loomdb_am.so';
 BEGIN
     IF pg_catalog.pg_stat_file(library, true) IS NULL THEN
-        RAISE NOTICE 'loomdb: % is not installed: CREATE INDEX … USING mlweaving|toc|dense '
+        RAISE NOTICE 'loomdb: % is not installed: CREATE INDEX … USING mlweaving|toc|dense|pcr '
                      'is unavailable (loom_create_index works)', library;
         RETURN;
     END IF;
@@ -447,6 +447,12 @@ BEGIN
     CREATE OPERATOR CLASS loom.toc_int4_ops DEFAULT FOR TYPE int4 USING toc AS STORAGE int4;
     CREATE OPERATOR CLASS loom.toc_int2_ops DEFAULT FOR TYPE int2 USING toc AS STORAGE int2;
     CREATE OPERATOR CLASS loom.toc_bool_ops DEFAULT FOR TYPE bool USING toc AS STORAGE bool;
+    CREATE OPERATOR CLASS loom.toc_int2_array_ops DEFAULT FOR TYPE int2[] USING toc AS STORAGE int2[];
+    CREATE OPERATOR CLASS loom.toc_int4_array_ops DEFAULT FOR TYPE int4[] USING toc AS STORAGE int4[];
+    CREATE OPERATOR CLASS loom.toc_int8_array_ops DEFAULT FOR TYPE int8[] USING toc AS STORAGE int8[];
+    CREATE OPERATOR CLASS loom.toc_float4_array_ops DEFAULT FOR TYPE float4[] USING toc AS STORAGE float4[];
+    CREATE OPERATOR CLASS loom.toc_float8_array_ops DEFAULT FOR TYPE float8[] USING toc AS STORAGE float8[];
+    CREATE OPERATOR CLASS loom.toc_numeric_array_ops DEFAULT FOR TYPE numeric[] USING toc AS STORAGE numeric[];
     CREATE FUNCTION loom.dense_handler(internal) RETURNS index_am_handler
         LANGUAGE c AS '$libdir/loomdb_am', 'loomdb_dense_handler';
     REVOKE ALL ON FUNCTION loom.dense_handler(internal) FROM PUBLIC;
@@ -459,5 +465,11 @@ BEGIN
     CREATE OPERATOR CLASS loom.dense_int4_ops DEFAULT FOR TYPE int4 USING dense AS STORAGE int4;
     CREATE OPERATOR CLASS loom.dense_int2_ops DEFAULT FOR TYPE int2 USING dense AS STORAGE int2;
     CREATE OPERATOR CLASS loom.dense_bool_ops DEFAULT FOR TYPE bool USING dense AS STORAGE bool;
+    CREATE FUNCTION loom.pcr_handler(internal) RETURNS index_am_handler
+        LANGUAGE c AS '$libdir/loomdb_am', 'loomdb_pcr_handler';
+    REVOKE ALL ON FUNCTION loom.pcr_handler(internal) FROM PUBLIC;
+    CREATE ACCESS METHOD pcr TYPE INDEX HANDLER loom.pcr_handler;
+    COMMENT ON ACCESS METHOD pcr IS 'loomdb: lay the table out as pcr for loom_train (never used by queries)';
+    CREATE OPERATOR CLASS loom.pcr_bytea_ops DEFAULT FOR TYPE bytea USING pcr AS STORAGE bytea;
 END
 $do$;

@@ -29,17 +29,52 @@ class MatrixLike(Protocol):
 
 @dataclass
 class Batch:
-    """One minibatch: the format's payload ``X``, its labels and the bytes read for it."""
+    """One minibatch: the format's payload ``X``, its labels and the bytes read for it.
+
+    When a skip policy (SlimML, a baseline) removed rows of the minibatch before it was read,
+    ``removed`` counts them and ``removed_bytes`` their stored bytes (never read), and
+    ``weights`` (per kept row) are what the policy multiplies each row's gradient by so that
+    the kept rows estimate the whole minibatch's gradient sum.
+    """
 
     X: Any
     y: np.ndarray
     number: int = 0
     nbytes: int = 0
     scratch: dict[str, Any] = field(default_factory=dict)  # a backend's working space
+    weights: np.ndarray | None = None
+    removed: int = 0
+    removed_bytes: int = 0
 
     @property
     def rows(self) -> int:
         return int(self.y.shape[0])
+
+    @property
+    def sampled(self) -> int:
+        """Rows of the minibatch as the sampler chose it, before any were removed."""
+        return self.rows + self.removed
+
+
+@dataclass
+class Aggregates:
+    """SlimML's aggregated points of a grouped layout (SlimML §3.2, Def. 3), one per group.
+
+    ``means`` are the groups' mean rows in the original feature space, ``labels`` their mean
+    labels ŷ, ``norm1`` ‖[a, 1]‖₁, ``rows`` their sizes and ``part_bytes`` the stored bytes of
+    each of a group's parts (labels first), so the bytes a skipped group saves are known
+    without reading it.
+    """
+
+    rows: np.ndarray
+    means: np.ndarray
+    labels: np.ndarray
+    norm1: np.ndarray
+    part_bytes: np.ndarray
+
+    def bytes_of(self, ids: np.ndarray, parts: int) -> int:
+        """Stored bytes of groups ``ids`` read with parts ``0 … parts``."""
+        return int(self.part_bytes[ids, : parts + 1].sum())
 
 
 @runtime_checkable

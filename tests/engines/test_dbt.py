@@ -57,7 +57,7 @@ def dbt_executable() -> Path:
     candidates = [Path(named)] if named else [Path(sys.executable).parent / "dbt"]
     for path in candidates:
         if path.is_file() and os.access(path, os.X_OK):
-            return path
+            return path.absolute()  # the project runs in its own folder
     need(
         f"dbt (looked for {', '.join(map(str, candidates))}; "
         "pip install 'loomdb[dbt]', or set LOOMDB_DBT to a dbt executable)"

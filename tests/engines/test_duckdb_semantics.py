@@ -223,3 +223,27 @@ def test_progress_goes_to_logging_when_it_is_configured(caplog):
     c.close()
     epochs = [r.message for r in caplog.records if "epoch" in r.message]
     assert len(epochs) == 2 and epochs[0].startswith("loom_train m: epoch 1/2")
+
+
+def test_stored_payloads_come_as_views_of_arrow_buffers():
+    """The storage reader's query: BLOBs are slices of the result's Arrow buffer, not one
+    Python ``bytes`` copy each; NULL stays None, an empty BLOB is an empty view."""
+    import duckdb
+
+    from loomdb.engines.duckdb.database import DuckDatabase
+    from loomdb.engines.duckdb.state import ConnectionState
+
+    raw = duckdb.connect()
+    raw.execute("CREATE TABLE t (i INTEGER, b BLOB)")
+    raw.execute(
+        "INSERT INTO t VALUES (1, 'ab'::BLOB), (2, NULL), (3, ''::BLOB), (4, '\\x00\\xFFz'::BLOB)"
+    )
+    db = DuckDatabase(raw.cursor(), ConnectionState("test"))
+    rows = db.query_blobs("SELECT i, b FROM t WHERE i >= $1 ORDER BY i", [1])
+    assert [r[0] for r in rows] == [1, 2, 3, 4]
+    views = [r[1] for r in rows]
+    assert views[1] is None
+    assert [bytes(v) for v in (views[0], views[2], views[3])] == [b"ab", b"", b"\x00\xffz"]
+    assert all(isinstance(v, memoryview) for v in (views[0], views[2], views[3]))
+    assert views[0].obj is views[3].obj  # one buffer for the column, sliced
+    raw.close()

@@ -369,3 +369,32 @@ def test_roles_build_as_owner_and_any_dropper_cleans_up(psql, roles):
     # a member of the owning role drops it: the rows it cannot see go too
     psql.run(as_[member] + "DROP INDEX pts_w;")
     assert psql.state("pts_w") == NOTHING
+
+
+def test_sparse_arrays_under_toc_and_images_under_pcr(psql):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    psql.run(
+        "CREATE TABLE sp AS SELECT ARRAY[i % 7, 7 + i % 5]::int4[] AS indices, "
+        'ARRAY[1.0, (i % 3)::float8] AS "values", (i % 2)::float8 AS y '
+        "FROM generate_series(1, 200) AS g(i);\n"
+        'CREATE INDEX sp_toc ON sp USING toc (indices, "values") WITH (label = y);\n'
+    )
+    assert psql.run(train("sp_toc")).strip() == "200"
+    rng = np.random.default_rng(5)
+    psql.rows(f"CREATE TABLE {SCHEMA}.imgs (image bytea, label int)")
+    for i in range(24):
+        buffer = io.BytesIO()
+        pixels = rng.integers(0, 256, (12, 12), dtype=np.uint8) // (1 + i % 2)
+        Image.fromarray(pixels).save(buffer, "JPEG", quality=80)
+        psql.rows(f"INSERT INTO {SCHEMA}.imgs VALUES (%s, %s)", [buffer.getvalue(), i % 2])
+    psql.run(
+        "CREATE INDEX imgs_pcr ON imgs USING pcr (image) "
+        "WITH (label = label, image_size = 8, color = 'gray', record_size = 8);\n"
+    )
+    (fmt,) = psql.rows("SELECT format FROM loom.indexes WHERE name = 'imgs_pcr'")[0]
+    assert fmt == "pcr"
+    assert psql.run(train("imgs_pcr").replace("'y'", "'label'")).strip() == "24"

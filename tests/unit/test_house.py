@@ -26,8 +26,10 @@ RANKS = {
     "learn": 2,
     "accel": 2,
     "distributed": 2,
+    "imaging": 2,  # JPEG scans to pixels and quality: what the pcr format and loaders read
     "seams": 1,
     "codecs": 1,
+    "csr": 1,  # the sparse minibatch: a plain data structure
     "errors": 1,
     "options": 1,
     "datasets": 1,

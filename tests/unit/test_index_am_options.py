@@ -62,10 +62,14 @@ def test_one_access_method_per_built_in_format_in_c_and_sql():
         assert "{name_pattern}" not in script
 
 
+NUMERIC_AMS = ("mlweaving", "dense", "toc")
+
+
 def test_operator_classes_cover_every_type_loomdb_reads_as_a_number():
     oids = {"float8": 701, "float4": 700, "numeric": 1700, "int8": 20, "int4": 23, "int2": 21}
     oids["bool"] = BOOL_OID
-    assert {oids[t] for t in index_am_install.TYPES} == NUMERIC_OIDS | {BOOL_OID}
+    assert {oids[t] for t in index_am_install.NUMBERS} == NUMERIC_OIDS | {BOOL_OID}
+    assert all(set(index_am_install.NUMBERS) <= set(index_am_install.TYPES[m]) for m in NUMERIC_AMS)
 
 
 def _fake_pg_config(tmp_path, headers: bool):
@@ -91,7 +95,7 @@ def test_missing_server_headers_are_named_and_the_build_is_skipped(tmp_path):
     assert len(missing) == 1 and "apt-get install postgresql-server-dev-15" in missing[0]
     lines: list[str] = []
     assert index_am_install.build_module(pg_config, lines.append) is None
-    assert "CREATE INDEX … USING mlweaving|toc|dense is not installed" in lines[0]
+    assert "CREATE INDEX … USING mlweaving|toc|dense|pcr is not installed" in lines[0]
     assert "loom_create_index works without it" in lines[0]
     assert index_am_install.missing_tools(str(tmp_path / "nosuch")) != []
     assert index_am_install.missing_tools(None) != []

@@ -33,8 +33,8 @@ def test_figure_3_reproduces_tables_2_and_4():
     assert s.codes.tolist() == [1, 2, 3, 4, 6, 3, 5, 8, 6]
     assert s.starts.tolist() == [0, 4, 6, 8]
     # Table 4: the decode tree C′ rebuilt from I and D; nodes 6..10 and their parents
-    m = toc.TocMatrix.from_bytes(toc.encode(figure3()))
-    assert len(m.parent) == 11 and m.parent[6:].tolist() == [1, 2, 3, 6, 5]
+    parent, kcol, kval = toc.decode_tree(toc.encode(figure3()))
+    assert len(parent) == 11 and parent[6:].tolist() == [1, 2, 3, 6, 5]
     sequences = {
         6: [(1, 1.1), (2, 2.0)],
         7: [(2, 2.0), (3, 3.0)],
@@ -45,9 +45,12 @@ def test_figure_3_reproduces_tables_2_and_4():
     for node, pairs in sequences.items():
         walk, n = [], node
         while n:
-            walk.append((int(m.kcol[n]) + 1, float(m.kval[n])))
-            n = int(m.parent[n])
+            walk.append((int(kcol[n]) + 1, float(kval[n])))
+            n = int(parent[n])
         assert walk[::-1] == pairs
+    # the operations visit the kept nodes only: 6 and 8 are codes, 7, 9 and 10 none reaches
+    m = toc.TocMatrix.from_bytes(toc.encode(figure3()))
+    assert m.nparent.tolist() == [1, 3] and m.codes.tolist() == [1, 2, 3, 4, 6, 3, 5, 7, 6]
 
 
 def bits(a: np.ndarray) -> np.ndarray:
@@ -142,6 +145,67 @@ def test_operations_equal_dense_on_real_batches(datasets):
     A, _ = load_a9a(datasets)
     for batch in (X[:250], X[250:500], A[:250], A[1000:1250]):
         _ops_match(batch, rng)
+
+
+def _paper_products(blob: bytes, v: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A·v and v·A by Algorithms 4 and 5 as printed, in plain Python over the whole tree C′."""
+    parent, kcol, kval = toc.decode_tree(blob)
+    s = toc_format.parse(blob)
+    codes = s.codes if s.codes is not None else np.arange(1, len(s.icol) + 1)
+    ends = np.append(s.starts[1:], len(codes))
+    H = [0.0] * len(parent)
+    for i in range(1, len(parent)):
+        H[i] = float(kval[i]) * float(v[kcol[i]]) + H[parent[i]]
+    Av = []
+    for a, b in zip(s.starts, ends):
+        acc = 0.0
+        for c in codes[a:b]:
+            acc += H[c]
+        Av.append(acc)
+    G = [0.0] * len(parent)
+    for r, (a, b) in enumerate(zip(s.starts, ends)):
+        for c in codes[a:b]:
+            G[c] += float(u[r])
+    uA = [0.0] * s.cols
+    for i in range(len(parent) - 1, 0, -1):
+        uA[kcol[i]] += float(kval[i]) * G[i]
+        G[parent[i]] += G[i]
+    return np.array(Av), np.array(uA)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 12), min_size=0, max_size=23),
+    cols=st.integers(12, 40),
+    seed=st.integers(0, 2**16),
+)
+def test_products_add_in_the_papers_order(lengths, cols, seed):
+    """The pruned tree, the four-row sums and the unsigned indexes change how the additions
+    are scheduled, never their order: the same bits as Algorithms 4 and 5 over all of C′
+    (rows of any length, empty ones and row counts that are not a multiple of four included)."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((len(lengths), cols))
+    for r, k in enumerate(lengths):
+        X[r, rng.choice(cols, k, replace=False)] = rng.choice([0.1, 0.7, -1.3, 1e-3, 2.0], k)
+    blob = toc.encode(X)
+    m = toc.TocMatrix.from_bytes(blob)
+    v, u = rng.normal(size=cols), rng.normal(size=len(lengths))
+    Av, uA = _paper_products(blob, v, u)
+    assert bits(m @ v).tobytes() == bits(Av).tobytes()
+    assert bits(u @ m).tobytes() == bits(uA).tobytes()
+
+
+def test_products_add_in_the_papers_order_on_mnist(datasets):
+    from loomdb.datasets import load_mnist
+
+    X, _ = load_mnist(datasets, limit=250)
+    rng = np.random.default_rng(4)
+    blob = toc.encode(X)
+    v, u = rng.normal(size=X.shape[1]), rng.normal(size=X.shape[0])
+    m = toc.TocMatrix.from_bytes(blob)
+    Av, uA = _paper_products(blob, v, u)
+    assert bits(m @ v).tobytes() == bits(Av).tobytes()
+    assert bits(u @ m).tobytes() == bits(uA).tobytes()
 
 
 def census_like(rows: int = 250, seed: int = 0) -> np.ndarray:

@@ -9,8 +9,10 @@ SUITES = {
     "train": "loomdb.bench.train",
     "predict": "loomdb.bench.predict",
     "toc": "loomdb.bench.toc",
+    "cold": "loomdb.bench.cold",
     "weave": "loomdb.bench.weave",
     "sim": "loomdb.bench.sim",
     "sketch": "loomdb.bench.sketch",
     "pcr": "loomdb.bench.pcr",
+    "slimml": "loomdb.bench.slimml",
 }

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from loomdb.codecs import toc_kernels as k
-from loomdb.codecs.blob import REBUILD
+from loomdb.codecs import toc_products as p
+from loomdb.codecs.blob import REBUILD, byte_view
 from loomdb.codecs.toc_format import (
     LOGICAL,
     MAX_COLS,
@@ -33,9 +34,12 @@ from loomdb.codecs.toc_format import (
     PACKED,
     VALUE_INDEX,
     Sections,
+    opened,
     parse,
+    parse_sections,
     serialize,
 )
+from loomdb.codecs.toc_read import MAX_NODES, SECTION_FAULT, read
 from loomdb.errors import LoomFormatError, LoomOptionError
 
 VARIANTS = {
@@ -171,69 +175,88 @@ def decode(blob: bytes | memoryview) -> np.ndarray:
     return TocMatrix.from_bytes(blob).toarray()
 
 
+def _read(view: memoryview) -> tuple[int, int, tuple[np.ndarray, ...]]:
+    """``(rows, cols, the pruned tree)`` of a blob, or the ``LoomFormatError`` saying why not."""
+    flags, rows, cols, data = opened(view)
+    fault, row, a, b, *tree = read(np.frombuffer(data, dtype=np.uint8), flags, rows, cols)
+    if fault == SECTION_FAULT:
+        parse_sections(flags, rows, cols, data)  # raises the precise error
+        raise LoomFormatError("TOC blob: its sections do not fit together", hint=REBUILD)
+    if fault:
+        raise _fault(fault, row, a, b)
+    return rows, cols, tuple(tree)
+
+
+def decode_tree(blob: bytes | memoryview) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The whole decode tree C′ (Algorithm 2, Table 4): each node's parent and the column and
+    value of its key (node 0 is the root).  The operations use it pruned (``toc_read``)."""
+    TocMatrix.from_bytes(blob)  # every check
+    s = parse(blob)
+    codes = s.codes if s.codes is not None else np.arange(1, len(s.icol) + 1)
+    parent, key = k.build_tree(s.icol, codes, np.append(s.starts, len(codes)))
+    values = s.values[s.ivalue] if s.ivalue is not None else s.values
+    return parent, np.concatenate([[0], s.icol])[key], np.concatenate([[0.0], values])[key]
+
+
 class TocMatrix:
     """A compressed minibatch that multiplies without decompressing."""
 
     __array_ufunc__ = None  # ndarray @ TocMatrix defers to __rmatmul__
 
-    def __init__(self, s: Sections, nbytes: int):
-        self.rows, self.cols, self.nbytes = s.rows, s.cols, nbytes
-        self.codes = s.codes if s.codes is not None else np.arange(1, len(s.icol) + 1)
-        self.starts = np.append(s.starts, len(self.codes)).astype(np.int64)
-        self.parent, key, fault = k.build_tree(s.icol, self.codes, self.starts)
-        if fault[0]:
-            raise _fault(*(int(f) for f in fault))
-        self.kcol = np.concatenate([[0], s.icol])[key]
-        values = s.values[s.ivalue] if s.ivalue is not None else s.values
-        self.kval = np.concatenate([[0.0], values])[key]
+    def __init__(self, rows: int, cols: int, nbytes: int, tree: tuple[np.ndarray, ...]):
+        self.rows, self.cols, self.nbytes = rows, cols, nbytes
+        # first-layer columns and values, kept nodes' parents and key pairs, codes, row starts
+        self.icol, self.values, self.nparent, self.nkey, self.codes, self.starts = tree
 
     @classmethod
     def from_bytes(cls, blob: bytes | memoryview) -> TocMatrix:
-        return cls(parse(blob), len(blob))
+        view = byte_view(blob, "a TOC blob")
+        rows, cols, arrays = _read(view)
+        return cls(rows, cols, len(view), arrays)
 
     @property
     def shape(self) -> tuple[int, int]:
         return (self.rows, self.cols)
 
     def _tree(self) -> tuple[Any, ...]:
-        return (self.parent, self.kcol, self.kval, self.codes, self.starts)
+        return (self.icol, self.values, self.nparent, self.nkey, self.codes, self.starts)
 
     def __matmul__(self, other: Any) -> np.ndarray:
         v = np.ascontiguousarray(other, dtype=np.float64)
         if v.shape[0] != self.cols or v.ndim not in (1, 2):
             raise LoomOptionError(f"cannot multiply a {self.shape} TOC matrix by {v.shape}")
         if v.ndim == 2 and v.shape[1] == 1:  # a one-column model: the vector pass is tighter
-            return k.matvec(*self._tree(), np.ascontiguousarray(v[:, 0]))[:, None]
-        return k.matvec(*self._tree(), v) if v.ndim == 1 else k.matmat(*self._tree(), v)
+            return p.matvec(*self._tree(), np.ascontiguousarray(v[:, 0]))[:, None]
+        return p.matvec(*self._tree(), v) if v.ndim == 1 else p.matmat(*self._tree(), v)
 
     def __rmatmul__(self, other: Any) -> np.ndarray:
         u = np.ascontiguousarray(other, dtype=np.float64)
         if u.shape[-1] != self.rows or u.ndim not in (1, 2):
             raise LoomOptionError(f"cannot multiply {u.shape} by a {self.shape} TOC matrix")
         if u.ndim == 1:
-            return k.rmatvec(*self._tree(), u, self.cols)
+            return p.rmatvec(*self._tree(), u, self.cols)
         if u.shape[0] == 1:
-            return k.rmatvec(*self._tree(), np.ascontiguousarray(u[0]), self.cols)[None, :]
-        return k.rmatmat(*self._tree(), u, self.cols)
+            return p.rmatvec(*self._tree(), np.ascontiguousarray(u[0]), self.cols)[None, :]
+        return p.rmatmat(*self._tree(), u, self.cols)
 
     def held_columns(self) -> np.ndarray:
         """The columns holding a stored value, increasing: where v·A can be nonzero (the keys
         of a sparse gradient)."""
-        return np.unique(self.kcol[1:])
+        return np.unique(self.icol)
 
-    def _with_values(self, kval: np.ndarray) -> TocMatrix:
+    def _with_values(self, values: np.ndarray) -> TocMatrix:
         out = copy.copy(self)
-        out.kval = kval
+        out.values = values
         return out
 
     def __mul__(self, c: float) -> TocMatrix:
         """A·c: sparse-safe, so only the values change (TOC §4.1)."""
-        return self._with_values(self.kval * float(c))
+        return self._with_values(self.values * float(c))
 
     __rmul__ = __mul__
 
     def square(self) -> TocMatrix:
-        return self._with_values(self.kval * self.kval)
+        return self._with_values(self.values * self.values)
 
     def __pow__(self, power: int) -> TocMatrix:
         if power != 2:
@@ -247,16 +270,18 @@ class TocMatrix:
                 f"{self.rows * self.cols * 8:,} bytes; at most {MAX_DENSE * 8:,} are allowed",
                 hint="multiply the compressed matrix (m @ v, v @ m) instead of decoding it",
             )
-        return k.decode_dense(*self._tree(), self.cols)
+        return p.decode_dense(*self._tree(), self.cols)
 
 
 def _fault(kind: int, row: int, a: int, b: int) -> LoomFormatError:
-    """The error ``build_tree`` reports (see its docstring for the fields)."""
+    """The error ``toc_read._tree`` reports (see its docstring for the fields)."""
     if kind == 1:
         what = f"row {row} has code {a}, which points forward, to the root or past the tree"
         what += f" (nodes 1 to {b - 1} exist there)"
     elif kind == 3:
         what = f"pair {row} of the first layer (column {a}) starts no code; each must be used"
+    elif kind == 4:
+        what = f"its decode tree would have {row:,} nodes; at most {MAX_NODES:,} are read"
     elif a == b:
         what = f"row {row} names column {a} twice"
     else:

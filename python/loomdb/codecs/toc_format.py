@@ -173,8 +173,9 @@ class _Reader:
         return np.frombuffer(self.take(count * 8, what), dtype="<f8").copy()
 
 
-def parse(blob: bytes | memoryview) -> Sections:
-    """Sections of a blob, with every structural invariant checked."""
+def opened(blob: bytes | memoryview) -> tuple[int, int, int, bytes | memoryview]:
+    """``(flags, rows, cols, sections' bytes)`` of a blob whose header is checked (and whose
+    zstd stage is inflated)."""
     view = byte_view(blob, "a TOC blob")
     if len(view) < HEADER.size:
         raise LoomFormatError(
@@ -200,6 +201,15 @@ def parse(blob: bytes | memoryview) -> Sections:
     data: bytes | memoryview = view[HEADER.size :]
     if flags & ZSTD:
         data = inflate(data, inflated_cap(rows, cols), "TOC blob")
+    return flags, rows, cols, data
+
+
+def parse(blob: bytes | memoryview) -> Sections:
+    """Sections of a blob, with every structural invariant checked."""
+    return parse_sections(*opened(blob))
+
+
+def parse_sections(flags: int, rows: int, cols: int, data: bytes | memoryview) -> Sections:
     r, cells = _Reader(data), rows * cols
     icol = r.ints("I.col", cells)
     values = r.floats("values", cells)

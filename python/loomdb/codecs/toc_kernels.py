@@ -1,11 +1,6 @@
-"""numba kernels of TOC: the LZW parse (Algorithm 1, phase II), rebuilding the decode tree
-(Algorithm 2) and the tree passes of the matrix operations (Algorithms 4, 5, 7, 8).
-
-Parents always precede children, so the right multiplications scan the tree forwards and the
-left ones backwards.  ``build_tree`` validates every code of a possibly hostile blob before
-using it (and that no row names a column twice) and reports a fault instead of indexing out of
-bounds; the other kernels trust a tree it accepted.
-"""
+"""numba kernels of TOC's encoder, the LZW parse (Algorithm 1, phase II), and the whole decode
+tree C′ (Algorithm 2) of a blob ``toc_read.read`` has checked.  The operations on the
+compressed form are in ``toc_products``."""
 
 from __future__ import annotations
 
@@ -62,133 +57,18 @@ def lzw_encode(pair_ids, row_starts, n_pairs):  # pragma: no cover
 
 
 @njit(cache=True)
-def build_tree(icol, codes, starts_ext):  # pragma: no cover
-    """(parent, key pair id, fault) of C′ (Algorithm 2), checking every code of a hostile blob.
-
-    ``fault`` is ``[kind, row, a, b]``: kind 0 all is well; 1 row ``row`` has code ``a`` that
-    points forward, to the root or past the tree; 2 row ``row`` names column ``a`` after column
-    ``b`` (``a == b``: twice); 3 first-layer pair ``row`` (of column ``a``) starts no code.
-    Columns must strictly increase along a row (TOC §3.1 emits the pairs in column order), else
-    ``toarray`` (which assigns) and the products (which add) would disagree.  One check per
-    adjacent pair of codes covers a whole row: every node is made from two adjacent codes, so
-    by induction each node's own sequence is increasing, and a row is increasing when each
-    code's first column follows the previous code's last.  Every first-layer pair is a distinct
-    pair of the data, and its first appearance always starts a code (Algorithm 1), so an unused
-    one is forged — and v·A would add its value times zero (NaN for a NaN or ∞ value) to a
-    column the dense decode leaves alone.  O(|D| + |I|).
-    """
+def build_tree(icol, codes, starts):  # pragma: no cover
+    """(parent, key pair id) of every node of C′ (Algorithm 2), for a blob ``toc_read`` read."""
     n_pairs = len(icol)
-    size = 1 + n_pairs
-    for r in range(len(starts_ext) - 1):
-        k = starts_ext[r + 1] - starts_ext[r]
-        if k > 1:
-            size += k - 1
-    fault = np.zeros(4, dtype=np.int64)
+    size = 1 + n_pairs + len(codes) - (np.diff(starts) > 0).sum()
     parent = np.zeros(size, dtype=np.int64)
-    key = np.zeros(size, dtype=np.int64)  # a node's last pair; first-layer node i is pair i
-    first = np.zeros(size, dtype=np.int64)  # a node's first pair
-    for i in range(1, n_pairs + 1):
-        key[i] = i
-        first[i] = i
+    key = np.arange(size)  # a node's last pair; first-layer node i is pair i
+    first = np.arange(size)  # a node's first pair
     nxt = n_pairs + 1
-    for r in range(len(starts_ext) - 1):
-        prev = 0
-        for j in range(starts_ext[r], starts_ext[r + 1]):
-            c = codes[j]
-            if c < 1 or c >= nxt:
-                fault[0], fault[1], fault[2], fault[3] = 1, r, c, nxt
-                return parent, key, fault
-            if prev:
-                last, head = icol[key[prev] - 1], icol[first[c] - 1]
-                if head <= last:
-                    fault[0], fault[1], fault[2], fault[3] = 2, r, head, last
-                    return parent, key, fault
-                parent[nxt] = prev  # a new node: the previous code's sequence + c's first pair
-                first[nxt] = first[prev]
-                key[nxt] = first[c]
-                nxt += 1
-            prev = c
-    used = np.zeros(n_pairs + 1, dtype=np.bool_)
-    for j in range(len(codes)):
-        used[first[codes[j]]] = True
-    for i in range(1, n_pairs + 1):
-        if not used[i]:
-            fault[0], fault[1], fault[2], fault[3] = 3, i - 1, icol[i - 1], 0
-            return parent, key, fault
-    return parent, key, fault
-
-
-@njit(cache=True)
-def matvec(parent, kcol, kval, codes, starts_ext, v):  # pragma: no cover
-    H = np.empty(len(parent))
-    H[0] = 0.0
-    for i in range(1, len(parent)):
-        H[i] = kval[i] * v[kcol[i]] + H[parent[i]]
-    out = np.zeros(len(starts_ext) - 1)
-    for r in range(len(out)):
-        acc = 0.0
-        for j in range(starts_ext[r], starts_ext[r + 1]):
-            acc += H[codes[j]]
-        out[r] = acc
-    return out
-
-
-@njit(cache=True)
-def matmat(parent, kcol, kval, codes, starts_ext, M):  # pragma: no cover
-    k = M.shape[1]
-    H = np.zeros((len(parent), k))
-    for i in range(1, len(parent)):
-        p, c, x = parent[i], kcol[i], kval[i]
-        for t in range(k):
-            H[i, t] = x * M[c, t] + H[p, t]
-    out = np.zeros((len(starts_ext) - 1, k))
-    for r in range(len(starts_ext) - 1):
-        for j in range(starts_ext[r], starts_ext[r + 1]):
-            node = codes[j]
-            for t in range(k):
-                out[r, t] += H[node, t]
-    return out
-
-
-@njit(cache=True)
-def rmatvec(parent, kcol, kval, codes, starts_ext, u, cols):  # pragma: no cover
-    H = np.zeros(len(parent))
-    for r in range(len(starts_ext) - 1):
-        for j in range(starts_ext[r], starts_ext[r + 1]):
-            H[codes[j]] += u[r]
-    out = np.zeros(cols)
-    for i in range(len(parent) - 1, 0, -1):
-        out[kcol[i]] += kval[i] * H[i]
-        H[parent[i]] += H[i]
-    return out
-
-
-@njit(cache=True)
-def rmatmat(parent, kcol, kval, codes, starts_ext, U, cols):  # pragma: no cover
-    k = U.shape[0]
-    H = np.zeros((len(parent), k))
-    for r in range(len(starts_ext) - 1):
-        for j in range(starts_ext[r], starts_ext[r + 1]):
-            node = codes[j]
-            for t in range(k):
-                H[node, t] += U[t, r]
-    out = np.zeros((k, cols))
-    for i in range(len(parent) - 1, 0, -1):
-        p, c, x = parent[i], kcol[i], kval[i]
-        for t in range(k):
-            out[t, c] += x * H[i, t]
-            H[p, t] += H[i, t]
-    return out
-
-
-@njit(cache=True)
-def decode_dense(parent, kcol, kval, codes, starts_ext, cols):  # pragma: no cover
-    """Algorithm 6: every code's sequence, by following parents to the root."""
-    out = np.zeros((len(starts_ext) - 1, cols))
-    for r in range(len(starts_ext) - 1):
-        for j in range(starts_ext[r], starts_ext[r + 1]):
-            node = codes[j]
-            while node != 0:
-                out[r, kcol[node]] = kval[node]
-                node = parent[node]
-    return out
+    for r in range(len(starts) - 1):
+        for j in range(starts[r] + 1, starts[r + 1]):
+            parent[nxt] = codes[j - 1]  # the previous code's sequence + this code's first pair
+            first[nxt] = first[codes[j - 1]]
+            key[nxt] = first[codes[j]]
+            nxt += 1
+    return parent, key

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from loomdb.codecs import weave_products as products
 from loomdb.codecs.blob import REBUILD, byte_view
 from loomdb.codecs.weave_kernels import unweave_words, weave_words
 from loomdb.errors import LoomFormatError, LoomOptionError
@@ -172,7 +173,12 @@ def hardware_lines(U: np.ndarray) -> np.ndarray:
 class WovenMatrix:
     """A block read at precision s, behaving as the matrix of its ``values`` (≈ u/2³² ∈ [0, 1)).
 
-    Only the s planes read are held; the values are rebuilt once, on first use.
+    Only the s planes read are held.  Its products are bit-sliced (``weave_products``): they
+    read the planes as they are, so they cost in proportion to s, and equal the dense products
+    of ``toarray()`` up to floating-point summation order (``weave_products.TOLERANCE``).
+    The planes are arranged for the kernels once, on the first product, and then held in that
+    order only (a batch kept between epochs holds s bits per value, not a float64); the codes
+    and values are rebuilt only when asked for (the fpga-sim backend computes on the codes).
     """
 
     __array_ufunc__ = None  # ndarray @ WovenMatrix defers to __rmatmul__
@@ -180,22 +186,26 @@ class WovenMatrix:
     def __init__(self, planes: Sequence[bytes | memoryview] | np.ndarray, n: int, m: int, s: int):
         _check_precision(s)
         _shape(n, m)
-        self.planes, self.n, self.m, self.s = _plane_views(planes, n, m, s), n, m, s
+        self.planes: list[memoryview] | None = _plane_views(planes, n, m, s)
+        self.n, self.m, self.s = n, m, s
+        self.nbytes = s * plane_bytes(n, m)
         self._codes: np.ndarray | None = None
         self._values: np.ndarray | None = None
+        self._words: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
         return (self.n, self.m)
 
-    @property
-    def nbytes(self) -> int:
-        return sum(len(p) for p in self.planes)
-
     def quantized(self) -> np.ndarray:
         """The truncated uint32 codes (what the FPGA engine computes on)."""
         if self._codes is None:
-            self._codes = unweave(self.planes, self.n, self.m, self.s)
+            if self.planes is not None:
+                self._codes = unweave(self.planes, self.n, self.m, self.s)
+            else:  # (chunks, groups·8, s) seen as the stored (s, groups, chunks, 8)
+                chunks, rows, s = self.words().shape
+                stored = self.words().reshape(chunks, rows // 8, 8, s).transpose(3, 1, 0, 2)
+                self._codes = unweave_words(stored, s)[: self.n, : self.m]
         return self._codes
 
     def toarray(self) -> np.ndarray:
@@ -203,14 +213,26 @@ class WovenMatrix:
             self._values = values(self.quantized(), self.s)
         return self._values
 
+    def words(self) -> np.ndarray:
+        """The planes as uint64 (chunks, rows padded to 8, s): the kernels' order."""
+        if self._words is None:
+            groups, chunks = _shape(self.n, self.m)
+            stack = np.frombuffer(b"".join(self.planes or ()), dtype="<u8")
+            self._words = products.arrange(stack.reshape(self.s, groups, chunks, 8))
+            self.planes = None  # the words hold the same bits
+        return self._words
+
     def __matmul__(self, other: np.ndarray) -> np.ndarray:
         v = np.asarray(other)
         if v.ndim not in (1, 2) or v.shape[0] != self.m:
             raise LoomOptionError(f"cannot multiply a {self.shape} woven block by {v.shape}")
-        return self.toarray() @ v
+        out = products.matmul(self.words(), v.reshape(self.m, -1).astype(np.float64, copy=False))
+        return out[: self.n, 0] if v.ndim == 1 else out[: self.n]
 
     def __rmatmul__(self, other: np.ndarray) -> np.ndarray:
         u = np.asarray(other)
         if u.ndim not in (1, 2) or u.shape[-1] != self.n:
             raise LoomOptionError(f"cannot multiply {u.shape} by a {self.shape} woven block")
-        return u @ self.toarray()
+        G = u.reshape(-1, self.n).T.astype(np.float64, copy=False)
+        out = products.rmatmul(self.words(), G)
+        return out[: self.m, 0] if u.ndim == 1 else out[: self.m].T

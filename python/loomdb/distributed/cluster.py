@@ -197,6 +197,9 @@ def _local(distributed: Any, n: int) -> DaskWorkers:
         processes=True,
         host="127.0.0.1",
         dashboard_address=None,
+        # no dashboard; the scheduler's HTTP routes (health, metrics) on a free local port
+        # rather than 8787, which another train's cluster may hold
+        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
         security=security,
         silence_logs=logging.ERROR,
     )

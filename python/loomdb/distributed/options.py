@@ -169,6 +169,12 @@ def _refuse_unhonoured(given: dict[str, Any], opts: dict[str, Any]) -> None:
             f"'{opts['optimizer']}' keeps epoch averages and restarts it cannot share",
             hint="leave 'optimizer' out (Adam, the SketchML paper's) or choose sgd",
         )
+    if opts.get("skip") not in (None, "none"):
+        raise LoomOptionError(
+            f"distributed training sends each worker whole stored minibatches once; 'skip': "
+            f"'{opts['skip']}' chooses rows at every step from the model of that moment",
+            hint="leave 'skip' out with 'cluster', or train without 'cluster'",
+        )
     if "cache_mb" in given:
         raise LoomOptionError(
             "distributed training keeps each worker's partition in its memory for the whole "

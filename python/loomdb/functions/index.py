@@ -33,6 +33,8 @@ def _summary(info: IndexInfo, seconds: float | None = None) -> str:
     }
     if info.options.get("sparse"):  # its array columns, width and the columns its rows hold
         out["sparse"] = {**info.options["sparse"], "columns": len(info.stats["columns"])}
+    if "slimml" in info.stats:  # groups, their sizes, generation time (store/grouped.py)
+        out["slimml"] = info.stats["slimml"]
     if seconds is not None:
         out["seconds"] = round(seconds, 6)
     return json.dumps(out)

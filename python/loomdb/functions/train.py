@@ -20,10 +20,11 @@ from loomdb.distributed import options as distributed
 from loomdb.errors import LoomDataError, LoomOptionError
 from loomdb.functions import deploy
 from loomdb.functions.train_plan import Plan, plan, standardize_for
-from loomdb.learn import step_size
+from loomdb.learn import skipping, slim, step_size
 from loomdb.learn.model import LinearModel
 from loomdb.learn.problem import Problem
 from loomdb.learn.scaling import Scaling
+from loomdb.learn.slim import Points
 from loomdb.learn.sparse_model import SparseLinearModel, from_layout, warm_start_over
 from loomdb.learn.trainer import TrainConfig, fit
 from loomdb.options import parse_json
@@ -125,12 +126,14 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
         top_precision=laid.fmt.top(),
         safe_lr=safe,
     )
-    epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes)
+    skip, skip_used = _skip(p, laid, problem)
+    read_ahead = skip_used.get("read_ahead", 1)
+    epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead)
     progress = _progress(db, what) if p.opts["progress"] else None
     report = None
     if cluster is None:
-        model, history = fit(epochs, problem, config, backend, progress, db.check_interrupt)
-    else:  # the epochs run on a cluster (distributed/)
+        model, history = fit(epochs, problem, config, backend, progress, db.check_interrupt, skip)
+    else:  # the epochs run on a cluster (distributed/; skip is refused there)
         from loomdb.distributed.fit import fit_distributed
 
         model, history, report = fit_distributed(
@@ -141,7 +144,7 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
             f"model '{name}' has non-finite coefficients and was not stored",
             hint="give a smaller lr, standardize the features, or lower l2",
         )
-    used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method}
+    used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method, **skip_used}
     if cluster is not None and report is not None:
         from loomdb.distributed.fit import used as used_on
 
@@ -154,6 +157,36 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     if sparse:  # coefficients kept by source column (learn/sparse_model.py)
         model = from_layout(model, np.asarray(info.stats["columns"]), sparse["width"])
     return model, history, used, report
+
+
+def _skip(p: Plan, laid: layout.Layout, problem: Problem) -> tuple[Any, dict[str, Any]]:
+    """The skip policy a train asked for (SlimML's remover or a baseline) and the values of
+    its options it used."""
+    if not p.skip:
+        return None, {}
+    info = laid.info
+    raw = Scaling.from_stats(problem.scaling.method, info.stats)
+    points = Points.of(laid.aggregates(), problem, raw, targets=p.skip == "slimml")
+    used: dict[str, Any] = {"skip": p.skip, "read_ahead": p.opts["read_ahead"] or 1}
+    if p.skip == "slimml":
+        used["epsilon"] = p.opts["epsilon"] if p.opts["epsilon"] is not None else slim.EPSILON
+        used["effect_l2"] = bool(p.opts["effect_l2"])
+        used["slimml_oracle"] = bool(p.opts["slimml_oracle"])
+    else:
+        fraction = p.opts["skip_fraction"]
+        used["skip_fraction"] = skipping.CORESET_FRACTION if fraction is None else fraction
+    policy = skipping.make(
+        p.skip,
+        points,
+        p.opts["model"],
+        epsilon=used.get("epsilon", slim.EPSILON),
+        fraction=used.get("skip_fraction"),
+        fit_intercept=p.opts["fit_intercept"],
+        include_l2=p.opts["l2"] if used.get("effect_l2") else 0.0,
+        oracle=used.get("slimml_oracle", False),
+        seed=int(info.options.get("seed", 42)),
+    )
+    return policy, used
 
 
 def _automatic_step(

@@ -123,6 +123,49 @@ class Plan:
                 f"backend '{backend.name}' cannot train on the {fmt.name} format",
                 hint="choose another backend or format; see loom_backends()",
             )
+        self.check_skip(laid, backend)
+
+    @property
+    def skip(self) -> str | None:
+        """The skip policy asked for (None: every row of every minibatch)."""
+        return None if self.opts["skip"] in (None, "none") else self.opts["skip"]
+
+    def check_skip(self, laid: layout.Layout, backend: Any) -> None:
+        """Skipping is honoured on a grouped layout with a step-by-step backend, else refused;
+        its options apply to the policies that use them only."""
+        where = f"index '{laid.info.name}'" if laid.info.name else "this layout"
+        if laid.grouped and hasattr(backend, "run_epoch"):
+            raise LoomOptionError(
+                f"backend '{backend.name}' runs whole epochs and cannot read a SlimML layout "
+                "group by group",
+                hint="train on the cpu backend, or on an index built without slimml",
+            )
+        if self.skip and not laid.grouped:
+            raise LoomOptionError(
+                f"'skip' needs a layout in SlimML groups; {where} was built without slimml",
+                hint="build one with CREATE INDEX … WITH (slimml = true) or "
+                "{\"slimml\": true}, or leave 'skip' out",
+            )
+        baselines = ("random", "coreset", "importance")
+        uses: dict[str, tuple[str, ...]] = {
+            "epsilon": ("slimml",),
+            "effect_l2": ("slimml",),
+            "slimml_oracle": ("slimml",),
+            "skip_fraction": baselines,
+            "read_ahead": ("slimml", *baselines),
+        }
+        for key, policies in uses.items():
+            if self.given.get(key) is not None and self.skip not in policies:
+                raise LoomOptionError(
+                    f"'{key}' applies to skip {' or '.join(repr(p) for p in policies)}; this "
+                    f"train skips {self.skip or 'nothing'}",
+                    hint=f"leave '{key}' out, or ask for that skip",
+                )
+        if self.skip in ("random", "importance") and self.opts["skip_fraction"] is None:
+            raise LoomOptionError(
+                f"skip '{self.skip}' removes a given share of rows: it needs 'skip_fraction'",
+                hint='e.g. {"skip": "random", "skip_fraction": 0.5}',
+            )
 
     def check_backend(self, k: int) -> None:
         backend = registry.get(self.opts["backend"])

@@ -26,7 +26,10 @@ import atheris
 # they are never instrumented (coverage inside them is invisible to libFuzzer either way)
 import loomdb.codecs.sketch_kernels  # noqa: F401
 import loomdb.codecs.toc_kernels  # noqa: F401
+import loomdb.codecs.toc_products  # noqa: F401
+import loomdb.codecs.toc_read  # noqa: F401
 import loomdb.codecs.weave_kernels  # noqa: F401
+import loomdb.codecs.weave_products  # noqa: F401
 from loomdb.fuzz.tally import Tally
 
 with atheris.instrument_imports(include=["loomdb.codecs", "loomdb.fuzz.targets"]):

@@ -24,6 +24,12 @@ a step ten times smaller (recorded in the history), and after ``MAX_RESTARTS`` g
 pass (as scikit-learn reports it) plus the regularisation terms; training stops early when it
 (or the validation loss) has not improved by ``tol`` of the best for ``patience`` epochs in a
 row (scikit-learn's ``tol`` and ``n_iter_no_change``).
+
+With a skip policy (``learn.skipping``: SlimML §3.3 or a baseline) the source asks the policy,
+minibatch by minibatch and at the parameters of that moment, which groups to read; the step
+weighs the kept rows as the policy says and always divides by the minibatch as sampled, and
+the epoch loss is the kept rows' weighted loss over the sampled rows.  Without one, every
+number is computed exactly as before.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -42,6 +49,7 @@ from loomdb.learn.optimizers import OPTIMIZERS, soft_threshold
 from loomdb.learn.precision import precision_for
 from loomdb.learn.problem import Problem
 from loomdb.learn.schedules import Schedule
+from loomdb.learn.skipping import Policy
 from loomdb.seams import Backend, Batch, EpochStep
 
 MAX_RESTARTS = 4
@@ -49,9 +57,12 @@ EXPLODE = 1e3
 
 
 class EpochSource(Protocol):
-    """Where batches come from: a layout read at a precision."""
+    """Where batches come from: a layout read at a precision (and, for a grouped layout, only
+    the groups ``choose`` picks from each minibatch just before it is read)."""
 
-    def train_batches(self, epoch: int, precision: int) -> Iterable[Batch]: ...
+    def train_batches(
+        self, epoch: int, precision: int, choose: Callable[..., Any] | None = None
+    ) -> Iterable[Batch]: ...
 
     def validation_batches(self, precision: int) -> Iterable[Batch]: ...
 
@@ -90,13 +101,14 @@ def fit(
     backend: Backend,
     progress: Progress | None = None,
     check: Callable[[], None] | None = None,
+    skip: Policy | None = None,
 ) -> tuple[LinearModel, list[dict[str, Any]]]:
     """Train; returns the model and the history (restarts first, then one entry per epoch)."""
     restarts: list[dict[str, Any]] = []
     lr = config.lr
     for attempt in range(MAX_RESTARTS + 1):
         try:
-            W, b, epochs = _run(source, problem, config, backend, lr, progress, check)
+            W, b, epochs = _run(source, problem, config, backend, lr, progress, check, skip)
         except Diverged as d:
             smaller = lr / 10 if config.safe_lr is None else min(lr / 10, config.safe_lr)
             restarts.append(
@@ -114,10 +126,12 @@ def fit(
     )
 
 
-def _run(source, problem, config, backend, lr, progress, check):
+def _run(source, problem, config, backend, lr, progress, check, skip=None):
     W, b = problem.initial()
     if hasattr(backend, "begin"):  # a backend keeping state between epochs starts afresh
         backend.begin(W, b)
+    if skip is not None:
+        skip.report()  # a restart counts afresh
     schedule = Schedule(config.lr_schedule, lr, config.lr_decay)
     loss = LOSSES[config.kind]
     history: list[dict[str, Any]] = []
@@ -129,29 +143,21 @@ def _run(source, problem, config, backend, lr, progress, check):
         rate = schedule.get(epoch)
         s = precision_for(config.precision, epoch, history, config.top_precision)
         started = time.perf_counter()
-        batches = source.train_batches(epoch, s)
+        if skip is None:
+            batches = source.train_batches(epoch, s)
+        else:  # W and b change in place: the policy sees the parameters of each moment
+            batches = source.train_batches(epoch, s, partial(skip.choose, W=W, b=b))
         step = EpochStep(config.kind, rate, config.l2, config.fit_intercept, problem.targets)
         with np.errstate(over="ignore", invalid="ignore"):  # the guard judges the result
             if hasattr(backend, "run_epoch"):
                 W, b, totals = backend.run_epoch(_checked(batches, check), W, b, step)
             else:
                 totals = _sgd_epoch(
-                    batches, W, b, problem, config, backend, optimizer, rate, check, widest
+                    batches, W, b, problem, config, backend, optimizer, rate, check, widest, skip
                 )
         seconds = time.perf_counter() - started
         penalty = 0.5 * config.l2 * float((W * W).sum()) + config.l1 * float(np.abs(W).sum())
-        rows = totals.pop("rows")
-        entry: dict[str, Any] = {
-            "epoch": epoch + 1,
-            "loss": totals.pop("loss") / max(rows, 1) + penalty,
-            "rows": rows,
-            "seconds": round(seconds, 6),
-            "rows_per_s": rows / seconds if seconds > 0 else None,
-            "lr": rate,
-            "bytes_read": totals.pop("bytes"),
-            "precision": s,
-            **totals,
-        }
+        entry = _entry(epoch, totals, seconds, rate, s, penalty, skip)
         _guard(W, b, entry["loss"], limit, epoch + 1, rate)
         if hasattr(optimizer, "end_epoch") and not hasattr(backend, "run_epoch"):
             optimizer.end_epoch(W, b, entry["loss"])
@@ -172,6 +178,24 @@ def _run(source, problem, config, backend, lr, progress, check):
     return W, b, history
 
 
+def _entry(epoch, totals, seconds, rate, precision, penalty, skip) -> dict[str, Any]:
+    """An epoch's history entry from the totals its batches gathered."""
+    rows = totals.pop("rows")
+    sampled = totals.pop("sampled", rows)
+    return {
+        "epoch": epoch + 1,
+        "loss": totals.pop("loss") / max(sampled, 1) + penalty,
+        "rows": rows,
+        "seconds": round(seconds, 6),
+        "rows_per_s": rows / seconds if seconds > 0 else None,
+        "lr": rate,
+        "bytes_read": totals.pop("bytes"),
+        "precision": precision,
+        **totals,
+        **(skip.report() if skip is not None else {}),
+    }
+
+
 def _guard(W: np.ndarray, b: np.ndarray, loss: float, limit: float, epoch: int, lr: float):
     if not (np.isfinite(W).all() and np.isfinite(b).all() and np.isfinite(loss)):
         raise Diverged(f"the model became non-finite in epoch {epoch} at lr {lr:g}")
@@ -187,18 +211,31 @@ def _checked(batches: Iterable[Batch], check: Callable[[], None] | None) -> Iter
 
 
 def _sgd_epoch(
-    batches, W, b, problem, config, backend, optimizer, lr, check, widest
+    batches, W, b, problem, config, backend, optimizer, lr, check, widest, skip=None
 ) -> dict[str, Any]:
     loss = LOSSES[config.kind]
     shift, scale = problem.scaling.shift, problem.scaling.scale
     total, rows, nbytes = 0.0, 0, 0
+    skipped = {"sampled": 0, "bytes_skipped": 0}
     for batch in _checked(batches, check):
+        skipped["sampled"] += batch.sampled
+        skipped["bytes_skipped"] += batch.removed_bytes
+        nbytes += batch.nbytes
+        if not batch.rows:  # every group of this minibatch was removed: no step
+            continue
         T, sw = problem.targets(batch.y)
         Weff = W * scale[:, None]
         Z = backend.margins(batch, Weff) + (b - shift @ Weff)
+        trained = batch.rows
+        if skip is not None:
+            weights = skip.weigh(batch, Z, T, sw, W, b)
+            trained = batch.rows if weights is None else int(np.count_nonzero(weights))
+            if not trained:  # read (the oracle), but every row weighs 0: no step either
+                continue
+            sw = sw if weights is None else sw * weights
         total += float((loss.value(Z, T) * sw[:, None]).sum())
-        widest[0] = max(widest[0], batch.rows)
-        share = batch.rows / widest[0]  # 1 but for a short batch
+        widest[0] = max(widest[0], batch.sampled)
+        share = batch.sampled / widest[0]  # 1 but for a short batch
         G = loss.derivative(Z, T) * (sw / widest[0])[:, None]
         gsum = G.sum(axis=0)
         gW = scale[:, None] * (backend.gradient(batch, G) - np.outer(shift, gsum))
@@ -209,9 +246,10 @@ def _sgd_epoch(
             soft_threshold(W, lr * config.l1)
         if not np.isfinite(W).all():
             raise Diverged(f"the model became non-finite at lr {lr:g}")
-        rows += batch.rows
-        nbytes += batch.nbytes
-    return {"loss": total, "rows": rows, "bytes": nbytes}
+        rows += trained
+    if skip is None:
+        return {"loss": total, "rows": rows, "bytes": nbytes}
+    return {"loss": total, "rows": rows, "bytes": nbytes, **skipped}
 
 
 def _validation_loss(source, problem, loss, backend, W, b, precision) -> float | None:

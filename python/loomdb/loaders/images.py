@@ -66,10 +66,11 @@ class ImagesLoader:
         *IMAGE_OPTIONS,
         Option("classes", Names(), None, "class names in label order (default: sub-folders)"),
     )
+    reads_files = True
     skipped = 0
     report: dict[str, Any] = {}
 
-    def columns(self, options: dict[str, Any]) -> list[tuple[str, str]]:
+    def columns(self, path: str, options: dict[str, Any]) -> list[tuple[str, str]]:
         return image_columns(options)
 
     def rows(self, path: str, options: dict[str, Any]) -> Iterator[tuple]:

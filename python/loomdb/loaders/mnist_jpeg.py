@@ -26,9 +26,10 @@ class MnistJpegLoader:
         Option("limit", Interval(True, 1, 10_000_000), None, "how many images (default: all)"),
         Option("quality", Interval(True, 1, 100), 90, "the JPEG encoder's quality"),
     )
+    reads_files = True
     skipped = 0
 
-    def columns(self, options: dict[str, Any]) -> list[tuple[str, str]]:
+    def columns(self, path: str, options: dict[str, Any]) -> list[tuple[str, str]]:
         return image_columns(options)
 
     def rows(self, path: str, options: dict[str, Any]) -> Iterator[tuple]:

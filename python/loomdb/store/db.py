@@ -59,6 +59,12 @@ class Database(Queryable, Protocol):
         """Append ``rows`` to ``relation`` in one round trip (values bound, never pasted)."""
         ...
 
+    def query_blobs(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """``query``'s rows, with each bytes value a buffer (``bytes`` or a ``memoryview``)
+        copied no more than the engine must: DuckDB hands out slices of Arrow's buffers,
+        PostgreSQL's server the ``bytes`` a cursor fetches.  For reading stored payloads."""
+        ...
+
     def atomic(self) -> AbstractContextManager[None]:
         """A (sub)transaction: everything inside commits together or not at all."""
         ...

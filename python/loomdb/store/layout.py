@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from loomdb.errors import LoomDataError, LoomStateError
+from loomdb.errors import LoomDataError, LoomOptionError, LoomStateError
 from loomdb.options import Choices, Interval, Names, Option, Options
-from loomdb.seams import Batch, IndexInfo
-from loomdb.store import catalog, formats, sparse, storage
+from loomdb.seams import Aggregates, Batch, IndexInfo
+from loomdb.store import catalog, formats, grouped, sparse, storage
 from loomdb.store.db import Database
 from loomdb.store.formats.base import Format
 from loomdb.store.names import quote_ident
@@ -58,12 +58,30 @@ OPTIONS = Options(
         "a sparse source's indices and values array columns and width (store/sparse.py)",
     ),
 )
-BUILT_WITH = ("format", "features", "batch_size", "seed", "nulls", "dtype", "sparse")
+BUILT_WITH: tuple[str, ...] = (
+    "format",
+    "features",
+    "batch_size",
+    "seed",
+    "nulls",
+    "dtype",
+    "sparse",
+)
+OPTIONS += grouped.OPTIONS  # SlimML's grouping (store/grouped.py)
+BUILT_WITH += tuple(grouped.OPTIONS.names())
 
 
 def options_of(fmt: Format) -> Options:
     """The shared layout options plus what ``fmt`` accepts."""
     return OPTIONS + fmt.options
+
+
+class GroupRows(Protocol):
+    """A grouped layout's stored rows read by group (``store.grouped``)."""
+
+    def read_ids(self, ids: Sequence[int], parts: int) -> Iterator[storage.Stored]: ...
+
+    def summaries(self, count: int) -> list[storage.Stored]: ...
 
 
 @dataclass
@@ -74,11 +92,39 @@ class Layout:
     fmt: Format
     read_stored: Callable[[int, int, int], Iterator[storage.Stored]]
     close: Callable[[], None] = lambda: None
+    by_group: GroupRows | None = None  # a grouped (SlimML) layout's reads by group
+    _aggregates: Aggregates | None = None
 
     def batches(self, first: int, stop: int, precision: int) -> Iterator[Batch]:
         m = sparse.feature_count(self.info)
         for stored in self.read_stored(first, stop, self.fmt.parts(precision)):
             yield self.fmt.decode(stored, m, precision)
+
+    @property
+    def grouped(self) -> bool:
+        return self.by_group is not None
+
+    def groups(self, ids: Sequence[int], precision: int) -> Iterator[Batch]:
+        """Groups ``ids`` (ascending) of a grouped layout, one batch each; no other group's
+        rows are returned by the engine."""
+        assert self.by_group is not None
+        m, sizes = len(self.info.columns), self.aggregates().rows
+        for stored in self.by_group.read_ids(ids, self.fmt.parts(precision)):
+            if stored.rows != sizes[stored.batch]:
+                raise storage.damaged(
+                    self.info.name or "scratch",
+                    f"group {stored.batch} holds {stored.rows} rows, not {sizes[stored.batch]}",
+                )
+            yield self.fmt.decode(stored, m, precision)
+
+    def aggregates(self) -> Aggregates:
+        """The groups table of a grouped layout, read (and checked) once."""
+        assert self.by_group is not None
+        if self._aggregates is None:
+            stored = self.by_group.summaries(self.info.batches)
+            n = len(self.info.columns)
+            self._aggregates = grouped.aggregates(stored, n, self.info.name or "scratch")
+        return self._aggregates
 
 
 class Progress:
@@ -122,45 +168,66 @@ class RowEncoding:
     (labels first), the squared row norms gathered on the way (``store/norms.py``)."""
 
     def __init__(
-        self, db: Database, prof: SourceProfile, fmt: Format, opts: dict[str, Any], progress
+        self,
+        db: Database,
+        prof: SourceProfile,
+        fmt: Format,
+        opts: dict[str, Any],
+        info: IndexInfo,
+        progress: Progress,
     ):
-        self.args = (db, prof, fmt, opts, progress)
+        self.args = (db, prof, fmt, opts, info, progress)
         self.norms = RowNorms(prof.stats)
 
-    def __iter__(self) -> Iterator[tuple[int, int, int, list[bytes]]]:
-        """``(minibatch, rows, first part, parts)`` of every minibatch."""
-        for number, X, parts in _encoded(*self.args):
+    def __iter__(self) -> Iterator[tuple[int, int, int, list[bytes], bytes | None]]:
+        """``(minibatch, rows, first part, parts, aggregated point)`` of every minibatch (or
+        SlimML group; the point is None but in a grouped layout)."""
+        for number, X, parts, point in _encoded(*self.args):
             self.norms.add(X)
-            yield number, len(X), 0, parts
+            yield number, len(X), 0, parts, point
 
     def stats(self) -> dict[str, Any]:
         return {"sq_norm": self.norms.summary()}
 
 
 def _encoded(
-    db: Database, prof: SourceProfile, fmt: Format, opts: dict[str, Any], progress: Progress
-) -> Iterator[tuple[int, Any, list[bytes]]]:
-    """``(number, features, parts)`` of every minibatch of the shuffled source."""
+    db: Database,
+    prof: SourceProfile,
+    fmt: Format,
+    opts: dict[str, Any],
+    info: IndexInfo,
+    progress: Progress,
+) -> Iterator[tuple[int, Any, list[bytes], bytes | None]]:
+    """``(number, features, parts, aggregated point)`` of every minibatch (or SlimML group) of
+    the shuffled source; the point is None but in a grouped layout."""
     if isinstance(prof, sparse.SparseProfile):
+        if opts.get("slimml"):
+            raise LoomOptionError(
+                f"{prof.source} is a sparse source: SlimML groups dense rows only",
+                hint="leave slimml out, or lay out one column per feature",
+            )
         yield from _encoded_sparse(db, prof, fmt, opts, progress)
         return
-    encode = fmt.encoder(prof.stats, opts)
     chunks = db.read_matrix(
         prof.relation, prof.values(db.type("double")), prof.where, opts["seed"], CHUNK
     )
+    if opts.get("slimml"):
+        yield from grouped.encoded(chunks, prof, fmt, opts, info, progress)
+        return
+    encode = fmt.encoder(prof.stats, opts)
     done = 0
     for number, rows in enumerate(_minibatches(chunks, opts["batch_size"])):
         if not np.isfinite(rows).all():
             raise LoomDataError(f"{prof.source} holds NaN or infinite values")
         X = rows[:, :-1]
-        yield number, X, [fmt.encode_labels(rows[:, -1]), *encode(X)]
+        yield number, X, [fmt.encode_labels(rows[:, -1]), *encode(X)], None
         done += len(rows)
         progress.rows(done)
 
 
 def _encoded_sparse(
     db: Database, prof: sparse.SparseProfile, fmt: Format, opts: dict[str, Any], progress: Progress
-) -> Iterator[tuple[int, Any, list[bytes]]]:
+) -> Iterator[tuple[int, Any, list[bytes], None]]:
     """The same for a sparse source: CSR minibatches, never a dense row (store/sparse.py)."""
     encode = fmt.sparse_encoder(prof.stats, opts, len(prof.columns))
     rows = sparse.read_rows(db, prof, opts["seed"], CHUNK)
@@ -168,7 +235,7 @@ def _encoded_sparse(
     for number, (y, X) in enumerate(sparse.minibatches(rows, opts["batch_size"])):
         if not (np.isfinite(y).all() and np.isfinite(X.values).all()):
             raise LoomDataError(f"{prof.source} holds NaN or infinite values")
-        yield number, X, [fmt.encode_labels(y), *encode(X)]
+        yield number, X, [fmt.encode_labels(y), *encode(X)], None
         done += len(y)
         progress.rows(done)
 
@@ -206,11 +273,15 @@ def _lay_out(
     progress: Progress,
 ) -> None:
     progress.start(prof.source, fmt.name)
-    encoding = fmt.encoding(db, prof, opts, progress) or RowEncoding(db, prof, fmt, opts, progress)
+    encoding = fmt.encoding(db, prof, opts, progress) or RowEncoding(
+        db, prof, fmt, opts, info, progress
+    )
     pending: list[tuple] = []
     size = 0
-    for number, rows, first, parts in encoding:
+    for number, rows, first, parts, point in encoding:
         pending += storage.rows_of(info.uid, number, rows, fmt.version, parts, first)
+        if point is not None:
+            pending.append(storage.summary_row(info.uid, number, rows, fmt.version, point))
         nbytes = sum(len(p) for p in parts)
         size += nbytes
         info.batches, info.bytes = max(info.batches, number + 1), info.bytes + nbytes
@@ -248,10 +319,11 @@ def build(
     """Profile ``source``, write its minibatches as index ``name``, record it in the catalog."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
+    grouped.check(opts)
     prof = fmt.profile(db, source, label, opts)
     info = _info(name, prof, fmt, opts)
     relation = catalog.storage_relation(name)
-    storage.create(db, relation)
+    storage.create(db, relation, keyed=bool(opts.get("slimml")))
     _lay_out(
         db,
         info,
@@ -279,33 +351,49 @@ def scratch(
     temporary table (dropped with the session or by ``close``)."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
+    grouped.check(opts)
     prof = fmt.profile(db, source, label, opts)
     info = _info("", prof, fmt, opts)
     progress = Progress(db, what, prof.rows, quiet)
+    keyed = bool(opts.get("slimml"))
     if prof.raw_bytes <= budget:
         kept: list[tuple] = []
         _lay_out(db, info, prof, fmt, opts, kept.extend, progress)
-        return Layout(info, fmt.bind(info), _memory_reader(kept))
+        memory = MemoryRows(kept)
+        return Layout(info, fmt.bind(info), memory.read, by_group=memory if keyed else None)
     relation = storage.scratch_relation(db, info.uid)
-    storage.create(db, relation)
+    storage.create(db, relation, keyed=keyed)
     _lay_out(db, info, prof, fmt, opts, lambda rows: storage.write(db, relation, rows), progress)
     reader = storage.Reader(db, relation, what, info.uid, fmt.version, None)
-    layout = Layout(info, fmt.bind(info), _stored_reader(reader, info))
+    layout = Layout(
+        info, fmt.bind(info), _stored_reader(reader, info), by_group=reader if keyed else None
+    )
     layout.close = lambda: db.execute(f"DROP TABLE IF EXISTS {relation}")
     return layout
 
 
-def _memory_reader(rows: list[tuple]) -> Callable[[int, int, int], Iterator[storage.Stored]]:
-    by_batch: dict[int, storage.Stored] = {}
-    for batch, _part, n, _version, payload, _crc in rows:
-        by_batch.setdefault(batch, storage.Stored(batch, n, [])).parts.append(payload)
+class MemoryRows:
+    """A scratch layout's stored rows kept in memory (written and read in this call)."""
 
-    def read(first: int, stop: int, parts: int) -> Iterator[storage.Stored]:
-        for b in range(first, stop):
-            s = by_batch[b]
-            yield storage.Stored(b, s.rows, s.parts[: parts + 1])
+    def __init__(self, rows: list[tuple]):
+        self.by_batch: dict[int, storage.Stored] = {}
+        self.points: dict[int, storage.Stored] = {}
+        for batch, part, n, _version, payload, _crc in rows:
+            if part == storage.SUMMARY_PART:
+                self.points[batch] = storage.Stored(batch, n, [payload])
+            else:
+                self.by_batch.setdefault(batch, storage.Stored(batch, n, [])).parts.append(payload)
 
-    return read
+    def read(self, first: int, stop: int, parts: int) -> Iterator[storage.Stored]:
+        return self.read_ids(range(first, stop), parts)
+
+    def read_ids(self, ids: Sequence[int], parts: int) -> Iterator[storage.Stored]:
+        for b in ids:
+            s = self.by_batch[int(b)]
+            yield storage.Stored(int(b), s.rows, s.parts[: parts + 1])
+
+    def summaries(self, count: int) -> list[storage.Stored]:
+        return [self.points[b] for b in range(count)]
 
 
 def _stored_reader(reader: storage.Reader, info: IndexInfo):
@@ -334,7 +422,10 @@ def open_index(db: Database, name: str, allow_stale: bool = False) -> Layout:
         check_fresh(db, info)
     relation = catalog.storage_relation(name)
     reader = storage.Reader(db, relation, name, info.uid, fmt.version, info.owner)
-    return Layout(info, fmt.bind(info), _stored_reader(reader, info))
+    keyed = bool(info.options.get("slimml"))
+    return Layout(
+        info, fmt.bind(info), _stored_reader(reader, info), by_group=reader if keyed else None
+    )
 
 
 def check_fresh(db: Database, info: IndexInfo) -> None:

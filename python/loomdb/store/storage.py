@@ -2,24 +2,29 @@
 
 No paper section (Bismarck's "one row per minibatch", generalised).  Columns::
 
-    batch integer   the minibatch number, 0 … batches−1 (rows were shuffled once)
+    batch integer   the minibatch number, 0 … batches−1 (rows were shuffled once); in a
+                    grouped (SlimML) layout each unit is one group of similar rows
     part integer    0: the labels; 1 … P: the format's parts (dense/toc: 1; mlweaving: plane
-                    p is part p + 1, so precision s reads ``part <= s``)
+                    p is part p + 1, so precision s reads ``part <= s``); −1 in a grouped
+                    layout: the group's aggregated point (``store.grouped``), read once per
+                    train and never with the rows
     rows integer    rows of the minibatch
     version smallint  the format's record version
     payload bytes   the part's bytes
     checksum bigint CRC-32 of (index uid, batch, part, rows, version, payload)
 
-A reader asks for minibatches ``[first, stop)`` up to part P and gets every one exactly once, in
-order, with parts 0…P, each matching its checksum: a missing, duplicated, swapped (even between
-indexes of the same shape) or altered row is a ``LoomFormatError`` naming the index and the fix.
+A reader asks for minibatches ``[first, stop)`` (or a list of them) up to part P and gets every
+one exactly once, in order, with parts 0…P, each matching its checksum: a missing, duplicated,
+swapped (even between indexes of the same shape) or altered row is a ``LoomFormatError`` naming
+the index and the fix.  A grouped layout's table is keyed by (batch, part), so reading a few
+groups finds their rows by the key and the engine returns nothing of the others.
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from loomdb.errors import LoomFormatError
@@ -33,17 +38,23 @@ COLUMNS = [
     ("payload", "bytes"),
     ("checksum", "bigint"),
 ]
+SUMMARY_PART = -1  # a grouped layout's aggregated point of each group
 _HEAD = struct.Struct("<16siiih")
+Buffer = bytes | memoryview  # a payload as the engine hands it over (never copied here)
 PAGE_BYTES = 64 << 20  # about this much payload per query: bounded memory, few round trips
 
 
-def checksum(uid: str, batch: int, part: int, rows: int, version: int, payload: bytes) -> int:
+def checksum(uid: str, batch: int, part: int, rows: int, version: int, payload: Buffer) -> int:
     head = _HEAD.pack(bytes.fromhex(uid)[:16].ljust(16, b"\0"), batch, part, rows, version)
     return zlib.crc32(payload, zlib.crc32(head))
 
 
-def create(db: Database, relation: str) -> None:
+def create(db: Database, relation: str, keyed: bool = False) -> None:
+    """The storage table; ``keyed`` (grouped layouts, read a few groups at a time): with
+    (batch, part) as its primary key."""
     body = ", ".join(f"{c} {db.type(t)}" for c, t in COLUMNS)
+    if keyed:
+        body += ", PRIMARY KEY (batch, part)"
     temporary = "TEMPORARY " if relation.startswith(TEMP_SCHEMAS[db.dialect]) else ""
     db.execute(f"CREATE {temporary}TABLE {relation} ({body})")
 
@@ -67,6 +78,12 @@ def rows_of(
     ]
 
 
+def summary_row(uid: str, batch: int, rows: int, version: int, payload: bytes) -> tuple:
+    """The stored row of a group's aggregated point (part −1)."""
+    part = SUMMARY_PART
+    return (batch, part, rows, version, payload, checksum(uid, batch, part, rows, version, payload))
+
+
 def write(db: Database, relation: str, rows: list[tuple]) -> None:
     if rows:
         db.insert(relation, [c for c, _ in COLUMNS], rows)
@@ -78,7 +95,7 @@ class Stored:
 
     batch: int
     rows: int
-    parts: list[bytes]
+    parts: list[Buffer]
 
     @property
     def nbytes(self) -> int:
@@ -101,57 +118,92 @@ class Reader:
         self.db, self.relation, self.index = db, relation, index
         self.uid, self.version, self.owner = uid, version, owner
 
+    def _query(self, where: str, params: list, ordered: bool = True) -> list[tuple]:
+        sql = (
+            f"SELECT batch, part, rows, version, payload, checksum FROM {self.relation} "
+            f"WHERE {where}" + (" ORDER BY batch, part" if ordered else "")
+        )
+        self.db.check_interrupt()
+        with self.db.as_role(self.owner):  # the owner's table: read with the owner's rights
+            return self.db.query_blobs(sql, params)
+
     def read(self, first: int, stop: int, parts: int, batch_bytes: int) -> Iterator[Stored]:
         """Minibatches ``[first, stop)`` with parts ``0 … parts``, each exactly once, in order."""
         page = max(1, min(4096, PAGE_BYTES // max(batch_bytes, 1)))
-        sql = (
-            f"SELECT batch, part, rows, version, payload, checksum FROM {self.relation} "
-            "WHERE batch >= $1 AND batch < $2 AND part <= $3 ORDER BY batch, part"
-        )
-        expected = first
+        where = "batch >= $1 AND batch < $2 AND part >= 0 AND part <= $3"
         for start in range(first, stop, page):
             end = min(start + page, stop)
-            self.db.check_interrupt()
-            current: Stored | None = None
-            with self.db.as_role(self.owner):  # the owner's table: read with the owner's rights
-                rows = self.db.query(sql, [start, end, parts])
-            for row in rows:
-                current, done = self._take(current, row, expected, parts)
-                if done is not None:
-                    yield done
-                    expected += 1
-            if current is not None:
-                yield self._finish(current, parts)
-                expected += 1
-            if expected != end:
-                raise damaged(self.index, f"minibatch {expected} is missing")
+            rows = self._query(where, [start, end, parts])
+            yield from self._checked(rows, range(start, end), parts)
 
-    def _take(
-        self, current: Stored | None, row: tuple, expected: int, parts: int
-    ) -> tuple[Stored, Stored | None]:
+    def read_ids(self, ids: Sequence[int], parts: int) -> Iterator[Stored]:
+        """Minibatches ``ids`` (ascending) with parts ``0 … parts``; the others are not read."""
+        if not len(ids):
+            return iter(())
+        where = f"batch = ANY(CAST($1 AS {self.db.type('integer[]')})) AND part >= 0 AND part <= $2"
+        rows = self._query(where, [[int(i) for i in ids], parts], ordered=False)
+        rows.sort(key=lambda r: (r[0], r[1]))  # a few rows: cheaper here than an engine's sort
+        return self._checked(rows, list(ids), parts)
+
+    def summaries(self, count: int) -> list[Stored]:
+        """The aggregated point (part −1) of every group ``0 … count−1``, checked."""
+        rows = self._query("part = $1", [SUMMARY_PART])
+        out: list[Stored] = []
+        for row in rows:
+            batch, _part, n, _version, payload = row[:5]
+            self._verify(row)
+            if batch != len(out):
+                what = "is missing" if batch > len(out) else "appears twice"
+                raise damaged(
+                    self.index, f"the aggregated point of group {min(batch, len(out))} {what}"
+                )
+            out.append(Stored(batch, n, [bytes(payload)]))
+        if len(out) != count:
+            raise damaged(self.index, f"it holds {len(out)} aggregated points, not {count}")
+        return out
+
+    def _verify(self, row: tuple) -> Buffer:
         batch, part, rows, version, payload, crc = row
         if payload is None:
             raise damaged(self.index, f"minibatch {batch} part {part} holds NULL")
-        payload = bytes(payload)
         if version != self.version:
             raise damaged(
                 self.index, f"minibatch {batch} is format version {version}, not {self.version}"
             )
         if crc is None or checksum(self.uid, batch, part, rows, version, payload) != int(crc):
             raise damaged(self.index, f"minibatch {batch} part {part} does not match its checksum")
-        done = None
-        if current is not None and batch != current.batch:
-            done, current = self._finish(current, parts), None
-            expected += 1
-        if current is None:
-            if batch != expected:
-                what = "is missing" if batch > expected else "appears twice"
-                raise damaged(self.index, f"minibatch {min(batch, expected)} {what}")
-            current = Stored(batch, rows, [])
-        if part != len(current.parts) or rows != current.rows:
-            raise damaged(self.index, f"minibatch {batch} has a missing or repeated part")
-        current.parts.append(payload)
-        return current, done
+        return payload
+
+    def _checked(
+        self, rows: Iterable[tuple], wanted: Sequence[int], parts: int
+    ) -> Iterator[Stored]:
+        """The minibatches of ``rows`` (ordered by batch, part), which must be exactly
+        ``wanted`` (ascending), each once with parts ``0 … parts``."""
+        at, current = 0, None
+        for row in rows:
+            batch, part, n = row[0], row[1], row[2]
+            payload = self._verify(row)
+            if current is not None and batch != current.batch:
+                yield self._finish(current, parts)
+                at, current = at + 1, None
+            if current is None:
+                expected = wanted[at] if at < len(wanted) else None
+                if batch != expected:
+                    later = expected is not None and batch > expected
+                    shown = expected if later else batch
+                    raise damaged(
+                        self.index,
+                        f"minibatch {shown} {'is missing' if later else 'appears twice'}",
+                    )
+                current = Stored(batch, n, [])
+            if part != len(current.parts) or n != current.rows:
+                raise damaged(self.index, f"minibatch {batch} has a missing or repeated part")
+            current.parts.append(payload)
+        if current is not None:
+            yield self._finish(current, parts)
+            at += 1
+        if at != len(wanted):
+            raise damaged(self.index, f"minibatch {wanted[at]} is missing")
 
     def _finish(self, current: Stored, parts: int) -> Stored:
         if len(current.parts) != parts + 1:

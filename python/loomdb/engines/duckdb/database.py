@@ -99,6 +99,13 @@ class DuckDatabase:
         with translated():
             return self.cur.execute(sql, list(params) if params else None).fetchall()
 
+    def query_blobs(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """Through Arrow: BLOBs come back as views of the result's buffers, not as ``bytes``
+        (DuckDB's ``fetchall`` copies each into a Python object)."""
+        with translated():
+            table = self.cur.sql(sql, params=list(params) if params else None).to_arrow_table()
+        return list(zip(*(_python_values(c) for c in table.columns)))
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         with translated():  # fetched to the end: an unfinished result blocks cursors
             self.cur.execute(sql, list(params) if params else None).fetchall()
@@ -271,6 +278,24 @@ def _csr(indices: Any, values: Any, width: int) -> CsrRows:
         flat_v.to_numpy(zero_copy_only=False).astype(np.float64, copy=False),
         width,
     )
+
+
+def _python_values(column: pa.ChunkedArray) -> list[Any]:
+    """A column's values; binary ones as memoryviews of the column's own buffer."""
+    if not pa.types.is_binary(column.type) and not pa.types.is_large_binary(column.type):
+        return column.to_pylist()
+    width = np.int32 if pa.types.is_binary(column.type) else np.int64
+    out: list[Any] = []
+    for chunk in column.chunks:
+        _, offsets, data = chunk.buffers()
+        ends = np.frombuffer(offsets, dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
+        view = memoryview(data) if data is not None else memoryview(b"")
+        bounds = ends.tolist()
+        out.extend(view[a:b] for a, b in zip(bounds, bounds[1:]))
+        if chunk.null_count:
+            for i in np.flatnonzero(chunk.is_null().to_numpy(zero_copy_only=False)).tolist():
+                out[len(out) - len(chunk) + i] = None
+    return out
 
 
 def _arrow_type(rows: Sequence[tuple], i: int) -> Any:

@@ -43,6 +43,10 @@ class PsycopgDatabase:
             cur.execute(text, values or None)
             return cur.fetchall() if cur.description else []
 
+    def query_blobs(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """``query``: psycopg hands each bytea over as ``bytes`` already."""
+        return self.query(sql, params)
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         self.query(sql, params)
 

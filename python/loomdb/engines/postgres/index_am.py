@@ -1,5 +1,6 @@
-"""``CREATE INDEX … USING mlweaving | toc | dense`` in psql: the Python half of the index access
-methods whose C half (``index_am/loomdb_am.c``) hands every build over here.  No paper section.
+"""``CREATE INDEX … USING mlweaving | toc | dense | pcr`` in psql: the Python half of the index
+access methods whose C half (``index_am/loomdb_am.c``) hands every build over here.  No paper
+section.
 
 ``build(db, oid)`` runs for ``loom._index_am_build(oid)``, which PostgreSQL's build callback
 calls for ``CREATE INDEX``, ``REINDEX`` and every rebuild PostgreSQL does on its own
@@ -92,7 +93,7 @@ def describe(db: Any, oid: int) -> Definition:
     if not rows or rows[0][1] not in formats.KNOWN:
         raise LoomStateError(
             f"relation {oid} is not a loomdb index",
-            hint="loom._index_am_build is called by CREATE INDEX … USING mlweaving|toc|dense",
+            hint="loom._index_am_build is called by CREATE INDEX … USING mlweaving|toc|dense|pcr",
         )
     name, method, reloptions, table_oid, source, *flags, columns = rows[0]
     ready, partition, temporary, expressions, predicate, owns_table = map(bool, flags)

@@ -1,4 +1,4 @@
--- CREATE INDEX … USING mlweaving | toc | dense in psql (part of the generated install script).
+-- CREATE INDEX … USING mlweaving | toc | dense | pcr in psql (part of the generated install script).
 --
 -- loom.index_relations says which PostgreSQL index relation holds which loomdb index: its OID
 -- is the identity (it survives ALTER INDEX … RENAME and REINDEX), its name the loomdb index's.

@@ -24,10 +24,18 @@ from loomdb.store.names import NAME_PATTERN
 
 LIBRARY = "loomdb_am"
 SOURCES = ("loomdb_am.c", "Makefile")
-METHODS = ("mlweaving", "toc", "dense")  # loomdb_am.c defines a handler for each
+METHODS = ("mlweaving", "toc", "dense", "pcr")  # loomdb_am.c defines a handler for each
 # the column types loomdb reads as numbers (engines/postgres/dialect.py): one operator class
 # (without operators: nothing can search the index) per type and method
-TYPES = ("float8", "float4", "numeric", "int8", "int4", "int2", "bool")
+NUMBERS = ("float8", "float4", "numeric", "int8", "int4", "int2", "bool")
+# the column types each method indexes: numbers; toc also a sparse source's indices and values
+# arrays; pcr an image column
+TYPES = {
+    "mlweaving": NUMBERS,
+    "dense": NUMBERS,
+    "toc": (*NUMBERS, "int2[]", "int4[]", "int8[]", "float4[]", "float8[]", "numeric[]"),
+    "pcr": ("bytea",),
+}
 BUILD_TIMEOUT_S = 300
 
 Log = Callable[[str], None]
@@ -84,7 +92,7 @@ def build_module(pg_config: str | None, log: Log) -> str | None:
     missing = missing_tools(pg_config)
     if missing:
         log(
-            "CREATE INDEX … USING mlweaving|toc|dense is not installed: it needs "
+            "CREATE INDEX … USING mlweaving|toc|dense|pcr is not installed: it needs "
             + "; ".join(missing)
             + " (loom_create_index works without it)"
         )
@@ -121,9 +129,9 @@ def _methods_sql() -> str:
             "for loom_train (never used by queries)';",
         ]
         lines += [
-            f"    CREATE OPERATOR CLASS loom.{method}_{t}_ops DEFAULT FOR TYPE {t} "
-            f"USING {method} AS STORAGE {t};"
-            for t in TYPES
+            f"    CREATE OPERATOR CLASS loom.{method}_{t.replace('[]', '_array')}_ops "
+            f"DEFAULT FOR TYPE {t} USING {method} AS STORAGE {t};"
+            for t in TYPES[method]
         ]
     return "\n".join(lines)
 

@@ -29,11 +29,38 @@ from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.options import Options
 from loomdb.seams import Batch, IndexInfo
 from loomdb.store.source import SourceProfile
-from loomdb.store.storage import Stored
+from loomdb.store.storage import Buffer, Stored
 
 Encoder = Callable[[np.ndarray], list[bytes]]
 SparseEncoder = Callable[[CsrRows], list[bytes]]
 MAX_DENSIFIED = 16 << 20  # bytes of one densified minibatch of a sparse source
+
+
+class RowBlocks:
+    """Payloads stacked by rows: a minibatch made of several stored groups (a SlimML layout).
+
+    The products run block by block on each payload's own kernels (TOC's tree passes, woven
+    planes), so stacking never decompresses; ``toarray`` is for backends that want values.
+    """
+
+    __array_ufunc__ = None  # ndarray @ RowBlocks defers to __rmatmul__
+
+    def __init__(self, blocks: list[Any]):
+        self.blocks = blocks
+        self.shape = (sum(int(b.shape[0]) for b in blocks), int(blocks[0].shape[1]))
+
+    def __matmul__(self, W: np.ndarray) -> np.ndarray:
+        return np.vstack([np.asarray(b @ W).reshape(b.shape[0], -1) for b in self.blocks])
+
+    def __rmatmul__(self, R: np.ndarray) -> np.ndarray:
+        parts, start = [], 0
+        for b in self.blocks:
+            parts.append(np.asarray(R[..., start : start + b.shape[0]] @ b))
+            start += b.shape[0]
+        return np.sum(parts, axis=0)
+
+    def toarray(self) -> np.ndarray:
+        return np.vstack([b if isinstance(b, np.ndarray) else b.toarray() for b in self.blocks])
 
 
 class Format:
@@ -98,13 +125,17 @@ class Format:
         encode = self.encoder(stats, options)
         return lambda X: encode(X.toarray())
 
-    def payload(self, parts: list[bytes], rows: int, n_features: int, precision: int) -> Any:
+    def payload(self, parts: list[Buffer], rows: int, n_features: int, precision: int) -> Any:
         raise NotImplementedError
+
+    def stack(self, payloads: list[Any]) -> Any:
+        """One payload of several decoded ones' rows (a minibatch of stored groups)."""
+        return payloads[0] if len(payloads) == 1 else RowBlocks(payloads)
 
     def encode_labels(self, y: np.ndarray) -> bytes:
         return dense.encode(y.reshape(-1, 1))
 
-    def decode_labels(self, blob: bytes) -> np.ndarray:
+    def decode_labels(self, blob: Buffer) -> np.ndarray:
         return dense.decode(blob)[:, 0]
 
     def decode(self, stored: Stored, n_features: int, precision: int) -> Batch:

@@ -12,6 +12,7 @@ import numpy as np
 from loomdb.codecs import dense
 from loomdb.errors import LoomDataError, LoomFormatError
 from loomdb.store.formats.base import Encoder, Format
+from loomdb.store.storage import Buffer
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -30,7 +31,10 @@ class DenseFormat(Format):
                 )
         return lambda X: [dense.encode(X, dtype)]
 
-    def payload(self, parts: list[bytes], rows: int, n_features: int, precision: int) -> Any:
+    def stack(self, payloads: list[Any]) -> Any:
+        return payloads[0] if len(payloads) == 1 else np.vstack(payloads)
+
+    def payload(self, parts: list[Buffer], rows: int, n_features: int, precision: int) -> Any:
         X = dense.decode(parts[0])
         if X.shape != (rows, n_features):
             raise LoomFormatError(f"a dense minibatch holds {X.shape}, not ({rows}, {n_features})")

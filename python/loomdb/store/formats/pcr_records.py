@@ -98,7 +98,7 @@ class PcrEncoding:
         self.scans: Counter[int] = Counter()
         self.source_bytes = 0
 
-    def __iter__(self) -> Iterator[tuple[int, int, int, list[bytes]]]:
+    def __iter__(self) -> Iterator[tuple[int, int, int, list[bytes], None]]:
         chunks = read_images(self.db, self.prof, self.opts["seed"], CHUNK)
         done = 0
         for number, rows in enumerate(_records(chunks, int(self.opts["batch_size"]))):
@@ -109,13 +109,13 @@ class PcrEncoding:
             parts = pcr.record(labels, scans)
             self.images.add(pixels.features_all(progressive, self.size, self.color))
             self._count(number, jpegs, scans, parts)
-            yield number, len(rows), 0, parts
+            yield number, len(rows), 0, parts, None
             done += len(rows)
             self.progress.rows(done)
         top = self.top
         for number, (images, groups) in self.groups.items():
             if groups < top:  # written before a later record raised L
-                yield number, images, groups + 1, [b""] * (top - groups)
+                yield number, images, groups + 1, [b""] * (top - groups), None
 
     def _count(self, number: int, jpegs: list[bytes], scans: list, parts: list[bytes]) -> None:
         self.groups[number] = (len(jpegs), len(parts) - 1)

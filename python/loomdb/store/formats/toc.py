@@ -14,6 +14,7 @@ from loomdb.codecs import toc
 from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.options import Choices, Option, Options
 from loomdb.store.formats.base import Encoder, Format, SparseEncoder
+from loomdb.store.storage import Buffer
 
 
 class TocFormat(Format):
@@ -45,7 +46,7 @@ class TocFormat(Format):
         entropy = options.get("entropy")
         return lambda X: [toc.encode_csr(X.indptr, X.indices, X.values, cols, entropy=entropy)]
 
-    def payload(self, parts: list[bytes], rows: int, n_features: int, precision: int) -> Any:
+    def payload(self, parts: list[Buffer], rows: int, n_features: int, precision: int) -> Any:
         X = toc.TocMatrix.from_bytes(parts[0])
         if X.shape != (rows, n_features):
             raise LoomFormatError(f"a toc minibatch holds {X.shape}, not ({rows}, {n_features})")

@@ -20,6 +20,7 @@ import numpy as np
 from loomdb.codecs import weave
 from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.store.formats.base import Encoder, Format
+from loomdb.store.storage import Buffer
 
 
 class WeaveFormat(Format):
@@ -56,10 +57,10 @@ class WeaveFormat(Format):
     def encode_labels(self, y: np.ndarray) -> bytes:
         return np.asarray(y, dtype="<f4").tobytes()
 
-    def decode_labels(self, blob: bytes) -> np.ndarray:
+    def decode_labels(self, blob: Buffer) -> np.ndarray:
         if len(blob) % 4:
             raise LoomFormatError(f"mlweaving labels of {len(blob)} bytes are not float32s")
         return np.frombuffer(blob, dtype="<f4").astype(np.float64)
 
-    def payload(self, parts: list[bytes], rows: int, n_features: int, precision: int) -> Any:
+    def payload(self, parts: list[Buffer], rows: int, n_features: int, precision: int) -> Any:
         return weave.WovenMatrix(parts, rows, n_features, precision)

@@ -1,5 +1,5 @@
 /*
- * loomdb_am.c: the index access methods mlweaving, toc and dense, so that
+ * loomdb_am.c: the index access methods mlweaving, toc, dense and pcr, so that
  *
  *     CREATE INDEX name ON table USING mlweaving (a, b) WITH (label = y, ...)
  *     REINDEX INDEX name;  DROP INDEX name;
@@ -307,3 +307,4 @@ routine(amoptions_function amoptions)
 LOOM_METHOD(mlweaving)
 LOOM_METHOD(toc)
 LOOM_METHOD(dense)
+LOOM_METHOD(pcr)
