@@ -4,12 +4,14 @@
 CREATE SCHEMA IF NOT EXISTS loom;
 CREATE SCHEMA IF NOT EXISTS loom_data;
 CREATE TABLE IF NOT EXISTS loom.models (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, PRIMARY KEY (name));
+CREATE TABLE IF NOT EXISTS loom.trials (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, trial integer, status text, options text, score double precision, seconds double precision, error text, created_at timestamptz, PRIMARY KEY (owner, model, trial));
 CREATE TABLE IF NOT EXISTS loom.indexes (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, source text, label text, columns text, format text, format_version integer, options text, stats text, label_counts text, rows bigint, skipped bigint, batches bigint, bytes bigint, source_signature text, built_at timestamptz, PRIMARY KEY (name));
 CREATE TABLE IF NOT EXISTS loom.grants (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, grantee text, granted_at timestamptz, PRIMARY KEY (owner, model, grantee));
 CREATE TABLE IF NOT EXISTS loom.deployments (schema_name text, function text, owner name NOT NULL DEFAULT current_user, model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), kind text, arity integer, deployed_at timestamptz, PRIMARY KEY (owner, schema_name, function));
 CREATE TABLE IF NOT EXISTS loom.settings (key text, value text, PRIMARY KEY (key));
 INSERT INTO loom.settings (key, value) VALUES ('extra_path', ''), ('numba_cache_dir', '/var/lib/loomdb/venv/numba-cache'), ('venv', '/var/lib/loomdb/venv');
 SELECT pg_catalog.pg_extension_config_dump('loom.models', '');
+SELECT pg_catalog.pg_extension_config_dump('loom.trials', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.indexes', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.grants', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.deployments', '');
@@ -32,12 +34,14 @@ $do$;
 REVOKE ALL ON SCHEMA loom, loom_data FROM PUBLIC;
 GRANT USAGE ON SCHEMA loom TO loomdb_user;
 GRANT USAGE, CREATE ON SCHEMA loom_data TO loomdb_user;
-REVOKE ALL ON loom.models, loom.indexes, loom.grants, loom.deployments, loom.settings FROM PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE ON loom.models, loom.indexes, loom.grants, loom.deployments
-    TO loomdb_user;
+REVOKE ALL ON loom.models, loom.trials, loom.indexes, loom.grants, loom.deployments, loom.settings
+    FROM PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE
+    ON loom.models, loom.trials, loom.indexes, loom.grants, loom.deployments TO loomdb_user;
 GRANT SELECT ON loom.settings TO loomdb_user;
 
 ALTER TABLE loom.models ENABLE ROW LEVEL SECURITY;
+ALTER TABLE loom.trials ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.indexes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.grants ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.deployments ENABLE ROW LEVEL SECURITY;
@@ -49,6 +53,9 @@ CREATE POLICY models_granted ON loom.models FOR SELECT USING (EXISTS (
       AND (g.grantee = 'public' OR EXISTS (
           SELECT 1 FROM pg_catalog.pg_roles r
           WHERE r.rolname = g.grantee AND pg_catalog.pg_has_role(r.oid, 'USAGE')))));
+-- a model's trials are its owner's alone (a grant shares the model, not how it was searched)
+CREATE POLICY trials_own ON loom.trials
+    USING (owner = current_user) WITH CHECK (owner = current_user);
 CREATE POLICY indexes_own ON loom.indexes
     USING (owner = current_user) WITH CHECK (owner = current_user);
 CREATE POLICY deployments_own ON loom.deployments
@@ -93,6 +100,24 @@ REVOKE ALL ON FUNCTION loom_train(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_train(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_train(text, text, text, text) IS 'train a generalized linear model (linear, logistic, svm) on a table, view or SELECT; options are JSON; returns a JSON summary';
 
+CREATE FUNCTION loom_tune(model text, source text, label text, options text DEFAULT '{}') RETURNS text
+LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_tune', model, source, label, options)
+$fn$;
+REVOKE ALL ON FUNCTION loom_tune(text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_tune(text, text, text, text) TO loomdb_user;
+COMMENT ON FUNCTION loom_tune(text, text, text, text) IS 'search loom_train''s options (lists of candidates; grid or random), score each trial on a validation split and keep the best as the model; returns a JSON summary';
+
+CREATE FUNCTION loom_trials(model text) RETURNS TABLE ("trial" integer, "status" text, "score" double precision, "seconds" double precision, "options" text, "error" text)
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_trials', model)
+$fn$;
+REVOKE ALL ON FUNCTION loom_trials(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_trials(text) TO loomdb_user;
+COMMENT ON FUNCTION loom_trials(text) IS 'the trials of the loom_tune that made a model: options, validation loss (lower is better), seconds, and failed trials with their error';
+
 CREATE FUNCTION loom_predict(model text, features double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
@@ -101,6 +126,24 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict(text, double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict(text, double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict(text, double precision[]) IS 'predict with a trained model: the class label for classifiers, the value for linear models';
+
+CREATE FUNCTION loom_predict_row(model text, input text) RETURNS double precision
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_predict_row', model, input)
+$fn$;
+REVOKE ALL ON FUNCTION loom_predict_row(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_predict_row(text, text) TO loomdb_user;
+COMMENT ON FUNCTION loom_predict_row(text, text) IS 'loom_predict from a whole row (SELECT loom_predict_row(''m'', t) FROM t): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
+CREATE FUNCTION loom_predict_row(model text, input record) RETURNS double precision
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
+BEGIN
+RETURN @extschema@.loom_predict_row(model, to_jsonb(input)::text);
+END
+$fn$;
+REVOKE ALL ON FUNCTION loom_predict_row(text, record) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_predict_row(text, record) TO loomdb_user;
+COMMENT ON FUNCTION loom_predict_row(text, record) IS 'loom_predict from a whole row (SELECT loom_predict_row(''m'', t) FROM t): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
 
 CREATE FUNCTION loom_predict_proba(model text, features double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
@@ -226,7 +269,7 @@ return GD['loomdb'].call(plpy, 'loom_drop_model', model)
 $fn$;
 REVOKE ALL ON FUNCTION loom_drop_model(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_drop_model(text) TO loomdb_user;
-COMMENT ON FUNCTION loom_drop_model(text) IS 'remove a model (and its grants) from the catalog';
+COMMENT ON FUNCTION loom_drop_model(text) IS 'remove a model (and its grants and trials) from the catalog';
 
 CREATE FUNCTION loom_create_index(name text, source text, label text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$

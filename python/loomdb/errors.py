@@ -34,6 +34,11 @@ class LoomDataError(LoomError, ValueError):
     sqlstate = "22000"  # data_exception
 
 
+class LoomDivergedError(LoomDataError):
+    """Training diverged (every restart at a smaller step too) or left non-finite
+    coefficients: nothing was stored.  ``loom_tune`` records such a trial as failed."""
+
+
 class LoomNotFoundError(LoomError, LookupError):
     """A model, index, table or column does not exist."""
 

@@ -29,12 +29,15 @@ VALUES = {
     "kind": "'libsvm'",
     "target": "'loaded'",
     "image": "(SELECT image FROM imgs LIMIT 1)",
+    "input": "(SELECT t FROM t LIMIT 1)",
 }
 NAMES = {  # (function, argument) whose value is not the shared one
     ("loom_create_index", "name"): "'i2'",
     ("loom_drop_index", "name"): "'i2'",
     ("loom_reindex", "name"): "'i'",
     ("loom_train", "model"): "'m2'",
+    ("loom_tune", "model"): "'m3'",
+    ("loom_trials", "model"): "'m3'",  # declared after loom_tune, which makes m3's trials
     ("loom_predict_image", "model"): "'mi'",
 }
 LAST = ("loom_drop_model", "loom_drop_index")  # after the calls that need what they drop
@@ -69,7 +72,7 @@ def test_every_function_runs_with_only_its_required_arguments(engine):
     svm.chmod(0o644)
     VALUES["path"] = f"'{svm}'"
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(64, 2))
+    X = rng.normal(size=(800, 2))  # loom_tune holds out 0.2 of the 256-row batches
     engine.load("t", X, (X[:, 0] > 0).astype(float))
     engine.rows("SELECT loom_train('m', 't', 'y', '{\"epochs\": 1}')")
     engine.rows("SELECT loom_create_index('i', 't', 'y', '{\"format\": \"mlweaving\"}')")

@@ -30,6 +30,7 @@ RANKS = {
     "seams": 1,
     "codecs": 1,
     "csr": 1,  # the sparse minibatch: a plain data structure
+    "named_rows": 1,  # rows with column names (loom_predict_row): a plain data structure
     "errors": 1,
     "options": 1,
     "datasets": 1,

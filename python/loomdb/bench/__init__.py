@@ -15,4 +15,5 @@ SUITES = {
     "sketch": "loomdb.bench.sketch",
     "pcr": "loomdb.bench.pcr",
     "slimml": "loomdb.bench.slimml",
+    "scale": "loomdb.bench.scale",
 }

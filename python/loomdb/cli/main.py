@@ -48,7 +48,9 @@ def _pg(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from loomdb.cli.bench import run_suite
 
-    return run_suite(args.suite, quick=args.quick, json_path=args.json, dsn=args.dsn)
+    return run_suite(
+        args.suite, quick=args.quick, json_path=args.json, dsn=args.dsn, rows=args.rows
+    )
 
 
 def _fuzz(args: argparse.Namespace) -> int:
@@ -112,6 +114,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="small data, for a smoke run")
     b.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     b.add_argument("--dsn", help="PostgreSQL to include (suites that compare engines)")
+    b.add_argument(
+        "--rows",
+        metavar="N[,N…]",
+        help="table sizes for suites that scale (scale: default 1000000,10000000)",
+    )
     b.set_defaults(func=_bench)
 
     f = sub.add_parser("fuzz", help="fuzz loomdb's decoders with hostile bytes (needs atheris)")

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from loomdb.csr import CsrRows
-from loomdb.udfs import Udf
+from loomdb.named_rows import NamedRows
+from loomdb.udfs import ROW, Udf
 
 MAX_WIDTH = 2**31  # what a sparse row may name; the model checks its own width
 
@@ -50,7 +51,12 @@ def sparse_rows(indices: Sequence[Any], values: Sequence[Any]) -> tuple[CsrRows,
 
 def rows_of(udf: Udf, columns: Sequence[Sequence[Any]]) -> tuple[Any, np.ndarray]:
     """The rows a vectorised UDF scores from its data arguments (all but the model): one
-    ``double[]`` of features (dense rows), or ``bigint[]`` indices and ``double[]`` values."""
+    ``double[]`` of features (dense rows), ``bigint[]`` indices and ``double[]`` values, or a
+    row as JSON text (``row``: PostgreSQL passes ``to_jsonb(row)``)."""
+    if [a.type for a in udf.args[1:]] == [ROW]:
+        (rows,) = columns
+        ok = np.array([r is not None for r in rows], dtype=bool)
+        return NamedRows.from_json([r if r is not None else "{}" for r in rows]), ok
     if [a.type for a in udf.args[1:]] == ["bigint[]", "double[]"]:
         return sparse_rows(*columns)
     (features,) = columns

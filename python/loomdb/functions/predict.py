@@ -5,6 +5,10 @@ model name for all rows or one per row; rows with a NULL, NaN or infinite featur
 The rows are dense (``loom_predict``: a features array) or sparse (``loom_predict_sparse``:
 ``CsrRows`` of indices and values); every model scores both.  A sparse source's model has no
 compiled SQL form: its columns are array elements, not columns.
+
+``loom_predict_row`` scores rows that carry their column names (``NamedRows``: a DuckDB STRUCT,
+a PostgreSQL composite): the model's features are bound by name, so a wrong column order
+cannot go unnoticed as it can in the array form; it serves dense models only.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from loomdb.functions import model_cache
 from loomdb.functions import predict_sql as compile_sql
 from loomdb.learn.model import LinearModel
 from loomdb.learn.sparse_model import SparseLinearModel
+from loomdb.named_rows import NamedRows
 
 
 def _by_model(db: Any, names: str | Sequence[str], X: Any, how: str, statement: Any) -> np.ndarray:
@@ -30,7 +35,10 @@ def _by_model(db: Any, names: str | Sequence[str], X: Any, how: str, statement: 
     out = np.empty(len(X))
     for name, rows in groups:
         model = model_cache.load(db, name, statement)
-        Z = model.margins(X[rows])
+        part = X[rows]
+        if isinstance(part, NamedRows):
+            part = part.matrix(by_name(model, name).features)
+        Z = model.margins(part)
         out[rows] = model.labels(Z) if how == "predict" else model.probabilities(Z)
     return out
 
@@ -41,6 +49,22 @@ def predict(db: Any, names: str | Sequence[str], X: Any, statement: Any = None):
 
 def predict_proba(db: Any, names: str | Sequence[str], X: Any, statement: Any = None):
     return _by_model(db, names, X, "proba", statement)
+
+
+def by_name(model: LinearModel, name: str) -> LinearModel:
+    """Model ``name``, refused when its features are not columns a row could name."""
+    if isinstance(model, SparseLinearModel):
+        raise LoomOptionError(
+            f"model '{name}' was trained on a sparse source: its features are array elements, "
+            "not columns of a row",
+            hint=f"predict with loom_predict_sparse('{name}', indices, values)",
+        )
+    if model.inputs:
+        raise LoomOptionError(
+            f"model '{name}' learnt from images: its features are not columns of a row",
+            hint="predict with loom_predict_image(model, image [, scans])",
+        )
+    return model
 
 
 def compilable(db: Any, name: str) -> LinearModel:

@@ -17,7 +17,7 @@ import numpy as np
 
 from loomdb.accel import registry
 from loomdb.distributed import options as distributed
-from loomdb.errors import LoomDataError, LoomOptionError
+from loomdb.errors import LoomDivergedError, LoomOptionError
 from loomdb.functions import deploy
 from loomdb.functions.train_plan import Plan, plan, standardize_for
 from loomdb.learn import skipping, slim, step_size
@@ -38,30 +38,39 @@ from loomdb.store.source import classes as classes_of
 def train(db: Any, name: str, source: str | None, label: str | None, options: str | None) -> str:
     check_name(name, "model")
     p = plan(parse_json(options))
-    cluster = distributed.resolve(db, p.given, p.opts)  # None: trained in this process
-    started = time.perf_counter()
     with db.atomic():
         exists = catalog.model_exists(db, name)
         if exists and not (p.opts["warm_start"] or p.opts["replace"]):
             catalog.require_absent(db, name, "model")
-        what = f"loom_train {name}"
-        laid = _layout(db, p, source, label, what)
-        try:
-            laid_out = time.perf_counter()
-            model, history, used, report = _fit(db, name, p, laid, what, cluster)
-        finally:
-            laid.close()
-        finished = time.perf_counter()
-        timings = {
-            "layout_s": round(laid_out - started, 6),
-            "train_s": round(finished - laid_out, 6),
-            "total_s": round(finished - started, 6),
-        }
-        record = _record(name, p, laid.info, model, history, used, timings, source, report)
+        record, model = fit_record(db, name, p, source, label, f"loom_train {name}")
         catalog.put_model(db, record, replace=exists)
         if exists:
             deploy.refresh(db, name, model, db.role())
     return json.dumps(_summary(record, model))
+
+
+def fit_record(
+    db: Any, name: str, p: Plan, source: str | None, label: str | None, what: str
+) -> tuple[ModelRecord, LinearModel]:
+    """Lay the source out (or open the index), train, and return the model's catalog record
+    (not yet written) and the model: one train, what ``loom_train`` and each trial of
+    ``loom_tune`` run."""
+    cluster = distributed.resolve(db, p.given, p.opts)  # None: trained in this process
+    started = time.perf_counter()
+    laid = _layout(db, p, source, label, what)
+    try:
+        laid_out = time.perf_counter()
+        model, history, used, report = _fit(db, name, p, laid, what, cluster)
+    finally:
+        laid.close()
+    finished = time.perf_counter()
+    timings = {
+        "layout_s": round(laid_out - started, 6),
+        "train_s": round(finished - laid_out, 6),
+        "total_s": round(finished - started, 6),
+    }
+    record = _record(name, p, laid.info, model, history, used, timings, source, report)
+    return record, model
 
 
 def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) -> layout.Layout:
@@ -140,7 +149,7 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
             cluster, laid, epochs, problem, config, progress, db.check_interrupt
         )
     if not (np.isfinite(model.W).all() and np.isfinite(model.b).all()):
-        raise LoomDataError(
+        raise LoomDivergedError(
             f"model '{name}' has non-finite coefficients and was not stored",
             hint="give a smaller lr, standardize the features, or lower l2",
         )

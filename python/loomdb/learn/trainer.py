@@ -20,7 +20,7 @@ fpga-sim) replaces steps 1–4, and this loop still records the history, validat
 ``tol`` and guards.  The guard: a non-finite model or an epoch loss above ``EXPLODE`` times the
 loss of the zero model means the step was too large; training restarts from the beginning with
 a step ten times smaller (recorded in the history), and after ``MAX_RESTARTS`` gives up with a
-``LoomDataError`` saying what to change.  The epoch loss is the mean data loss seen during the
+``LoomDivergedError`` saying what to change.  The epoch loss is the mean data loss seen during the
 pass (as scikit-learn reports it) plus the regularisation terms; training stops early when it
 (or the validation loss) has not improved by ``tol`` of the best for ``patience`` epochs in a
 row (scikit-learn's ``tol`` and ``n_iter_no_change``).
@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from loomdb.errors import LoomDataError
+from loomdb.errors import LoomDivergedError
 from loomdb.learn.losses import LOSSES
 from loomdb.learn.model import LinearModel
 from loomdb.learn.optimizers import OPTIMIZERS, soft_threshold
@@ -118,7 +118,7 @@ def fit(
             continue
         model = LinearModel(config.kind, problem.features, W, b, problem.scaling, problem.classes)
         return model, restarts + epochs
-    raise LoomDataError(
+    raise LoomDivergedError(
         f"training diverged {MAX_RESTARTS + 1} times, the last time at lr {lr * 10:g}: "
         f"{restarts[-1]['reason']}",
         hint="leave 'lr' to its automatic default or give a smaller one, standardize the "
@@ -164,6 +164,7 @@ def _run(source, problem, config, backend, lr, progress, check, skip=None):
         val = _validation_loss(source, problem, loss, backend, W, b, s)
         if val is not None:
             entry["val_loss"] = val + penalty
+            entry["val_data_loss"] = val  # without the penalty: what loom_tune compares
         history.append(entry)
         if progress is not None:
             progress({**entry, "epochs": config.epochs})

@@ -1,4 +1,5 @@
-"""The catalog: ``loom.models``, ``loom.indexes``, ``loom.grants``, ``loom.settings``.
+"""The catalog: ``loom.models``, ``loom.trials``, ``loom.indexes``, ``loom.grants``,
+``loom.deployments``, ``loom.settings``.
 
 No paper section.  Every catalog statement loomdb runs is in this module; rows travel as
 :class:`IndexInfo` / :class:`ModelRecord`.  Arrays and nested values are JSON text so both
@@ -53,6 +54,17 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("report", "json"),
         ("created_at", "timestamp"),
     ],
+    "trials": [  # loom_tune's trials, kept with the model they chose (functions/tune.py)
+        ("model", "name"),
+        ("owner", "role"),
+        ("trial", "integer"),
+        ("status", "text"),
+        ("options", "json"),
+        ("score", "double"),
+        ("seconds", "double"),
+        ("error", "text"),
+        ("created_at", "timestamp"),
+    ],
     "indexes": [
         ("name", "name"),
         ("owner", "role"),
@@ -91,6 +103,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 }
 KEYS = {
     "models": "name",
+    "trials": "model, trial",
     "indexes": "name",
     "grants": "model, grantee",
     "deployments": "schema_name, function",
@@ -98,9 +111,10 @@ KEYS = {
 }
 # Each role's grants and deployments are keyed apart: a row another role wrote (row-level
 # security hides it) never collides with, and so never blocks, the owner's own.
-PER_ROLE_KEYS = ("grants", "deployments")
+PER_ROLE_KEYS = ("grants", "deployments", "trials")
 STAMPS = {
     "models": "created_at",
+    "trials": "created_at",
     "indexes": "built_at",
     "grants": "granted_at",
     "deployments": "deployed_at",
@@ -121,6 +135,7 @@ def _column(dialect: str, name: str, kind: str) -> str:
         "json": "text",
         "bigint": "bigint",
         "integer": "integer",
+        "double": "double precision" if pg else "DOUBLE",
         "timestamp": "timestamptz" if pg else "TIMESTAMP",
     }[kind]
     return f"{name} {spelled}"
@@ -148,7 +163,8 @@ def storage_relation(name: str) -> str:
 
 
 def _insert(db: Queryable, table: str, values: dict[str, Any]) -> None:
-    cols = [c for c, _ in TABLES[table] if c in values]
+    # a NULL is left out (the column's default is NULL): an untyped parameter would be text
+    cols = [c for c, _ in TABLES[table] if values.get(c) is not None]
     kinds = dict(TABLES[table])
     params = [
         json.dumps(values[c], default=array_json.default) if kinds[c] == "json" else values[c]
@@ -260,9 +276,10 @@ def _taken(what: str, name: str) -> LoomConflictError:
 
 
 def drop_model(db: Queryable, name: str) -> str | None:
-    """Delete the model and its grants; its owner."""
+    """Delete the model, its grants and its trials; its owner."""
     record = get_model(db, name)
     db.execute(f"DELETE FROM {SCHEMA}.grants WHERE model = $1", [name])
+    delete_trials(db, name)
     if not db.query(f"DELETE FROM {SCHEMA}.models WHERE name = $1 RETURNING name", [name]):
         raise LoomStateError(  # visible through a grant, but not this role's to drop
             f"model '{name}' belongs to {record.owner}: only its owner may drop it",
@@ -305,6 +322,26 @@ def grantees(db: Queryable, model: str) -> list[str]:
         f"SELECT grantee FROM {SCHEMA}.grants WHERE model = $1 ORDER BY grantee", [model]
     )
     return [r[0] for r in rows]
+
+
+# -- trials: loom_tune's search, one row per trial ----------------------------------------------
+
+
+def put_trials(db: Queryable, model: str, trials: list[dict[str, Any]]) -> None:
+    """Replace the model's trials (of this role: row-level security hides the others') with
+    ``trials``: dicts of trial, status, options, score, seconds, error."""
+    delete_trials(db, model)
+    for t in trials:
+        _insert(db, "trials", {"model": model, **t})
+
+
+def delete_trials(db: Queryable, model: str) -> None:
+    db.execute(f"DELETE FROM {SCHEMA}.trials WHERE model = $1", [model])
+
+
+def trials_of(db: Queryable, model: str) -> list[dict[str, Any]]:
+    """The model's trials in trial order (none for a model loom_tune did not make)."""
+    return _select(db, "trials", "model = $1 ORDER BY trial", [check_name(model, "model")])
 
 
 # -- deployments: native SQL functions made from models ----------------------------------------

@@ -22,6 +22,9 @@ from loomdb.store.db import TYPES
 
 CATALOGUE = Path(__file__).with_name("catalogue.toml")
 TABLE = "table"
+#: An argument holding a whole row with its column names (a PostgreSQL composite, a DuckDB
+#: STRUCT); it is an argument type only, never a column's (see ``loomdb.named_rows``).
+ROW = "row"
 _TABLE = re.compile(r"table\s*\((.*)\)", re.S | re.I)
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 
@@ -47,6 +50,11 @@ class Udf:
     columns: tuple[Arg, ...] = ()  # a table function's columns (name, type); else empty
 
     @property
+    def takes_row(self) -> bool:
+        """Whether an argument is a whole row (``row``: see :data:`ROW`)."""
+        return any(a.type == ROW for a in self.args)
+
+    @property
     def table(self) -> bool:
         """Whether it returns rows (``returns = "table(…)"``) rather than one value."""
         return self.returns == TABLE
@@ -63,7 +71,7 @@ def _arg(text: str) -> Arg:
     except ValueError:
         raise LoomError(f"udfs catalogue: {text!r} is not 'name type'") from None
     typ = typ.strip()
-    if typ not in TYPES:
+    if typ not in TYPES and typ != ROW:
         raise LoomError(f"udfs catalogue: unknown type {typ!r} in {text!r}")
     return Arg(name, typ, default.strip() or None)
 

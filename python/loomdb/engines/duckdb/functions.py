@@ -3,10 +3,12 @@
 Every function is a Python UDF under its SQL name, visible on every connection and cursor of
 the database: scalar ones take their arguments as varargs and fill in the catalogue's defaults
 (``loom_train(m, src, label)`` works as in PostgreSQL), vectorised ones (``loom_predict``…) are
-arrow UDFs receiving whole vectors.  A connection loomdb opened (``loomdb.connect``,
-``register``, and cursors of loomdb's connection) also gets TEMP macros of the same names that
-shadow them and pass two more arguments to hidden twins: the connection's token (so a call knows
-whose transaction and interrupt it runs under) and, for vectorised functions,
+arrow UDFs receiving whole vectors; one taking a ``row`` (``loom_predict_row``) has untyped
+parameters, so any STRUCT (``t`` of ``FROM t``, ``{'a': 1}``) reaches it with its field names.
+A connection loomdb opened (``loomdb.connect``, ``register``, and cursors of loomdb's
+connection) also gets TEMP macros of the same names that shadow them and pass two more arguments
+to hidden twins: the connection's token (so a call knows whose transaction and interrupt it runs
+under) and, for vectorised functions,
 ``txid_current()`` (so every vector of one statement is scored by one version of the model).
 
 A table function (``returns = "table(…)"`` in the catalogue) cannot be a Python UDF: DuckDB's
@@ -40,6 +42,7 @@ from loomdb.engines.calls import MAX_WIDTH, feature_rows, vectorized
 from loomdb.engines.duckdb.database import TYPES, DuckDatabase
 from loomdb.engines.duckdb.state import ConnectionState, Instance
 from loomdb.errors import LoomDataError, LoomError, LoomOptionError
+from loomdb.named_rows import NamedRows
 from loomdb.udfs import Udf, load
 
 HIDDEN = "{}__conn"
@@ -137,6 +140,43 @@ def _sparse(indices: pa.Array, values: pa.Array) -> tuple[CsrRows, np.ndarray]:
     return rows, ok
 
 
+def _named(udf: Udf, column: pa.Array) -> tuple[NamedRows, np.ndarray]:
+    """A STRUCT vector (a row with its column names), or JSON objects' text → (NamedRows, ok);
+    a NULL row is not ok.
+    Numeric and boolean fields become float64 columns, others stay unread."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_null(column.type):  # an untyped NULL: every row NULL
+        return NamedRows(len(column), {}, {}), np.zeros(len(column), dtype=bool)
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):  # JSON text
+        rows = column.to_pylist()
+        return NamedRows.from_json([r or "{}" for r in rows]), column.is_valid().to_numpy(
+            zero_copy_only=False
+        )
+    if not pa.types.is_struct(column.type):
+        raise LoomOptionError(
+            f"{udf.name} takes a row with named columns; got a {column.type} value",
+            hint=f"SELECT {udf.name}('m', t) FROM t, or a struct {{'a': 1.0, 'b': 2.0}}; "
+            "for an array of features in the model's order use loom_predict",
+        )
+    ok = column.is_valid().to_numpy(zero_copy_only=False)
+    columns: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
+    for i in range(column.type.num_fields):
+        name, field = column.type.field(i).name, column.field(i)
+        present = field.is_valid().to_numpy(zero_copy_only=False)
+        numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+        numeric |= pa.types.is_decimal(field.type) or pa.types.is_boolean(field.type)
+        values = None
+        if pa.types.is_null(field.type):  # a NULL literal's field
+            values = np.zeros(len(field))
+        elif numeric:
+            ints = pa.types.is_boolean(field.type)
+            doubles = pc.cast(pc.cast(field, pa.int8()) if ints else field, pa.float64())
+            values = pc.fill_null(doubles, 0.0).to_numpy(zero_copy_only=False)
+        columns[name] = (values, present)
+    return NamedRows.from_columns(len(column), columns), ok
+
+
 def _vector_fn(udf: Udf, instance: Instance, pinned: bool):
     data = len(udf.args) - 1  # the data arguments after the model's name
 
@@ -147,7 +187,11 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool):
         cur = instance.cursor()
         try:
             db = DuckDatabase(cur, state)
-            X, ok = _features(given[0]) if data == 1 else _sparse(*given)
+            X: Any
+            if udf.takes_row:
+                X, ok = _named(udf, given[0])
+            else:
+                X, ok = _features(given[0]) if data == 1 else _sparse(*given)
             names: str | list[Any]
             distinct = pc.unique(models)
             if len(distinct) == 1 and distinct[0].is_valid:
@@ -233,8 +277,12 @@ def _create(con: Any, name: str, fn: Any, params: list[Any] | None, udf: Udf) ->
 def register_functions(con: Any, instance: Instance) -> None:
     """Create every function (public and hidden twin) in ``con``'s database."""
     for udf in load():
-        types = [_type(a.type) for a in udf.args]
         hidden = HIDDEN.format(udf.name)
+        if udf.takes_row:  # a STRUCT of any fields: untyped parameters (DuckDB's ANY)
+            _create(con, udf.name, _vector_fn(udf, instance, False), None, udf)
+            _create(con, hidden, _vector_fn(udf, instance, True), None, udf)
+            continue
+        types = [_type(a.type) for a in udf.args]
         if udf.vectorized:
             _create(con, udf.name, _vector_fn(udf, instance, False), types, udf)
             extra = [_type("bigint"), _type("text")]

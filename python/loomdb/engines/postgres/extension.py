@@ -27,7 +27,7 @@ from loomdb.engines.postgres import index_am_install
 from loomdb.engines.postgres.dialect import PG_TYPES
 from loomdb.errors import LoomStateError
 from loomdb.store import catalog
-from loomdb.udfs import Udf, load
+from loomdb.udfs import ROW, Udf, load
 
 DEFAULT_VENV = "/var/lib/loomdb/venv"
 NUMBA_CACHE = "numba-cache"
@@ -76,10 +76,18 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _signature(u: Udf, defaults: bool) -> str:
+def _pg_type(abstract: str, wrapper: bool = False) -> str:
+    """A catalogue type in PostgreSQL; a ``row`` is ``to_jsonb`` text, ``record`` in the
+    wrapper that takes the composite (PL/Python cannot accept ``record``)."""
+    if abstract == ROW:
+        return "record" if wrapper else "text"
+    return PG_TYPES[abstract]
+
+
+def _signature(u: Udf, defaults: bool, wrapper: bool = False) -> str:
     parts = []
     for a in u.args:
-        text = f"{a.name} {PG_TYPES[a.type]}"
+        text = f"{a.name} {_pg_type(a.type, wrapper)}"
         if defaults and a.default is not None:
             text += f" DEFAULT {a.default}"
         parts.append(text)
@@ -102,11 +110,22 @@ def function_sql(u: Udf, replace: bool = False) -> str:
         "if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')\n"
         f"return GD['loomdb'].call(plpy, '{u.name}'{names})"
     )
-    types = ", ".join(PG_TYPES[a.type] for a in u.args)
+    sql = _created(u, replace, _signature(u, True), "plpython3u", flags, body, False)
+    if u.takes_row:  # the composite's overload, passing the row on as to_jsonb text
+        passed = ", ".join(f"to_jsonb({a.name})::text" if a.type == ROW else a.name for a in u.args)
+        body = f"BEGIN\nRETURN @extschema@.{u.name}({passed});\nEND"
+        sql += _created(u, replace, _signature(u, True, True), "plpgsql", flags, body, True)
+    return sql
+
+
+def _created(
+    u: Udf, replace: bool, signature: str, language: str, flags: list[str], body: str, wrapper: bool
+) -> str:
+    types = ", ".join(_pg_type(a.type, wrapper) for a in u.args)
     return (
-        f"CREATE {'OR REPLACE ' if replace else ''}FUNCTION {u.name}({_signature(u, True)}) "
+        f"CREATE {'OR REPLACE ' if replace else ''}FUNCTION {u.name}({signature}) "
         f"RETURNS {_returns(u)}\n"
-        f"LANGUAGE plpython3u {' '.join(flags)} AS $fn$\n{body}\n$fn$;\n"
+        f"LANGUAGE {language} {' '.join(flags)} AS $fn$\n{body}\n$fn$;\n"
         f"REVOKE ALL ON FUNCTION {u.name}({types}) FROM PUBLIC;\n"
         f"GRANT EXECUTE ON FUNCTION {u.name}({types}) TO {ROLE};\n"
         f"COMMENT ON FUNCTION {u.name}({types}) IS {_literal(u.comment)};\n"
@@ -142,7 +161,7 @@ def install_script(settings: dict[str, str]) -> str:
         *_header("CREATE EXTENSION loomdb"),
         *[s + ";" for s in catalog.ddl("postgres")],
         _settings_sql(settings),
-        *_dumps(("models", "indexes", "grants", "deployments")),
+        *_dumps(("models", "trials", "indexes", "grants", "deployments")),
         "",
         _text("security.sql"),
         BOOTSTRAP.replace("{role}", ROLE),
@@ -158,9 +177,12 @@ def upgrade_script(old: str, settings: dict[str, str]) -> str:
     parts = [
         *_header("ALTER EXTENSION loomdb UPDATE"),
         _text(f"upgrade-{old}--{loomdb.__version__}.sql"),
-        *[s + ";" for s in catalog.ddl("postgres", ("grants", "deployments", "settings"))],
+        *[
+            s + ";"
+            for s in catalog.ddl("postgres", ("trials", "grants", "deployments", "settings"))
+        ],
         _settings_sql(settings),
-        *_dumps(("grants", "deployments")),
+        *_dumps(("trials", "grants", "deployments")),
         "",
         _text("security.sql"),
         BOOTSTRAP.replace("{role}", ROLE),

@@ -16,12 +16,14 @@ $do$;
 REVOKE ALL ON SCHEMA loom, loom_data FROM PUBLIC;
 GRANT USAGE ON SCHEMA loom TO loomdb_user;
 GRANT USAGE, CREATE ON SCHEMA loom_data TO loomdb_user;
-REVOKE ALL ON loom.models, loom.indexes, loom.grants, loom.deployments, loom.settings FROM PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE ON loom.models, loom.indexes, loom.grants, loom.deployments
-    TO loomdb_user;
+REVOKE ALL ON loom.models, loom.trials, loom.indexes, loom.grants, loom.deployments, loom.settings
+    FROM PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE
+    ON loom.models, loom.trials, loom.indexes, loom.grants, loom.deployments TO loomdb_user;
 GRANT SELECT ON loom.settings TO loomdb_user;
 
 ALTER TABLE loom.models ENABLE ROW LEVEL SECURITY;
+ALTER TABLE loom.trials ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.indexes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.grants ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.deployments ENABLE ROW LEVEL SECURITY;
@@ -33,6 +35,9 @@ CREATE POLICY models_granted ON loom.models FOR SELECT USING (EXISTS (
       AND (g.grantee = 'public' OR EXISTS (
           SELECT 1 FROM pg_catalog.pg_roles r
           WHERE r.rolname = g.grantee AND pg_catalog.pg_has_role(r.oid, 'USAGE')))));
+-- a model's trials are its owner's alone (a grant shares the model, not how it was searched)
+CREATE POLICY trials_own ON loom.trials
+    USING (owner = current_user) WITH CHECK (owner = current_user);
 CREATE POLICY indexes_own ON loom.indexes
     USING (owner = current_user) WITH CHECK (owner = current_user);
 CREATE POLICY deployments_own ON loom.deployments

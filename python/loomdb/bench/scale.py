@@ -1,0 +1,102 @@
+"""``loomdb bench scale``: how loomdb grows with the table — peak memory, layout and epoch time
+per format and engine at 1M and 10M rows (``--rows`` for others, e.g. 100M), and the speed-up of
+``{"parallel": 2}`` where that option exists.  No paper section.
+
+Every measurement runs in a process of its own (``bench.scale_run``), so its peak resident
+memory is its own: DuckDB's peak is that process's; PostgreSQL's is the server backend's that ran
+the statements (read from ``/proc`` when the server runs on this machine).  The table is made
+once per size inside the engine (``scale_run.table_sql``: 20 features, a linear label), DuckDB's
+in a database file.  The peer is what a user pays to get the same rows out of the engine into numpy
+(``fetch``: its seconds and its peak memory), measured the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from loomdb.bench.table import BenchTable
+
+FORMATS = ["dense", "toc", "mlweaving"]
+FEATURES = 20
+DUCKDB_MEMORY = "3GB"  # DuckDB's own memory_limit in the bench (its default is 80% of RAM)
+
+
+def run(quick: bool = False, dsn: str | None = None, rows: list[int] | None = None):
+    sizes = rows or ([200_000] if quick else [1_000_000, 10_000_000])
+    table = BenchTable(
+        f"scale: {FEATURES} features, logistic, 3 epochs",
+        ["engine", "rows", "format", "raw MB", "peak MB", "peak ÷ raw", "layout s"]
+        + ["fetch s", "layout ÷ fetch", "cold epoch s", "warm epoch s"],
+        notes=[
+            "raw MB: rows × (features + label) × 8 bytes; peak MB: the measuring process's "
+            "peak resident memory (PostgreSQL: the server backend's) over layout and both trains",
+            "fetch: the peer — the same rows fetched into a numpy array (DuckDB fetchnumpy, "
+            "PostgreSQL a server-side cursor, 100,000 rows a fetch): its seconds, and its own "
+            "process's peak memory in the peak MB column of its row",
+            'cold: "cache_mb": 0, every epoch reads the index; warm: the default cache '
+            "(median of epochs 2 and 3)",
+            f"DuckDB runs with memory_limit {DUCKDB_MEMORY} and a database file",
+        ],
+        digits={"layout s": 3, "fetch s": 3, "cold epoch s": 3, "warm epoch s": 3},
+    )
+    speedups = BenchTable(
+        'scale: {"parallel": 2} against 1, warm epoch seconds (same index, same seed)',
+        ["engine", "rows", "format", "epoch s, 1", "epoch s, 2", "speed-up", "loss ratio"],
+        notes=["loss ratio: the final loss with 2 workers ÷ with 1 (model averaging)"],
+        digits={"epoch s, 1": 3, "epoch s, 2": 3},
+    )
+    with tempfile.TemporaryDirectory(prefix="loomdb-scale-") as folder:
+        for engine in ["duckdb", *(["postgres"] if dsn else [])]:
+            for n in sizes:
+                where = {"engine": engine, "dsn": dsn, "path": os.path.join(folder, f"{n}.duckdb")}
+                _child({**where, "step": "make", "rows": n})
+                fetch = _child({**where, "step": "fetch", "rows": n})
+                raw = n * (FEATURES + 1) * 8 / 2**20
+                nan = float("nan")
+                peer = [fetch["peak_mb"], fetch["peak_mb"] / raw, nan, fetch["seconds"], 1.0]
+                table.add(engine, n, "fetch (peer)", raw, *peer, nan, nan)
+                for fmt in FORMATS:
+                    got = _child({**where, "step": "train", "rows": n, "format": fmt})
+                    table.add(
+                        engine,
+                        n,
+                        fmt,
+                        raw,
+                        got["peak_mb"],
+                        got["peak_mb"] / raw,
+                        got["layout_s"],
+                        fetch["seconds"],
+                        got["layout_s"] / fetch["seconds"],
+                        got["cold_s"],
+                        got["warm_s"],
+                    )
+                    if got.get("parallel_s") is not None:
+                        speedups.add(
+                            engine,
+                            n,
+                            fmt,
+                            got["warm_s"],
+                            got["parallel_s"],
+                            got["warm_s"] / got["parallel_s"],
+                            got["parallel_loss"] / got["loss"],
+                        )
+    if not dsn:
+        table.notes.append("PostgreSQL not measured: pass --dsn to include it")
+    return [table, speedups] if speedups.rows else [table]
+
+
+def _child(task: dict[str, Any]) -> dict[str, Any]:
+    """Run one step in a fresh Python process and return what it printed last (JSON)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "loomdb.bench.scale_run", json.dumps(task)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"bench scale step {task['step']} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -1,0 +1,155 @@
+"""One step of ``loomdb bench scale`` in a process of its own, so that its peak memory is its
+own: ``make`` the table, ``fetch`` it into numpy (the peer), or lay it out and ``train``.
+Prints one JSON line.  No paper section.
+
+``python -m loomdb.bench.scale_run '{"step": …, "engine": "duckdb"|"postgres", "rows": n, …}'``
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+SOURCE = "loomdb_scale_src"
+INDEX = "loomdb_scale_ix"
+MODEL = "loomdb_scale_m"
+FETCH_ROWS = 100_000  # rows a PostgreSQL fetch brings at a time into the preallocated array
+
+
+def table_sql(rows: int, features: int) -> str:
+    """The same CREATE TABLE AS on both engines: features from modular sequences of the row
+    number (deterministic, no random() whose seeding differs), a linear label."""
+    xs = [
+        f"CAST((i * {7919 + 104 * j} + {13 * j}) % {1009 + 10 * j} AS DOUBLE PRECISION) "
+        f"/ {1009 + 10 * j} - 0.5 AS x{j}"
+        for j in range(features)
+    ]
+    score = " + ".join(f"{(-1) ** j * (1 + j % 3)} * x{j}" for j in range(features))
+    return (
+        f"CREATE TABLE {SOURCE} AS SELECT s.*, CAST({score} > 0 AS INTEGER) AS y "
+        f"FROM (SELECT {', '.join(xs)} FROM generate_series(1, {rows}) AS g(i)) AS s"
+    )
+
+
+class Engine:
+    """A connection to the engine with loomdb, and the peak memory of whoever runs it."""
+
+    def __init__(self, task: dict[str, Any], with_loomdb: bool = True):
+        from loomdb.bench.scale import DUCKDB_MEMORY
+
+        self.name = task["engine"]
+        self.raw: Any
+        if self.name == "duckdb":
+            import duckdb
+
+            import loomdb
+
+            self.raw = duckdb.connect(task["path"], config={"memory_limit": DUCKDB_MEMORY})
+            if with_loomdb:
+                loomdb.register(self.raw, progress=False)
+            self.pid = None
+        else:
+            import psycopg
+
+            self.raw = psycopg.connect(task["dsn"], autocommit=True)
+            self.pid = int(self.rows("SELECT pg_backend_pid()")[0][0])
+
+    def rows(self, sql: str) -> list[tuple]:
+        if self.name == "duckdb":
+            return self.raw.execute(sql).fetchall()
+        with self.raw.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchall() if cur.description else []
+
+    def peak_mb(self) -> float:
+        """Peak resident memory: this process's (DuckDB), the server backend's (PostgreSQL)."""
+        if self.pid is None:
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        try:
+            with open(f"/proc/{self.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return float("nan")  # the server runs elsewhere
+
+
+def make(task: dict[str, Any]) -> dict[str, Any]:
+    from loomdb.bench.scale import FEATURES
+
+    engine = Engine(task, with_loomdb=False)
+    engine.rows(f"DROP TABLE IF EXISTS {SOURCE}")
+    started = time.perf_counter()
+    engine.rows(table_sql(task["rows"], FEATURES))
+    return {"seconds": time.perf_counter() - started}
+
+
+def fetch(task: dict[str, Any]) -> dict[str, Any]:
+    """The rows into one float64 array, as a careful user would (no Python row per value
+    where the driver allows it)."""
+    engine = Engine(task, with_loomdb=False)
+    started = time.perf_counter()
+    if engine.name == "duckdb":
+        columns = engine.raw.execute(f"SELECT * FROM {SOURCE}").fetchnumpy()
+        X = np.column_stack([np.asarray(c, dtype=np.float64) for c in columns.values()])
+        peak = engine.peak_mb()
+    else:
+        with engine.raw.transaction(), engine.raw.cursor(name="loomdb_scale_fetch") as cur:
+            cur.execute(f"SELECT * FROM {SOURCE}")
+            chunks = []
+            while batch := cur.fetchmany(FETCH_ROWS):
+                chunks.append(np.asarray(batch, dtype=np.float64))
+            X = np.concatenate(chunks)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the client's
+    return {"seconds": time.perf_counter() - started, "peak_mb": peak, "shape": list(X.shape)}
+
+
+def _train(engine: Engine, **options: Any) -> list[dict[str, Any]]:
+    opts = {"index": INDEX, "epochs": 3, "tol": 0, "model": "logistic", "replace": True}
+    opts.update(progress=False, **options)
+    engine.rows(f"SELECT loom_train('{MODEL}', NULL, 'y', '{json.dumps(opts)}')")
+    history = engine.rows(f"SELECT history FROM loom.models WHERE name = '{MODEL}'")[0][0]
+    history = json.loads(history) if isinstance(history, str) else history
+    return [h for h in history if "epoch" in h]
+
+
+def _parallel_exists() -> bool:
+    from loomdb.functions import train_options
+
+    return "parallel" in train_options.TRAIN.names()
+
+
+def train(task: dict[str, Any]) -> dict[str, Any]:
+    engine = Engine(task)
+    if engine.rows(f"SELECT count(*) FROM loom.indexes WHERE name = '{INDEX}'")[0][0]:
+        engine.rows(f"SELECT loom_drop_index('{INDEX}')")  # a previous run's, interrupted
+    opts = json.dumps({"format": task["format"]})
+    started = time.perf_counter()
+    engine.rows(f"SELECT loom_create_index('{INDEX}', '{SOURCE}', 'y', '{opts}')")
+    out: dict[str, Any] = {"layout_s": time.perf_counter() - started}
+    cold = _train(engine, cache_mb=0)
+    out["cold_s"] = float(np.median([h["seconds"] for h in cold]))
+    warm = _train(engine)
+    out["warm_s"] = float(np.median([h["seconds"] for h in warm[1:]]))
+    out["loss"] = warm[-1]["loss"]
+    if _parallel_exists():
+        two = _train(engine, parallel=2)
+        out["parallel_s"] = float(np.median([h["seconds"] for h in two[1:]]))
+        out["parallel_loss"] = two[-1]["loss"]
+    out["peak_mb"] = engine.peak_mb()
+    engine.rows(f"SELECT loom_drop_model('{MODEL}')")
+    engine.rows(f"SELECT loom_drop_index('{INDEX}')")
+    return out
+
+
+STEPS = {"make": make, "fetch": fetch, "train": train}
+
+if __name__ == "__main__":
+    task = json.loads(sys.argv[1])
+    print(json.dumps(STEPS[task["step"]](task)))

@@ -1,0 +1,139 @@
+"""``loom_tune``: a grid or random search over ``loom_train``'s options; the best trial is kept.
+
+No paper section.  Each trial is one ``loom_train`` (``train.fit_record``: the same layout,
+trainer and catalog record) on the first batches of the shuffled source, scored on the last
+``validation_fraction`` of them (default 0.2): the score is the validation loss of the trial's
+last epoch *without* the L1/L2 penalty, so trials of different penalties compare on the data
+alone, lower being better (the first trial wins a tie).  A trial that diverges is recorded as
+failed with its error and is never chosen.  Everything runs in one transaction: the trials
+(``loom.trials``) and the kept model (the ``loom.models`` row ``loom_train`` writes, its options
+recording the chosen values and, under ``tuned``, the search) are written together at the end,
+or not at all — a tune whose every trial fails leaves the catalog as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+from loomdb.errors import LoomDivergedError
+from loomdb.functions import deploy
+from loomdb.functions.train import fit_record
+from loomdb.functions.train_options import TRAIN
+from loomdb.functions.tune_space import Space, plans, space
+from loomdb.options import parse_json
+from loomdb.store import catalog
+from loomdb.store.names import check_name
+
+METRIC = "validation loss"
+
+
+def tune(db: Any, name: str, source: str | None, label: str | None, options: str | None) -> str:
+    check_name(name, "model")
+    given = parse_json(options)
+    progress = TRAIN.by_name["progress"].validate(given.get("progress"))
+    s = space(given)
+    planned = plans(s)  # every candidate checked before anything runs
+    started = time.perf_counter()
+    with db.atomic():
+        exists = catalog.model_exists(db, name)
+        if exists and not s.fixed.get("replace"):
+            catalog.require_absent(db, name, "model")
+        rows: list[dict[str, Any]] = []
+        best: tuple[float, int, Any, Any] | None = None
+        for number, (opts, p) in enumerate(planned, 1):
+            what = f"loom_tune {name} trial {number}"
+            row, fitted = _trial(db, name, number, opts, p, source, label, what)
+            rows.append(row)
+            if progress:
+                db.notice(_report(name, number, len(planned), s, row))
+            if fitted is not None and (best is None or row["score"] < best[0]):
+                best = (row["score"], number, *fitted)
+        if best is None:
+            raise LoomDivergedError(
+                f"every trial of loom_tune '{name}' failed: {rows[-1]['error']}",
+                hint="give smaller lr candidates, or leave 'lr' out for the automatic step",
+            )
+        score, number, record, model = best
+        tuned = {"search": s.search, "trial": number, "trials": len(rows), "metric": METRIC}
+        record.options = {**record.options, "tuned": tuned}
+        catalog.put_model(db, record, replace=exists)
+        catalog.put_trials(db, name, rows)
+        if exists:
+            deploy.refresh(db, name, model, db.role())
+    return json.dumps(_summary(name, s, rows, number, score, time.perf_counter() - started))
+
+
+def _trial(db, name, number, opts, p, source, label, what):
+    """Run one trial in a subtransaction; its catalog row, and (record, model) if it trained."""
+    started = time.perf_counter()
+    row: dict[str, Any] = {"trial": number, "options": opts, "score": None, "error": None}
+    try:
+        with db.atomic():
+            record, model = fit_record(db, name, p, source, label, what)
+    except LoomDivergedError as e:
+        row.update(status="failed", error=e.message, seconds=_since(started))
+        return row, None
+    score = _score(record.history)
+    row["seconds"] = _since(started)
+    if score is None:
+        row.update(status="failed", error="the validation loss is not finite")
+        return row, None
+    row.update(status="ok", score=score)
+    return row, (record, model)
+
+
+def _score(history: list[dict[str, Any]]) -> float | None:
+    epochs = [h for h in history if "epoch" in h]
+    value = epochs[-1].get("val_data_loss") if epochs else None
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _since(started: float) -> float:
+    return round(time.perf_counter() - started, 6)
+
+
+def _searched(s: Space, opts: dict[str, Any]) -> dict[str, Any]:
+    return {k: opts[k] for k in s.lists}
+
+
+def _report(name: str, number: int, of: int, s: Space, row: dict[str, Any]) -> str:
+    head = f"loom_tune {name}: trial {number}/{of} {json.dumps(_searched(s, row['options']))}"
+    if row["status"] != "ok":
+        return f"{head} failed: {row['error']}"
+    return f"{head}: {METRIC} {row['score']:.6g} ({row['seconds']:.2f} s)"
+
+
+def _summary(name, s: Space, rows, number, score, seconds) -> dict[str, Any]:
+    chosen = rows[number - 1]["options"]
+    return {
+        "model": name,
+        "search": s.search,
+        "trials": len(rows),
+        "failed": sum(r["status"] != "ok" for r in rows),
+        "metric": METRIC,
+        "best_trial": number,
+        "best_score": score,
+        "best_options": _searched(s, chosen),
+        "seconds": round(seconds, 6),
+    }
+
+
+def trials(db: Any, name: str) -> list[tuple[Any, ...]]:
+    """(trial, status, score, seconds, options, error) rows of the model's search."""
+    found = catalog.trials_of(db, check_name(name, "model"))
+    if not found:
+        catalog.get_model(db, name)  # no such model: say so; a trained one has no trials
+    return [
+        (
+            int(r["trial"]),
+            r["status"],
+            r["score"],
+            r["seconds"],
+            json.dumps(r["options"]),
+            r["error"],
+        )
+        for r in found
+    ]

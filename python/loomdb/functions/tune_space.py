@@ -1,0 +1,158 @@
+"""``loom_tune``'s search space: which options are lists of candidates, and the trials drawn.
+
+No paper section (grid and random search as in scikit-learn's ``GridSearchCV`` and
+``RandomizedSearchCV``, written small).  Any ``loom_train`` option whose value is a scalar (or
+an object: ``class_weight``) may be given as a list of candidates; an option whose value is
+itself a list (``features``) is passed through.  Options that would make the trials' scores
+incomparable or the search meaningless (the model kind, the validation split and the rows
+it holds, where the model is written) are refused as lists, with the reason.  Every trial's
+options are checked with ``loom_train``'s own parser before any trial runs, so a bad
+candidate is named up front.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from loomdb.errors import LoomOptionError
+from loomdb.functions.train_plan import Plan, plan
+from loomdb.options import Choices, Interval, Option, Options
+
+MAX_TRIALS = 64
+DEFAULT_VALIDATION = 0.2  # tuning scores each trial on held-out batches
+SEARCH = Options(
+    "loom_tune",
+    Option("search", Choices(["grid", "random"]), "grid", "every combination, or a random draw"),
+    Option("trials", Interval(True, 1, MAX_TRIALS), None, "random search: how many combinations"),
+    Option("search_seed", Interval(True, 0, 2**31 - 1), 0, "random search: the seed of the draw"),
+)
+# option → why it cannot be a list of candidates
+NOT_CANDIDATES = {
+    "model": "the losses of different model kinds are not comparable; tune each kind apart",
+    "validation_fraction": "every trial is scored on the same held-out rows",
+    "seed": "the shuffle decides which rows are held out: every trial uses the same",
+    "nulls": "every trial trains and validates on the same rows",
+    "index": "every trial trains on the same rows",
+    "features": "give one list of feature columns; it is not searched",
+    "replace": "it says whether the kept model may replace one of its name",
+    "progress": "it is not a hyperparameter",
+}
+REFUSED = {
+    "warm_start": "every trial trains from zero",
+}
+
+
+@dataclass
+class Space:
+    fixed: dict[str, Any]  # the options every trial shares (validation_fraction included)
+    lists: dict[str, list[Any]]  # the searched options, in the order given
+    search: str
+    trials: int | None
+    seed: int
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for values in self.lists.values():
+            n *= len(values)
+        return n
+
+    def combination(self, i: int) -> dict[str, Any]:
+        """The ``i``-th combination of the grid (the last option varying fastest)."""
+        out: dict[str, Any] = {}
+        for key in reversed(self.lists):
+            values = self.lists[key]
+            i, j = divmod(i, len(values))
+            out[key] = values[j]
+        return {k: out[k] for k in self.lists}
+
+    def draws(self) -> list[dict[str, Any]]:
+        """Each trial's searched values: the whole grid, or ``trials`` distinct combinations
+        drawn with ``search_seed`` (the whole grid when it holds no more)."""
+        if self.search == "grid" or self.trials is None or self.trials >= self.size:
+            picks = list(range(self.size))
+        else:
+            picks = random.Random(self.seed).sample(range(self.size), self.trials)
+        return [self.combination(i) for i in picks]
+
+
+def space(given: dict[str, Any]) -> Space:
+    """Split ``loom_tune``'s options into the search's own, the shared and the searched."""
+    own = SEARCH.parse({k: given[k] for k in SEARCH.names() if k in given})
+    rest = {k: v for k, v in given.items() if k not in SEARCH.by_name}
+    for key, why in REFUSED.items():
+        if rest.get(key):
+            raise LoomOptionError(f"loom_tune does not take '{key}': {why}")
+    lists: dict[str, list[Any]] = {}
+    fixed: dict[str, Any] = {}
+    for key, value in rest.items():
+        if key == "features" or not isinstance(value, list):
+            fixed[key] = value
+            continue
+        if key in NOT_CANDIDATES:
+            raise LoomOptionError(
+                f"'{key}' cannot be a list of candidates: {NOT_CANDIDATES[key]}",
+                hint=f"give '{key}' one value",
+            )
+        _check_list(key, value)
+        lists[key] = value
+    if fixed.get("validation_fraction") is None:
+        fixed["validation_fraction"] = DEFAULT_VALIDATION
+    if fixed["validation_fraction"] == 0:
+        raise LoomOptionError(
+            "loom_tune scores each trial on held-out rows: validation_fraction cannot be 0",
+            hint=f"leave it out (default {DEFAULT_VALIDATION}) or give a fraction above 0",
+        )
+    s = Space(fixed, lists, own["search"], own["trials"], own["search_seed"])
+    _check_size(s)
+    return s
+
+
+def _check_list(key: str, values: list[Any]) -> None:
+    if not values:
+        raise LoomOptionError(f"'{key}' is an empty list", hint="give at least one candidate")
+    seen: list[Any] = []
+    for v in values:
+        if isinstance(v, list):
+            raise LoomOptionError(
+                f"'{key}' candidates must be single values, not lists; got {v!r}",
+                hint=f"write '{key}' as a flat list, e.g. [0.01, 0.1]",
+            )
+        if v in seen and type(v) is type(seen[seen.index(v)]):
+            raise LoomOptionError(f"'{key}' lists {v!r} twice", hint="give each candidate once")
+        seen.append(v)
+
+
+def _check_size(s: Space) -> None:
+    if s.trials is not None and s.search == "grid":
+        raise LoomOptionError(
+            "'trials' applies to random search; a grid runs every combination",
+            hint='add "search": "random", or leave \'trials\' out',
+        )
+    if s.search == "random" and s.trials is None:
+        raise LoomOptionError(
+            "random search needs 'trials': how many combinations to draw",
+            hint='e.g. {"search": "random", "trials": 10}',
+        )
+    if s.search == "grid" and s.size > MAX_TRIALS:
+        raise LoomOptionError(
+            f"the grid holds {s.size} combinations; loom_tune runs at most {MAX_TRIALS}",
+            hint=f'shorten the lists, or draw some: {{"search": "random", "trials": {MAX_TRIALS}}}',
+        )
+
+
+def trial_options(s: Space, values: dict[str, Any]) -> dict[str, Any]:
+    """One trial's ``loom_train`` options: the shared ones, its values, no per-epoch NOTICEs."""
+    return {**s.fixed, **values, "progress": False}
+
+
+def plans(s: Space) -> list[tuple[dict[str, Any], Plan]]:
+    """Every trial's options and plan, each checked by ``loom_train``'s parser before any
+    trial runs (a bad candidate is named: "the 'lr' option must be … got -1 instead")."""
+    out = []
+    for values in s.draws():
+        options = trial_options(s, values)
+        out.append((options, plan(dict(options))))
+    return out

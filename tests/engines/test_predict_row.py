@@ -1,0 +1,82 @@
+"""loom_predict_row: a whole row, features bound by column name, on both engines."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.postgres
+
+RNG = np.random.default_rng(7)
+X = RNG.normal(size=(120, 3))
+Y = (X @ np.array([1.5, -2.0, 0.5]) + 0.3 * RNG.normal(size=120) > 0).astype(float)
+COLUMNS = ["f1", "f2", "f3"]
+
+
+@pytest.fixture
+def trained(engine):
+    engine.load("pr", X, Y, COLUMNS)
+    options = json.dumps({"epochs": 30, "features": COLUMNS})
+    engine.scalar(f"SELECT loom_train('pr_m', 'pr', 'y', '{options}')")
+    return engine
+
+
+def test_by_name_equals_the_array_form_on_every_row(trained):
+    rows = trained.rows(
+        "SELECT loom_predict_row('pr_m', pr), loom_predict('pr_m', ARRAY[f1, f2, f3]) FROM pr"
+    )
+    assert len(rows) == len(X)
+    assert all(named == positional for named, positional in rows)
+    assert {r[0] for r in rows} == {0.0, 1.0}  # both classes: a constant would pass too
+
+
+def test_column_order_and_extra_columns_do_not_matter(trained):
+    # text and label columns the model does not use, the features in another order
+    shuffled = "(SELECT 'row ' || CAST(f1 AS TEXT) AS note, f3, y, f1, f2 FROM pr) AS s"
+    named = trained.rows(f"SELECT loom_predict_row('pr_m', s) FROM {shuffled} ORDER BY f1")
+    positional = trained.rows("SELECT loom_predict('pr_m', ARRAY[f1, f2, f3]) FROM pr ORDER BY f1")
+    assert named == positional
+
+
+def test_a_row_as_json_text_and_a_null_row(trained):
+    f1, f2, f3 = (float(v) for v in X[0])
+    text = json.dumps({"f3": f3, "f2": f2, "f1": f1})
+    expected = trained.scalar(f"SELECT loom_predict('pr_m', ARRAY[{f1!r}, {f2!r}, {f3!r}])")
+    assert trained.scalar(f"SELECT loom_predict_row('pr_m', '{text}')") == expected
+    assert trained.scalar("SELECT loom_predict_row('pr_m', NULL)") is None
+
+
+def _error(engine, sql: str) -> str:
+    with pytest.raises(engine.errors) as info:
+        engine.rows(sql)
+    return str(info.value)
+
+
+def test_a_missing_feature_column_is_named(trained):
+    message = _error(trained, "SELECT loom_predict_row('pr_m', s) FROM (SELECT f1, f2 FROM pr) s")
+    assert "no column 'f3'" in message
+
+
+def test_a_null_feature_is_named(trained):
+    holes = "SELECT f1, f2, CASE WHEN f1 > 0 THEN f3 END AS f3 FROM pr"
+    sql = f"SELECT loom_predict_row('pr_m', s) FROM ({holes}) s"
+    assert "feature column 'f3' is NULL" in _error(trained, sql)
+
+
+def test_a_text_feature_is_refused(trained):
+    sql = "SELECT loom_predict_row('pr_m', s) FROM (SELECT f1, f2, 'x' AS f3 FROM pr) s"
+    assert "'f3' is not a number" in _error(trained, sql)
+
+
+def test_a_sparse_model_is_refused_with_a_hint(engine):
+    engine.rows(
+        "CREATE TABLE prs AS SELECT * FROM (VALUES "
+        + ", ".join(f"({i % 2}, ARRAY[0, 2], ARRAY[{i}.0, 1.0])" for i in range(8))
+        + ') AS v(y, indices, "values")'
+    )
+    options = json.dumps({"epochs": 2, "sparse": {"width": 3}})
+    engine.scalar(f"SELECT loom_train('prs_m', 'prs', 'y', '{options}')")
+    message = _error(engine, "SELECT loom_predict_row('prs_m', prs) FROM prs")
+    assert "sparse source" in message and "loom_predict_sparse" in message
