@@ -45,9 +45,8 @@ def address(cluster):
 
 def train(engine, model, source, options, label="y"):
     opts = json.dumps({**COMMON, **options})
-    return json.loads(
-        engine.scalar(f"SELECT loom_train('{model}', '{source}', '{label}', '{opts}')")
-    )
+    src, lab = (f"'{v}'" if v is not None else "NULL" for v in (source, label))
+    return json.loads(engine.scalar(f"SELECT loom_train('{model}', {src}, {lab}, '{opts}')"))
 
 
 def coefficients(engine, model):
@@ -278,3 +277,19 @@ def test_an_unknown_codec_names_the_codecs(engine):
         train(engine, "unknown", src, {"cluster": "local:2", "compress": "lz4"})
     assert "'compress' option must be 'none', 'keys', 'zipml8'" in str(info.value)
     assert "sketchml" in str(info.value) and hint_of(info.value)
+
+
+def test_workers_read_their_partition_from_postgresql_with_dsn(engine, address, request):
+    """``dsn``: each worker reads its minibatches of a committed index itself (through
+    ``store.storage.Reader``, which checks every row), and trains as when the driver sends
+    them."""
+    if engine.name != "postgres":
+        pytest.skip("'dsn' is PostgreSQL's (DuckDB refuses it: test above)")
+    src = dense_table(engine)
+    engine.scalar(f"SELECT loom_create_index('dix', '{src}', 'y', '{{\"seed\": 3}}')")
+    opts = {"index": "dix", "cluster": address, "compress": "none"}
+    sent = train(engine, "sent", None, opts, None)
+    read = train(engine, "read", None, {**opts, "dsn": request.getfixturevalue("pg_dsn")}, None)
+    assert read["loss"] == sent["loss"]
+    options, _, report = record(engine, "read")
+    assert options["dsn"] and report["partition_bytes"] > 0

@@ -30,6 +30,9 @@ class _Client:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         return self.db.query(sql, params)
 
+    def query_blobs(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self.db.query_blobs(sql, params)
+
     def check_interrupt(self) -> None:
         """The driver cancels a worker's task; nothing to poll here."""
 
