@@ -10,28 +10,35 @@ is not there yet, and the read says so.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from loomdb.errors import LoomError, LoomStateError
 from loomdb.store import storage
 
+_PLACEHOLDER = re.compile(r"\$(\d+)")
+
 
 class _Client:
-    """What ``storage.Reader`` asks of a database, over a psycopg connection."""
+    """What ``storage.Reader`` asks of a database, over a psycopg connection (its ``$n``
+    placeholders become psycopg's ``%s``, as ``engines/postgres/client.py`` does: the engines
+    sit above this layer)."""
 
     dialect = "postgres"
 
     def __init__(self, conn: Any):
-        from loomdb.engines.postgres.client import PsycopgDatabase
-
-        self.db = PsycopgDatabase(conn)
+        self.conn = conn
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        return self.db.query(sql, params)
+        order = [int(n) - 1 for n in _PLACEHOLDER.findall(sql)]
+        text = _PLACEHOLDER.sub("%s", sql.replace("%", "%%"))
+        with self.conn.cursor() as cur:
+            cur.execute(text, [params[i] for i in order] or None)
+            return cur.fetchall() if cur.description else []
 
     def query_blobs(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        return self.db.query_blobs(sql, params)
+        return self.query(sql, params)  # psycopg hands each bytea over as bytes already
 
     def check_interrupt(self) -> None:
         """The driver cancels a worker's task; nothing to poll here."""
