@@ -32,7 +32,8 @@ def table_sql(rows: int, features: int) -> str:
     score = " + ".join(f"{(-1) ** j * (1 + j % 3)} * x{j}" for j in range(features))
     return (
         f"CREATE TABLE {SOURCE} AS SELECT s.*, CAST({score} > 0 AS INTEGER) AS y "
-        f"FROM (SELECT {', '.join(xs)} FROM generate_series(1, {rows}) AS g(i)) AS s"
+        f"FROM (SELECT {', '.join(xs)} "
+        f"FROM generate_series(CAST(1 AS BIGINT), CAST({rows} AS BIGINT)) AS g(i)) AS s"
     )
 
 
