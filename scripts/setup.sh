@@ -61,7 +61,7 @@ test)
             postgresql-server-dev-15 make gcc
     fi
     apt_install libjpeg-turbo-progs
-    make_venv "[test]"
+    make_venv "[test,dask]"  # dask: tests/engines/test_distributed.py
     # dbt-core 1.11 pins pathspec < 0.13, which mypy >= 2 cannot run with: the example dbt
     # project's dbt gets an environment of its own (tests/engines/test_dbt.py runs it)
     make_venv "[dbt]" "$DBT_VENV"

@@ -25,7 +25,7 @@ RANKS = {
     "udfs": 3,  # the catalogue: a declaration the engines read
     "learn": 2,
     "accel": 2,
-    "distributed": 2,
+    "distributed": 3,  # the driver of a train on Dask: reads layouts (store), runs learn's loop
     "imaging": 2,  # JPEG scans to pixels and quality: what the pcr format and loaders read
     "seams": 1,
     "codecs": 1,

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.accel import registry
+from loomdb.distributed import options as distributed
 from loomdb.errors import LoomDivergedError, LoomOptionError
 from loomdb.functions import deploy, train_parallel
 from loomdb.functions.train_plan import Plan, plan, standardize_for
@@ -56,11 +57,18 @@ def fit_record(
     (not yet written) and the model: one train, what ``loom_train`` and each trial of
     ``loom_tune`` run."""
     train_parallel.check_options(p.opts)
+    cluster = distributed.resolve(db, p.given, p.opts)  # None: trained in this process
+    if cluster is not None and p.opts["parallel"] > 1:
+        raise LoomOptionError(
+            "'parallel' trains shards of each epoch in this database; with 'cluster' the Dask "
+            "workers share each step",
+            hint="leave 'parallel' out when training on a cluster",
+        )
     started = time.perf_counter()
     laid = _layout(db, p, source, label, what)
     try:
         laid_out = time.perf_counter()
-        model, history, used = _fit(db, name, p, laid, what)
+        model, history, used, report = _fit(db, name, p, laid, what, cluster)
     finally:
         laid.close()
     finished = time.perf_counter()
@@ -69,7 +77,8 @@ def fit_record(
         "train_s": round(finished - laid_out, 6),
         "total_s": round(finished - started, 6),
     }
-    return _record(name, p, laid.info, model, history, used, timings, source), model
+    record = _record(name, p, laid.info, model, history, used, timings, source, report)
+    return record, model
 
 
 def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) -> layout.Layout:
@@ -122,7 +131,7 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
     )
 
 
-def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
+def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=None):
     info = laid.info
     problem = _problem(db, name, p, laid)
     p.check_backend(problem.k)
@@ -151,9 +160,17 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
     epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead)
     train_parallel.check_layout(p.opts, epochs)
     progress = _progress(db, what) if p.opts["progress"] else None
-    with train_parallel.runner(db, p.opts, laid, epochs, problem, config) as runner:
-        model, history = fit(
-            epochs, problem, config, backend, progress, db.check_interrupt, skip, runner
+    report = None
+    if cluster is None:
+        with train_parallel.runner(db, p.opts, laid, epochs, problem, config) as runner:
+            model, history = fit(
+                epochs, problem, config, backend, progress, db.check_interrupt, skip, runner
+            )
+    else:  # the epochs run on a cluster (distributed/; skip is refused there)
+        from loomdb.distributed.fit import fit_distributed
+
+        model, history, report = fit_distributed(
+            cluster, laid, epochs, problem, config, progress, db.check_interrupt
         )
     if not (np.isfinite(model.W).all() and np.isfinite(model.b).all()):
         raise LoomDivergedError(
@@ -165,6 +182,10 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
         held = epochs.validation_rows()
         rows = {"train": info.rows - held, "validation": held, "skipped": info.skipped}
         used["split"] = {**used["split"], "rows": {**used["split"]["rows"], **rows}}
+    if cluster is not None and report is not None:
+        from loomdb.distributed.fit import used as used_on
+
+        used.update(used_on(cluster, report))
     inputs = laid.fmt.inputs(info.options)
     if inputs is not None:  # what predicting needs besides the weights (an image's pipeline)
         used["inputs"] = {**inputs, "column": info.columns[0]}
@@ -175,7 +196,7 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str):
     sparse = info.options.get("sparse")
     if sparse:  # coefficients kept by source column (learn/sparse_model.py)
         model = from_layout(model, np.asarray(info.stats["columns"]), sparse["width"])
-    return model, history, used
+    return model, history, used, report
 
 
 def _skip(p: Plan, laid: layout.Layout, problem: Problem) -> tuple[Any, dict[str, Any]]:
@@ -284,7 +305,7 @@ def model_of(record: ModelRecord) -> LinearModel:
     )
 
 
-def _record(name, p, info, model, history, used, timings, source) -> ModelRecord:
+def _record(name, p, info, model, history, used, timings, source, report=None) -> ModelRecord:
     simulated = [h["simulated_seconds"] for h in history if "simulated_seconds" in h]
     stored = model.stored()
     return ModelRecord(
@@ -306,7 +327,7 @@ def _record(name, p, info, model, history, used, timings, source) -> ModelRecord
         label=info.label,
         report={"engine": "MLWeaving (simulated)", "simulated_seconds": simulated}
         if simulated
-        else None,
+        else report,
     )
 
 

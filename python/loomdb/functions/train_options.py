@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from loomdb.accel import registry
 from loomdb.codecs.jpeg_scans import MAX_SCANS
+from loomdb.distributed.options import OPTIONS as DISTRIBUTED
 from loomdb.learn.losses import LOSSES
 from loomdb.learn.optimizers import OPTIMIZERS
 from loomdb.learn.precision import SCHEDULES as PRECISION_SCHEDULES
@@ -29,7 +30,7 @@ from loomdb.options import (
 
 SKIPS = ["none", *POLICIES]
 
-TRAIN = Options(
+_OWN = Options(
     "loom_train",
     Option("model", Choices(LOSSES), "logistic", "linear (least squares), logistic or svm"),
     Option("epochs", Interval(True, 1, 100_000), 1000, "passes over the data at most"),
@@ -144,3 +145,4 @@ TRAIN = Options(
         "non-critical (for measurement: it reads every group)",
     ),
 )
+TRAIN = _OWN + DISTRIBUTED  # cluster, compress, compress_model, step_batches, dsn (distributed/)

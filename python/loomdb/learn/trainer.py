@@ -146,6 +146,8 @@ def fit(
 
 def _run(source, problem, config, backend, lr, progress, check, skip=None, runner=None):
     W, b = problem.initial()
+    if hasattr(backend, "begin"):  # a backend keeping state between epochs starts afresh
+        backend.begin(W, b)
     if skip is not None:
         skip.report()  # a restart counts afresh
     schedule = Schedule(config.lr_schedule, lr, config.lr_decay)

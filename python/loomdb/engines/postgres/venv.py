@@ -29,7 +29,16 @@ from pathlib import Path
 from loomdb.errors import LoomStateError
 
 #: What the server side imports besides loomdb (installed with their own dependencies).
-SERVER_PACKAGES = ("numpy", "numba", "sqlglot", "zstandard", "pillow", "threadpoolctl")
+SERVER_PACKAGES = (
+    "numpy",
+    "numba",
+    "sqlglot",
+    "zstandard",
+    "pillow",
+    "threadpoolctl",  # {"parallel": n}: one BLAS thread per shard
+    "datasketches",  # workers a train starts inside the server encode gradients (SketchML)
+    "distributed",  # loom_train's "cluster": the driver runs in the server (distributed/)
+)
 
 Log = Callable[[str], None]
 

@@ -1,0 +1,295 @@
+"""Distributed training through SQL on both engines (distributed/): on a 2-worker-process
+LocalCluster this module starts once (the PostgreSQL server's driver connects to it as to any
+scheduler), on a ``local:2`` cluster the train starts and closes itself (inside the PostgreSQL
+backend too), in process (``inprocess``, the reference), and against refusals.
+
+With ``compress: none`` a run on two workers equals ``inprocess`` on the same steps, which
+with one minibatch a step equals the trainer's own Adam; every codec trains a LIBSVM source of
+2^21 hashed columns to the loss of uncompressed Adam; the catalog records the workers, the
+bytes each way and the compression ratio achieved.  No assertion reads a clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from loomdb.codecs import array_json
+from support.engines import readable_dir
+
+pytestmark = pytest.mark.postgres
+
+distributed = pytest.importorskip("distributed")
+COMMON = {"epochs": 3, "tol": 0, "progress": False, "seed": 3}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two worker processes, one thread each, shared by the module's tests."""
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+    ) as c, distributed.Client(c, set_as_default=False) as client:  # fmt: skip
+        yield c, client
+
+
+@pytest.fixture
+def address(cluster):
+    c, client = cluster
+    client.wait_for_workers(2, timeout=60)  # a test that killed one waits for its nanny
+    return c.scheduler_address
+
+
+def train(engine, model, source, options, label="y"):
+    opts = json.dumps({**COMMON, **options})
+    src, lab = (f"'{v}'" if v is not None else "NULL" for v in (source, label))
+    return json.loads(engine.scalar(f"SELECT loom_train('{model}', {src}, {lab}, '{opts}')"))
+
+
+def coefficients(engine, model):
+    raw = engine.scalar(f"SELECT coefficients FROM loom.models WHERE name = '{model}'")
+    value = json.loads(raw, object_hook=array_json.hook)
+    if isinstance(value, dict):  # a sparse model: by source column
+        full = np.zeros((value["width"], np.asarray(value["coef"]).shape[1]))
+        full[value["index"]] = value["coef"]
+        return full
+    return np.asarray(value)
+
+
+def record(engine, model):
+    options, history, report = engine.rows(
+        f"SELECT options, history, report FROM loom.models WHERE name = '{model}'"
+    )[0]
+    return json.loads(options), json.loads(history), json.loads(report) if report else None
+
+
+def dense_table(engine, name="dt", n=1500, m=6, classes=2):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(n, m))
+    score = X @ rng.normal(size=m) + 0.3 * rng.normal(size=n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, classes + 1)[1:-1]))
+    engine.load(name, X, y.astype(float))
+    return name
+
+
+def test_two_workers_without_compression_equal_the_inprocess_reference(engine, address):
+    src = dense_table(engine, classes=3)  # one-vs-rest: keys carry the class
+    train(engine, "ref", src, {"cluster": "inprocess", "compress": "none", "step_batches": 2})
+    got = train(engine, "two", src, {"cluster": address, "compress": "none"})
+    assert np.allclose(
+        coefficients(engine, "two"), coefficients(engine, "ref"), rtol=1e-9, atol=1e-12
+    )
+    options, history, report = record(engine, "two")
+    assert options["cluster"] == address and options["compress"] == "none"
+    assert options["optimizer"] == "adam" and options["workers"] == 2
+    assert options["step_batches"] == 2
+    assert report["bytes_to_driver"] == sum(h["bytes_to_driver"] for h in history) > 0
+    assert report["bytes_to_workers"] == sum(h["bytes_to_workers"] for h in history) > 0
+    assert history[0]["bytes_read"] == report["partition_bytes"] > 0
+    assert all(h["bytes_read"] == 0 for h in history[1:])  # partitioned once
+    assert got["rows"] == 1500 and history[0]["steps"] == 3  # 6 minibatches, 2 a step
+    again = train(engine, "two2", src, {"cluster": address, "compress": "none"})
+    assert again["loss"] == got["loss"]  # reproducible with a fixed seed
+
+
+def test_inprocess_with_one_minibatch_a_step_is_the_trainers_adam(engine):
+    src = dense_table(engine)
+    plain = train(engine, "plain", src, {"optimizer": "adam", "l1": 1e-4})
+    one = train(engine, "one", src, {"cluster": "inprocess", "compress": "none", "l1": 1e-4})
+    assert one["loss"] == pytest.approx(plain["loss"], rel=1e-12)
+    assert np.allclose(
+        coefficients(engine, "one"), coefficients(engine, "plain"), rtol=1e-12, atol=1e-15
+    )
+
+
+def crosses(engine, name="xs", rows=600):
+    """A LIBSVM file of ``rows`` rows over 40 features, loaded with hashed pairwise crosses
+    (cross_bits 20: 2^21 columns)."""
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=40)
+    lines = []
+    for _ in range(rows):
+        cols = np.sort(rng.choice(40, size=7, replace=False))
+        vals = rng.integers(1, 4, size=7)
+        label = int(vals @ w[cols] + rng.normal() > 0)
+        lines.append(f"{label} " + " ".join(f"{c + 1}:{v}" for c, v in zip(cols, vals)))
+    path = readable_dir() / f"{name}.svm"
+    path.write_text("\n".join(lines) + "\n")
+    path.chmod(0o644)
+    opts = json.dumps({"replace": True, "cross_bits": 20})
+    engine.scalar(f"SELECT loom_load('libsvm', '{path}', '{name}', '{opts}')")
+    return name
+
+
+@pytest.mark.parametrize("compress", ["none", "zipml8", "zipml16", "sketchml"])
+def test_each_codec_trains_hashed_crosses_past_two_to_the_twenty(engine, address, compress):
+    src = crosses(engine)
+    opts = {"format": "toc", "epochs": 4, "batch_size": 64}
+    local = train(engine, "local", src, {**opts, "optimizer": "adam"}, label="label")
+    got = train(engine, "dist", src, {**opts, "cluster": address, "compress": compress}, "label")
+    assert got["features"] == local["features"] > 2**20
+    assert got["stored_coefficients"] == local["stored_coefficients"] > 40  # crosses held
+    # the same steps as the local run but two minibatches each; lossy codecs stay close
+    assert got["loss"] < 0.69 and abs(got["loss"] - local["loss"]) < 0.1
+    _, history, report = record(engine, "dist")
+    assert report["compress"] == compress
+    if compress != "none":
+        none = train(engine, "none", src, {**opts, "cluster": address, "compress": "none"}, "label")
+        assert none["loss"] == pytest.approx(got["loss"], rel=0.05)
+
+
+def test_compress_model_sends_the_model_through_the_codec(engine, address):
+    src = dense_table(engine)
+    raw = train(engine, "raw", src, {"cluster": address, "compress": "none"})
+    packed = train(
+        engine, "zip", src, {"cluster": address, "compress": "none", "compress_model": "zipml16"}
+    )
+    _, h_raw, _ = record(engine, "raw")
+    _, h_zip, _ = record(engine, "zip")
+    assert h_zip[0]["bytes_to_workers"] != h_raw[0]["bytes_to_workers"]
+    assert packed["loss"] == pytest.approx(raw["loss"], rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    "options, says",
+    [
+        ({"compress": "none"}, "applies to distributed training only"),
+        ({"cluster": "inprocess", "backend": "fpga-sim"}, "backend 'fpga-sim'"),
+        ({"cluster": "inprocess", "optimizer": "nesterov"}, "'nesterov'"),
+        ({"cluster": "local:0"}, "'cluster' option must be"),
+        ({"cluster": "http://evil:80"}, "'cluster' option must be"),
+        ({"cluster": "inprocess", "compress": "gzip"}, "'compress' option must be"),
+        ({"cluster": "inprocess", "dsn": "host=x"}, "'dsn'"),
+        ({"cluster": "inprocess", "cache_mb": 8}, "'cache_mb'"),
+        ({"cluster": "inprocess", "skip": "random", "skip_fraction": 0.5}, "'skip'"),
+        ({"cluster": "inprocess", "scans": "adaptive"}, "'scans'"),
+    ],
+)
+def test_what_the_distributed_path_cannot_honour_is_refused(engine, options, says):
+    src = dense_table(engine)
+    with pytest.raises(engine.errors) as info:
+        train(engine, "refused", src, options)
+    assert says in str(info.value)
+    assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'refused'") == 0
+
+
+def test_an_adaptive_precision_is_refused(engine):
+    src = dense_table(engine)
+    with pytest.raises(engine.errors) as info:
+        train(
+            engine,
+            "w",
+            src,
+            {"format": "mlweaving", "precision": "adaptive", "cluster": "inprocess"},
+        )
+    assert "changes it between epochs" in str(info.value)
+    fixed = train(engine, "w", src, {"format": "mlweaving", "precision": 6, "cluster": "inprocess"})
+    assert fixed["epochs"] == 3
+
+
+def hint_of(error: BaseException) -> str:
+    """An error's hint: PostgreSQL's HINT field, DuckDB's message (LoomError's str has it)."""
+    diag = getattr(error, "diag", None)
+    return (getattr(diag, "message_hint", None) or "") if diag is not None else str(error)
+
+
+def spawned_children(engine) -> list[str]:
+    """Command lines of the Dask worker processes (multiprocessing spawn children) of the
+    process running the engine's SQL: this one, or the PostgreSQL backend."""
+    pid = engine.scalar("SELECT pg_backend_pid()") if engine.name == "postgres" else os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone meanwhile
+        if ppid == pid and "spawn_main" in cmd:
+            found.append(cmd)
+    return found
+
+
+def threads() -> list[str]:
+    """This process's threads, less distributed's process-wide pools (made once, reused) and
+    the stand-ins Python names ``Dummy-N`` for DuckDB's own threads that ran a UDF."""
+    shared = ("Dask-Offload", "Dask-Callback-Thread", "Dummy-")
+    return sorted(t.name for t in threading.enumerate() if not t.name.startswith(shared))
+
+
+def test_a_local_cluster_started_for_the_train_reaches_single_process_adam(engine):
+    """``local:2``: the train starts two worker processes (children of the PostgreSQL
+    backend there), trains with SketchML to about the loss of plain Adam, records what it
+    sent, and leaves no worker process or cluster thread behind."""
+    src = crosses(engine)
+    opts = {"format": "toc", "epochs": 4, "batch_size": 64}
+    plain = train(engine, "plain", src, {**opts, "optimizer": "adam"}, label="label")
+    before, running = spawned_children(engine), threads()  # the module's cluster, if started
+    opts.update(cluster="local:2", compress="sketchml", step_batches=1)
+    got = train(engine, "sk", src, opts, "label")
+    options, history, report = record(engine, "sk")
+    assert options["cluster"] == "local:2" and options["workers"] == 2
+    assert report["workers"] == report["workers_left"] == 2 and report["lost_workers"] == 0
+    assert report["bytes_to_driver"] == sum(h["bytes_to_driver"] for h in history) > 0
+    assert report["gradient_bytes"] == sum(h["gradient_bytes"] for h in history) > 0
+    assert report["compression_ratio"] == pytest.approx(
+        report["gradient_raw_bytes"] / report["gradient_bytes"], rel=1e-4
+    )
+    # SketchML §5 (Table 2): uncompressed Adam's loss, after more epochs than these 4 over
+    # 600 rows; here within 10%, in fewer bytes
+    assert report["compression_ratio"] > 1.0
+    assert got["loss"] == pytest.approx(plain["loss"], rel=0.1)
+    assert spawned_children(engine) == before
+    if engine.name == "duckdb":  # the cluster's threads end with it
+        assert threads() == running
+
+
+def test_uncompressed_with_one_minibatch_a_step_is_plain_adam(engine, address):
+    src = crosses(engine)
+    opts = {"format": "toc", "epochs": 4, "batch_size": 64}
+    plain = train(engine, "plain", src, {**opts, "optimizer": "adam"}, label="label")
+    opts.update(cluster=address, compress="none", step_batches=1)
+    got = train(engine, "raw", src, opts, "label")
+    _, history, report = record(engine, "raw")
+    assert got["loss"] == pytest.approx(plain["loss"], rel=1e-9)
+    assert report["compression_ratio"] == 1.0 == history[-1]["compression_ratio"]
+    assert report["gradient_raw_bytes"] == sum(h["gradient_raw_bytes"] for h in history)
+
+
+def test_an_unreachable_scheduler_is_a_clear_error(engine):
+    src = dense_table(engine)
+    with pytest.raises(engine.errors) as info:
+        train(engine, "nowhere", src, {"cluster": "tcp://127.0.0.1:1"})
+    assert "could not reach the Dask scheduler at tcp://127.0.0.1:1" in str(info.value)
+    assert "'local:N' starts a cluster" in hint_of(info.value)
+    assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'nowhere'") == 0
+
+
+def test_an_unknown_codec_names_the_codecs(engine):
+    src = dense_table(engine)
+    with pytest.raises(engine.errors) as info:
+        train(engine, "unknown", src, {"cluster": "local:2", "compress": "lz4"})
+    assert "'compress' option must be 'none', 'keys', 'zipml8'" in str(info.value)
+    assert "sketchml" in str(info.value) and hint_of(info.value)
+
+
+def test_workers_read_their_partition_from_postgresql_with_dsn(engine, address, request):
+    """``dsn``: each worker reads its minibatches of a committed index itself (through
+    ``store.storage.Reader``, which checks every row), and trains as when the driver sends
+    them."""
+    if engine.name != "postgres":
+        pytest.skip("'dsn' is PostgreSQL's (DuckDB refuses it: test above)")
+    src = dense_table(engine)
+    engine.scalar(f"SELECT loom_create_index('dix', '{src}', 'y', '{{\"seed\": 3}}')")
+    opts = {"index": "dix", "cluster": address, "compress": "none"}
+    sent = train(engine, "sent", None, opts, None)
+    read = train(engine, "read", None, {**opts, "dsn": request.getfixturevalue("pg_dsn")}, None)
+    assert read["loss"] == sent["loss"]
+    options, _, report = record(engine, "read")
+    assert options["dsn"] and report["partition_bytes"] > 0
