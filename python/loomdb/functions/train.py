@@ -140,21 +140,7 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     safe = _automatic_step(p, laid, problem, backend, estimate=given is None)
     lr = given if given is not None else p.default_lr(safe)
     lr = getattr(backend, "step_size", float)(lr)  # what the backend can take (fpga-sim: 2^-j)
-    config = TrainConfig(
-        kind=p.opts["model"],
-        epochs=p.opts["epochs"],
-        tol=p.opts["tol"] or None,  # 0: run every epoch
-        lr=lr,
-        lr_schedule=p.lr_schedule,
-        lr_decay=p.lr_decay,
-        optimizer=p.opts["optimizer"],
-        l1=p.opts["l1"],
-        l2=p.opts["l2"],
-        fit_intercept=p.opts["fit_intercept"],
-        precision=p.fidelity(laid.fmt),
-        top_precision=laid.fmt.top(),
-        safe_lr=safe,
-    )
+    config = _config(p, laid, lr, safe)
     skip, skip_used = _skip(p, laid, problem)
     read_ahead = skip_used.get("read_ahead", 1)
     epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead)
@@ -197,6 +183,25 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     if sparse:  # coefficients kept by source column (learn/sparse_model.py)
         model = from_layout(model, np.asarray(info.stats["columns"]), sparse["width"])
     return model, history, used, report
+
+
+def _config(p: Plan, laid: layout.Layout, lr: float, safe: float) -> TrainConfig:
+    """The trainer's settings from the plan's options, at step size ``lr``."""
+    return TrainConfig(
+        kind=p.opts["model"],
+        epochs=p.opts["epochs"],
+        tol=p.opts["tol"] or None,  # 0: run every epoch
+        lr=lr,
+        lr_schedule=p.lr_schedule,
+        lr_decay=p.lr_decay,
+        optimizer=p.opts["optimizer"],
+        l1=p.opts["l1"],
+        l2=p.opts["l2"],
+        fit_intercept=p.opts["fit_intercept"],
+        precision=p.fidelity(laid.fmt),
+        top_precision=laid.fmt.top(),
+        safe_lr=safe,
+    )
 
 
 def _skip(p: Plan, laid: layout.Layout, problem: Problem) -> tuple[Any, dict[str, Any]]:
