@@ -6,25 +6,17 @@ run made) and dropped afterwards."""
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Iterator
 
 import psycopg
 import pytest
 
+from support.roles import names, two_roles
+
 pytestmark = pytest.mark.postgres
 
-SUFFIX = uuid.uuid4().hex[:6]
-OWNER, OTHER = f"versioner_{SUFFIX}", f"other_{SUFFIX}"
-SCHEMA = f"loomversions_{SUFFIX}"
+OWNER, OTHER, SCHEMA = names("versioner")
 TRAIN = "SELECT loom_train('vm', 'pts', 'y', '{\"epochs\": %d, \"replace\": true}')"
-
-
-def connect(dsn: str, user: str) -> psycopg.Connection:
-    conn = psycopg.connect(f"{dsn} user={user}", autocommit=True)
-    conn.execute(f"SET search_path = {SCHEMA}, public")  # type: ignore[arg-type]
-    return conn
 
 
 def listed(conn: psycopg.Connection) -> list[tuple[int, bool]]:
@@ -34,32 +26,10 @@ def listed(conn: psycopg.Connection) -> list[tuple[int, bool]]:
 
 @pytest.fixture(scope="module")
 def roles(pg_dsn) -> Iterator[tuple[psycopg.Connection, psycopg.Connection]]:
-    from support import pgserver
-
-    if pgserver.cluster is None and not os.environ.get("LOOMDB_TEST_ALLOW_ROLES"):
-        pytest.skip("not a server this test run made: set LOOMDB_TEST_ALLOW_ROLES to add roles")
-    admin = psycopg.connect(f"{pg_dsn} user=postgres", autocommit=True)
-    admin.execute(f"CREATE SCHEMA {SCHEMA}")  # type: ignore[arg-type]
-    for name in (OWNER, OTHER):
-        admin.execute(f"CREATE ROLE {name} LOGIN")  # type: ignore[arg-type]
-        admin.execute(f"GRANT loomdb_user TO {name}")  # type: ignore[arg-type]
-        admin.execute(f"GRANT USAGE, CREATE ON SCHEMA {SCHEMA} TO {name}")  # type: ignore[arg-type]
-    owner, other = connect(pg_dsn, OWNER), connect(pg_dsn, OTHER)
-    owner.execute(
-        "CREATE TABLE pts AS SELECT g::float8 AS x, (g % 7)::float8 AS z, "
-        "(g % 2)::float8 AS y FROM generate_series(1, 200) AS g"
-    )
-    owner.execute(f"GRANT SELECT ON pts TO {OTHER}")  # type: ignore[arg-type]
-    yield owner, other
-    for conn in (owner, other):
-        conn.close()
-    for name in (OWNER, OTHER):
-        for table in ("model_versions", "models", "grants", "deployments"):
-            admin.execute(f"DELETE FROM loom.{table} WHERE owner = %s", [name])  # type: ignore[arg-type]
-        admin.execute(f"DROP OWNED BY {name} CASCADE")  # type: ignore[arg-type]
-        admin.execute(f"DROP ROLE {name}")  # type: ignore[arg-type]
-    admin.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")  # type: ignore[arg-type]
-    admin.close()
+    with two_roles(
+        pg_dsn, OWNER, OTHER, SCHEMA, ("model_versions", "models", "grants", "deployments")
+    ) as pair:
+        yield pair
 
 
 def _refused(other: psycopg.Connection, match: str) -> None:
