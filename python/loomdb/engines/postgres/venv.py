@@ -38,6 +38,7 @@ SERVER_PACKAGES = (
     "threadpoolctl",  # {"parallel": n}: one BLAS thread per shard
     "datasketches",  # workers a train starts inside the server encode gradients (SketchML)
     "distributed",  # loom_train's "cluster": the driver runs in the server (distributed/)
+    "cryptography",  # a local cluster's throwaway TLS certificate (Security.temporary)
 )
 
 Log = Callable[[str], None]
