@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from loomdb.bench import sketch_network
 from loomdb.bench.table import BenchTable
 from loomdb.codecs import sketch
 
@@ -185,4 +186,4 @@ def run(quick: bool = False) -> list[BenchTable]:
     results = []
     for case in _real(quick) + _zipf(quick):
         results.append((case, {m: measure(case, m, repeat) for m in CHAIN}))
-    return _tables(results)
+    return _tables(results) + sketch_network.tables(quick)
