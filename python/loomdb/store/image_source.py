@@ -21,7 +21,7 @@ from loomdb.store.source import (
     SourceProfile,
     column_stats,
     columns_of,
-    complete_rows,
+    count_rows,
     label_counts,
     number,
     resolve,
@@ -76,22 +76,10 @@ def profile_images(
     image = _image_column(source, available, features)
     kinds = {image: IMAGE, label: available[label]}
     rel, held_out = split.narrow(db, rel, every, source) if split else (rel, None)
-    null = f"{quote_ident(image)} IS NULL OR {quote_ident(label)} IS NULL"
-    total, with_nulls = db.query(
-        f"SELECT count(*) AS n, count(*) FILTER (WHERE {null}) AS n_null FROM {rel}"
-    )[0]
-    if total == 0:
-        raise LoomDataError(f"{source} is empty: there is nothing to learn from")
-    if with_nulls and nulls == "error":
-        raise LoomDataError(
-            f"{with_nulls} of {total} rows of {source} have a NULL image or label",
-            hint='pass {"nulls": "skip"} to skip (and count) them, or fill them in first',
-        )
-    if total == with_nulls:
-        raise LoomDataError(f"every row of {source} has a NULL image or label")
-    where = complete_rows([image, label]) if with_nulls else None
-    prof = SourceProfile(source, rel, label, [image], kinds, int(total - with_nulls), 0, {})
-    prof.skipped, prof.where, prof.split = int(with_nulls), where, held_out
+    null_kind = ("a NULL image or label",) * 2
+    rows, with_nulls, where = count_rows(db, source, rel, [image, label], nulls, null_kind)
+    prof = SourceProfile(source, rel, label, [image], kinds, rows, 0, {})
+    prof.skipped, prof.where, prof.split = with_nulls, where, held_out
     label_sql = number(label, kinds[label], db.type("double"))
     stats = column_stats(db, rel, [label_sql], where)[0]
     if not np.isfinite(stats[:2]).all():

@@ -156,11 +156,20 @@ def label_column(source: str, label: str, available: dict[str, str]) -> str:
     return label
 
 
+NULL_FEATURES = ("NULL features or labels", "a NULL feature or label")
+
+
 def count_rows(
-    db: Database, source: str, rel: str, columns: list[str], nulls: str
+    db: Database,
+    source: str,
+    rel: str,
+    columns: list[str],
+    nulls: str,
+    what: tuple[str, str] = NULL_FEATURES,
 ) -> tuple[int, int, str | None]:
     """``(complete rows, rows with a NULL, WHERE of the complete rows or None)``, refusing an
-    empty source and NULLs unless ``nulls`` is ``skip``."""
+    empty source and NULLs unless ``nulls`` is ``skip``; ``what`` names a row's NULLs (in
+    several rows, in one) in the messages."""
     null = " OR ".join(f"{quote_ident(c)} IS NULL" for c in columns)
     total, with_nulls = db.query(
         f"SELECT count(*) AS n, count(*) FILTER (WHERE {null}) AS n_null FROM {rel}"
@@ -169,11 +178,11 @@ def count_rows(
         raise LoomDataError(f"{source} is empty: there is nothing to learn from")
     if with_nulls and nulls == "error":
         raise LoomDataError(
-            f"{with_nulls} of {total} rows of {source} have NULL features or labels",
+            f"{with_nulls} of {total} rows of {source} have {what[0]}",
             hint='pass {"nulls": "skip"} to skip (and count) them, or fill them in first',
         )
     if total == with_nulls:
-        raise LoomDataError(f"every row of {source} has a NULL feature or label")
+        raise LoomDataError(f"every row of {source} has {what[1]}")
     where = complete_rows(columns) if with_nulls else None
     return int(total - with_nulls), int(with_nulls), where
 

@@ -195,28 +195,25 @@ class PlpyDatabase:
             f"LANGUAGE sql IMMUTABLE PARALLEL SAFE AS {body}"
         )
 
-    def drop_function(self, schema: str, function: str, arity: int) -> None:
-        """Drop ``schema.function`` taking ``arity`` doubles or texts (what loomdb deploys)."""
-        rows = self.query(
+    def _signatures(self, schema: str, function: str, arity: int) -> list[tuple]:
+        """The argument type oids of each ``schema.function`` taking ``arity`` arguments."""
+        return self.query(
             "SELECT p.proargtypes::oid[] AS types FROM pg_catalog.pg_proc p "
             "JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace "
             "WHERE n.nspname = $1 AND p.proname = $2 AND p.pronargs = $3",
             [schema, function, arity],
         )
+
+    def drop_function(self, schema: str, function: str, arity: int) -> None:
+        """Drop ``schema.function`` taking ``arity`` doubles or texts (what loomdb deploys)."""
         name = f"{quote_ident(schema)}.{quote_ident(function)}"
-        for (oids,) in rows:
+        for (oids,) in self._signatures(schema, function, arity):
             types = [DEPLOYED_TYPES.get(int(o)) for o in oids]
             if all(types):
                 self.execute(f"DROP FUNCTION IF EXISTS {name}({', '.join(map(str, types))})")
 
     def function_exists(self, schema: str, function: str, arity: int) -> bool:
-        rows = self.query(
-            "SELECT count(*) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n "
-            "ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = $2 "
-            "AND p.pronargs = $3",
-            [schema, function, arity],
-        )
-        return bool(rows[0][0])
+        return bool(self._signatures(schema, function, arity))
 
     def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
         n, total = self.query(signature_query(relation, columns, where))[0]
