@@ -141,7 +141,7 @@ return GD['loomdb'].call(plpy, 'loom_predict_row', model, input)
 $fn$;
 REVOKE ALL ON FUNCTION loom_predict_row(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_row(text, text) TO loomdb_user;
-COMMENT ON FUNCTION loom_predict_row(text, text) IS 'loom_predict from a whole row (SELECT loom_predict_row(''m'', t) FROM t): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
+COMMENT ON FUNCTION loom_predict_row(text, text) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
 CREATE FUNCTION loom_predict_row(model text, input record) RETURNS double precision
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
 BEGIN
@@ -150,7 +150,16 @@ END
 $fn$;
 REVOKE ALL ON FUNCTION loom_predict_row(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_row(text, record) TO loomdb_user;
-COMMENT ON FUNCTION loom_predict_row(text, record) IS 'loom_predict from a whole row (SELECT loom_predict_row(''m'', t) FROM t): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
+COMMENT ON FUNCTION loom_predict_row(text, record) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
+CREATE FUNCTION loom_predict(model text, input record) RETURNS double precision
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
+BEGIN
+RETURN @extschema@.loom_predict_row(model, to_jsonb(input)::text);
+END
+$fn$;
+REVOKE ALL ON FUNCTION loom_predict(text, record) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_predict(text, record) TO loomdb_user;
+COMMENT ON FUNCTION loom_predict(text, record) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
 
 CREATE FUNCTION loom_predict_proba(model text, features double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$

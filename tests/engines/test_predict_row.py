@@ -32,6 +32,23 @@ def test_by_name_equals_the_array_form_on_every_row(trained):
     assert {r[0] for r in rows} == {0.0, 1.0}  # both classes: a constant would pass too
 
 
+def test_loom_predict_of_a_row_is_the_row_form(trained):
+    # the row told apart from an array by its type: ARRAY[...] of integers still means features
+    rows = trained.rows(
+        "SELECT loom_predict('pr_m', pr), loom_predict_row('pr_m', pr), "
+        "loom_predict('pr_m', ARRAY[1, 2, 3]), loom_predict_row('pr_m', "
+        "(SELECT s FROM (SELECT 1 AS f1, 2 AS f2, 3 AS f3) s)) FROM pr"
+    )
+    assert all(by_overload == by_row for by_overload, by_row, _, _ in rows)
+    assert {r[0] for r in rows} == {0.0, 1.0}
+    assert rows[0][2] == rows[0][3]
+
+
+def test_loom_predict_refuses_what_is_neither_features_nor_a_row(trained):
+    message = _error(trained, "SELECT loom_predict('pr_m', 'not features')")
+    assert "loom_predict" in message
+
+
 def test_column_order_and_extra_columns_do_not_matter(trained):
     # text and label columns the model does not use, the features in another order
     shuffled = "(SELECT 'row ' || CAST(f1 AS TEXT) AS note, f3, y, f1, f2 FROM pr) AS s"

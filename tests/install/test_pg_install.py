@@ -101,12 +101,17 @@ def test_every_function_exists_with_its_markings_for_loomdb_user_only(pg_dsn):
             "EXISTS (SELECT 1 FROM unnest(proacl) AS a WHERE a::text LIKE '=%') "
             "FROM pg_proc p WHERE proname LIKE 'loom_%'"
         ).fetchall()
-    found = {r[0]: r[1:] for r in rows}
+    found = {(r[0], r[5]): r[1:] for r in rows}  # by name and comment: overloads differ in it
+    overloads = {u.overloads: u for u in load() if u.overloads}
     for udf in load():
-        vol, par, strict, nargs, comment, usable, public = found[udf.name]
+        vol, par, strict, nargs, comment, usable, public = found[udf.name, udf.comment]
+        if udf.name in overloads:  # the row form called by this name: the row form's markings
+            row = overloads[udf.name]
+            assert found[udf.name, row.comment][:4] == (vol, par, strict, nargs), udf.name
         assert vol == udf.volatility[0] and par == udf.parallel[0], udf.name
         assert strict == udf.strict and nargs == len(udf.args) and comment == udf.comment
-        assert usable and not public, f"{udf.name} must be executable by loomdb_user only"
+    for (name, _), (*_, usable, public) in found.items():
+        assert usable and not public, f"{name} must be executable by loomdb_user only"
 
 
 @pytest.mark.postgres

@@ -45,9 +45,9 @@ SELECT CAST(loom_deploy('kdd', '{"version": "latest"}') AS JSON)->>'version' AS 
 -- Predict by name (the row itself) and through the deployed function: the same answers.
 SELECT count(*) AS scored,
        sum(CASE WHEN predict_kdd(protocol, service, duration, bytes)
-                     = loom_predict_row('kdd', r) THEN 1 ELSE 0 END) AS agree
+                     = loom_predict('kdd', r) THEN 1 ELSE 0 END) AS agree
 FROM kdd_raw AS r;
-SELECT protocol, service, duration, bytes, loom_predict_row('kdd', r) AS predicted
+SELECT protocol, service, duration, bytes, loom_predict('kdd', r) AS predicted
 FROM kdd_raw AS r WHERE id IN (1, 2, 11, 12) ORDER BY id;
 
 -- The ROC curve on the whole table.

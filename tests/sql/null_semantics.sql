@@ -42,7 +42,7 @@ SELECT probe,
        loom_predict('ns_svm', ARRAY[f1, f2]) IS NULL AS svm
 FROM ns_probe ORDER BY probe;
 -- A NULL array, and the same in WHERE: only the finite probe is predicted.
-SELECT loom_predict('ns_logistic', NULL) IS NULL AS null_array,
+SELECT loom_predict('ns_logistic', CAST(NULL AS DOUBLE PRECISION[])) IS NULL AS null_array,
        loom_predict_proba('ns_bands', NULL) IS NULL AS null_array_proba;
 SELECT count(*) AS predicted FROM ns_probe WHERE loom_predict('ns_linear', ARRAY[f1, f2]) IS NOT NULL;
 SELECT probe FROM ns_probe WHERE loom_predict_proba('ns_logistic', ARRAY[f1, f2]) >= 0 ORDER BY probe;

@@ -48,6 +48,7 @@ class Udf:
     call: str
     comment: str
     columns: tuple[Arg, ...] = ()  # a table function's columns (name, type); else empty
+    overloads: str | None = None  # a vectorized function this one's row form is also called as
 
     @property
     def takes_row(self) -> bool:
@@ -120,9 +121,37 @@ def parse(text: str) -> tuple[Udf, ...]:
                 vectorized=bool(fn.get("vectorized", False)),
                 call=fn["call"],
                 comment=fn["comment"],
+                overloads=fn.get("overloads"),
             )
         )
+    _check_overloads(out)
     return tuple(out)
+
+
+def _check_overloads(udfs: list[Udf]) -> None:
+    """An ``overloads`` names a vectorized function of the same arity, and only a row form has
+    one: the row is the one argument the two forms tell apart by its type."""
+    named = {u.name: u for u in udfs}
+    for u in udfs:
+        if u.overloads is None:
+            continue
+        other = named.get(u.overloads)
+        if (
+            other is None
+            or not (u.takes_row and u.vectorized and other.vectorized)
+            or other.takes_row
+            or len(other.args) != len(u.args)
+            or other.returns != u.returns
+        ):
+            raise LoomError(
+                f"udfs catalogue: {u.name} overloads {u.overloads!r}, which must be a vectorized "
+                "function taking no row, with as many arguments and the same return type"
+            )
+
+
+def row_forms(udfs: tuple[Udf, ...]) -> dict[str, Udf]:
+    """Each function that has a row form too (``overloads``) → that row form."""
+    return {u.overloads: u for u in udfs if u.overloads}
 
 
 def by_name() -> dict[str, Udf]:

@@ -4,7 +4,8 @@ Every function is a Python UDF under its SQL name, visible on every connection a
 the database: scalar ones take their arguments as varargs and fill in the catalogue's defaults
 (``loom_train(m, src, label)`` works as in PostgreSQL), vectorised ones (``loom_predict``…) are
 arrow UDFs receiving whole vectors; one taking a ``row`` (``loom_predict_row``) has untyped
-parameters, so any STRUCT (``t`` of ``FROM t``, ``{'a': 1}``) reaches it with its field names.
+parameters, so any STRUCT (``t`` of ``FROM t``, ``{'a': 1}``) reaches it with its field names;
+the function it ``overloads`` (``loom_predict``) is untyped too and sends a STRUCT to it.
 A connection loomdb opened (``loomdb.connect``, ``register``, and cursors of loomdb's
 connection) also gets TEMP macros of the same names that shadow them and pass two more arguments
 to hidden twins: the connection's token (so a call knows whose transaction and interrupt it runs
@@ -43,7 +44,7 @@ from loomdb.engines.duckdb.database import TYPES, DuckDatabase
 from loomdb.engines.duckdb.state import ConnectionState, Instance
 from loomdb.errors import LoomDataError, LoomError, LoomOptionError
 from loomdb.named_rows import NamedRows
-from loomdb.udfs import Udf, load
+from loomdb.udfs import Udf, load, row_forms
 
 HIDDEN = "{}__conn"
 KEPT_ERRORS = 1024
@@ -181,7 +182,29 @@ def _named(udf: Udf, column: pa.Array) -> tuple[NamedRows, np.ndarray]:
     return NamedRows.from_columns(len(column), columns, texts), ok
 
 
-def _vector_fn(udf: Udf, instance: Instance, pinned: bool):
+def _is_row(column: pa.Array) -> bool:
+    return pa.types.is_struct(column.type)
+
+
+def _list_of_features(udf: Udf, column: pa.Array) -> pa.Array:
+    """``column`` when it is a LIST (or an untyped NULL); an array form called untyped (it has a
+    row form: see ``overloads``) is refused anything else rather than guessed at."""
+    if pa.types.is_null(column.type):
+        return pa.nulls(len(column), pa.list_(pa.float64()))
+    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        return column
+    if pa.types.is_fixed_size_list(column.type):
+        return column.cast(pa.list_(column.type.value_type))
+    raise LoomOptionError(
+        f"{udf.name} takes the features as a LIST of numbers, or a whole row (a STRUCT); "
+        f"got a {column.type} value",
+        hint=f"{udf.name}('m', [x1, x2]) in the model's feature order, or {udf.name}('m', t) "
+        "FROM t to bind them by column name",
+    )
+
+
+def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None = None):
+    """The arrow UDF of ``udf``; ``row_form``: its row form, which a STRUCT argument goes to."""
     data = len(udf.args) - 1  # the data arguments after the model's name
 
     def fn(models: pa.Array, *columns: pa.Array) -> pa.Array:
@@ -192,8 +215,11 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool):
         try:
             db = DuckDatabase(cur, state)
             X: Any
-            if udf.takes_row:
-                X, ok = _named(udf, given[0])
+            called = row_form if row_form is not None and _is_row(given[0]) else udf
+            if called.takes_row:
+                X, ok = _named(called, given[0])
+            elif row_form is not None:
+                X, ok = _features(_list_of_features(udf, given[0]))
             else:
                 X, ok = _features(given[0]) if data == 1 else _sparse(*given)
             names: str | list[Any]
@@ -203,7 +229,7 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool):
             else:
                 names = models.to_pylist()
                 ok &= np.array([n is not None for n in names], dtype=bool)
-            out = vectorized(udf, db, names, X, ok, statement)
+            out = vectorized(called, db, names, X, ok, statement)
             return pa.array(out, mask=~ok | np.isnan(out))
         finally:
             cur.close()
@@ -280,11 +306,14 @@ def _create(con: Any, name: str, fn: Any, params: list[Any] | None, udf: Udf) ->
 
 def register_functions(con: Any, instance: Instance) -> None:
     """Create every function (public and hidden twin) in ``con``'s database."""
-    for udf in load():
+    udfs = load()
+    rows = row_forms(udfs)
+    for udf in udfs:
         hidden = HIDDEN.format(udf.name)
-        if udf.takes_row:  # a STRUCT of any fields: untyped parameters (DuckDB's ANY)
-            _create(con, udf.name, _vector_fn(udf, instance, False), None, udf)
-            _create(con, hidden, _vector_fn(udf, instance, True), None, udf)
+        row_form = rows.get(udf.name)
+        if udf.takes_row or row_form:  # a STRUCT of any fields: untyped parameters (DuckDB's ANY)
+            _create(con, udf.name, _vector_fn(udf, instance, False, row_form), None, udf)
+            _create(con, hidden, _vector_fn(udf, instance, True, row_form), None, udf)
             continue
         types = [_type(a.type) for a in udf.args]
         if udf.vectorized:

@@ -115,21 +115,32 @@ def function_sql(u: Udf, replace: bool = False) -> str:
     if u.takes_row:  # the composite's overload, passing the row on as to_jsonb text
         passed = ", ".join(f"to_jsonb({a.name})::text" if a.type == ROW else a.name for a in u.args)
         body = f"BEGIN\nRETURN @extschema@.{u.name}({passed});\nEND"
-        sql += _created(u, replace, _signature(u, True, True), "plpgsql", flags, body, True)
+        signature = _signature(u, True, True)
+        sql += _created(u, replace, signature, "plpgsql", flags, body, True)
+        if u.overloads:  # the same wrapper under the array form's name, told apart by record
+            sql += _created(u, replace, signature, "plpgsql", flags, body, True, u.overloads)
     return sql
 
 
 def _created(
-    u: Udf, replace: bool, signature: str, language: str, flags: list[str], body: str, wrapper: bool
+    u: Udf,
+    replace: bool,
+    signature: str,
+    language: str,
+    flags: list[str],
+    body: str,
+    wrapper: bool,
+    name: str | None = None,
 ) -> str:
+    name = name or u.name
     types = ", ".join(_pg_type(a.type, wrapper) for a in u.args)
     return (
-        f"CREATE {'OR REPLACE ' if replace else ''}FUNCTION {u.name}({signature}) "
+        f"CREATE {'OR REPLACE ' if replace else ''}FUNCTION {name}({signature}) "
         f"RETURNS {_returns(u)}\n"
         f"LANGUAGE {language} {' '.join(flags)} AS $fn$\n{body}\n$fn$;\n"
-        f"REVOKE ALL ON FUNCTION {u.name}({types}) FROM PUBLIC;\n"
-        f"GRANT EXECUTE ON FUNCTION {u.name}({types}) TO {ROLE};\n"
-        f"COMMENT ON FUNCTION {u.name}({types}) IS {_literal(u.comment)};\n"
+        f"REVOKE ALL ON FUNCTION {name}({types}) FROM PUBLIC;\n"
+        f"GRANT EXECUTE ON FUNCTION {name}({types}) TO {ROLE};\n"
+        f"COMMENT ON FUNCTION {name}({types}) IS {_literal(u.comment)};\n"
     )
 
 
