@@ -161,6 +161,42 @@ REVOKE ALL ON FUNCTION loom_predict(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict(text, record) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
 
+CREATE FUNCTION loom_predict_class(model text, features double precision[]) RETURNS text
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_predict_class', model, features)
+$fn$;
+REVOKE ALL ON FUNCTION loom_predict_class(text, double precision[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_predict_class(text, double precision[]) TO loomdb_user;
+COMMENT ON FUNCTION loom_predict_class(text, double precision[]) IS 'the predicted class as text: a text label''s class name, or a numeric class as loom_predict gives it (classifiers only)';
+
+CREATE FUNCTION loom_predict_class_row(model text, input text) RETURNS text
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_predict_class_row', model, input)
+$fn$;
+REVOKE ALL ON FUNCTION loom_predict_class_row(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_predict_class_row(text, text) TO loomdb_user;
+COMMENT ON FUNCTION loom_predict_class_row(text, text) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
+CREATE FUNCTION loom_predict_class_row(model text, input record) RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
+BEGIN
+RETURN @extschema@.loom_predict_class_row(model, to_jsonb(input)::text);
+END
+$fn$;
+REVOKE ALL ON FUNCTION loom_predict_class_row(text, record) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_predict_class_row(text, record) TO loomdb_user;
+COMMENT ON FUNCTION loom_predict_class_row(text, record) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
+CREATE FUNCTION loom_predict_class(model text, input record) RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
+BEGIN
+RETURN @extschema@.loom_predict_class_row(model, to_jsonb(input)::text);
+END
+$fn$;
+REVOKE ALL ON FUNCTION loom_predict_class(text, record) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom_predict_class(text, record) TO loomdb_user;
+COMMENT ON FUNCTION loom_predict_class(text, record) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
+
 CREATE FUNCTION loom_predict_proba(model text, features double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')

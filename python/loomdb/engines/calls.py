@@ -77,7 +77,7 @@ def vectorized(
     the rows (an array, or ``CsrRows``); ``statement`` identifies the calling statement (its
     model version is pinned).
     """
-    out = np.full(len(ok), np.nan)
+    out = np.full(len(ok), None if udf.returns == "text" else np.nan)
     if ok.all():
         out[:] = udf.callable()(db, models, X, statement)
     elif ok.any():

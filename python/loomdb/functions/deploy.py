@@ -110,7 +110,8 @@ def _define(db: Any, name: str, model: LinearModel, schema: str, function: str, 
             hint="choose another name, or drop that deployment first",
         )
     expression = (predict_expression if kind == "predict" else proba_expression)(model, db.dialect)
-    db.define_function(qualified, [(quote_ident(c), t) for c, t in params], expression)
+    returns = "text" if kind == "predict" and model.class_names else "double"
+    db.define_function(qualified, [(quote_ident(c), t) for c, t in params], expression, returns)
     catalog.put_deployment(db, schema, function, name, kind, arity)
     return f"{schema}.{function}({', '.join(c for c, _ in params)})"
 

@@ -31,7 +31,7 @@ from loomdb.options import Choices, Interval, Option, Options, parse_json
 from loomdb.store import catalog, layout
 from loomdb.store import encoding as encodings
 from loomdb.store.names import check_name, quote_ident
-from loomdb.store.source import columns_of, complete_rows, number
+from loomdb.store.source import columns_of, complete_rows, label_value, number
 from loomdb.store.split import PARTS, Split
 
 EVAL_CHUNK = 65536
@@ -66,7 +66,18 @@ def _metrics(model: LinearModel, Z: np.ndarray, y: np.ndarray) -> dict[str, Any]
     binary = Z.shape[1] == 1
     score = Z[:, 0] if binary else None
     proba = model.probabilities(Z) if binary and model.kind == "logistic" else None
-    return metrics.classification(y, pred, model.classes, score, proba)
+    return _named(model, metrics.classification(y, pred, model.classes, score, proba))
+
+
+def _named(model: LinearModel, result: dict[str, Any]) -> dict[str, Any]:
+    """A text label's class names where the metrics name classes by code."""
+    if not model.class_names:
+        return result
+    matrix = result["confusion_matrix"]
+    matrix["labels"] = model.names_of(np.asarray(matrix["labels"]))
+    for each in result.get("per_class", []):
+        each["class"] = model.names_of(np.asarray([each["class"]]))[0]
+    return result
 
 
 def scored(
@@ -168,17 +179,27 @@ def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np
         cols = [*encodings.columns(encoding), label]
         _require(source, name, kinds, cols, f"{', '.join(cols[:10])} and its label {label}")
         double = db.type("double")
-        values = [*encodings.sql(encoding, double), number(label, kinds[label], double)]
+        values = [*encodings.sql(encoding, double), _label(model, label, kinds, double)]
         where = complete_rows([*encodings.strict(encoding), label])
         return _read_margins(db, model, rel, values, where)
     cols = [*model.features, label]
     _require(source, name, kinds, cols, f"{', '.join(model.features[:10])} and its label {label}")
     where = complete_rows(cols)
     if isinstance(model, SparseLinearModel):
-        label_value = number(label, kinds[label], db.type("double"))
-        return _sparse_margins(db, model, rel, label_value, where)
-    values = [number(c, kinds[c], db.type("double")) for c in cols]
+        y = number(label, kinds[label], db.type("double"))
+        return _sparse_margins(db, model, rel, y, where)
+    double = db.type("double")
+    values = [
+        *(number(c, kinds[c], double) for c in model.features),
+        _label(model, label, kinds, double),
+    ]
     return _read_margins(db, model, rel, values, where)
+
+
+def _label(model: LinearModel, label: str, kinds: dict[str, str], double: str) -> str:
+    """The label as the model's classes are numbered: a text label by its class code (a value
+    that is none of the model's classes reads as NULL: the row is skipped, and counted)."""
+    return label_value(label, kinds[label], model.class_names, double)
 
 
 def _read_margins(db, model, rel, values, where) -> tuple[np.ndarray, np.ndarray]:

@@ -26,6 +26,8 @@ def model_info(db: Any, name: str) -> str:
         if isinstance(model, SparseLinearModel):
             out["coefficients"] = model.summary()
             out["standardization"] = {"method": model.scaling.method}
+    if record.options.get("label_classes"):  # a text label: class code i is class_names[i]
+        out["class_names"] = record.options["label_classes"]
     out["created_at"] = str(record.created_at)
     if db.role() is not None:
         out["granted_to"] = catalog.grantees(db, name)

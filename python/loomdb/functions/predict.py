@@ -36,19 +36,30 @@ def _by_model(db: Any, names: str | Sequence[str], X: Any, how: str, statement: 
         if isinstance(names, str)
         else [(name, np.asarray([n == name for n in names])) for name in set(names)]
     )
-    out = np.empty(len(X))
+    out = np.empty(len(X), dtype=object if how == "class" else np.float64)
     for name, rows in groups:
         model = model_cache.load(db, name, statement)
         part = X[rows]
         if isinstance(part, NamedRows):
             part = named_matrix(by_name(model, name), part)
+        if how == "predict":
+            model.require_numbers(name)
         Z = model.margins(part)
-        out[rows] = model.labels(Z) if how == "predict" else model.probabilities(Z)
+        if how == "proba":
+            out[rows] = model.probabilities(Z)
+        else:
+            labels = model.labels(Z)
+            out[rows] = labels if how == "predict" else model.names_of(labels)
     return out
 
 
 def predict(db: Any, names: str | Sequence[str], X: Any, statement: Any = None):
     return _by_model(db, names, X, "predict", statement)
+
+
+def predict_class(db: Any, names: str | Sequence[str], X: Any, statement: Any = None):
+    """The predicted class as text: a text label's class, or the number ``loom_predict`` gives."""
+    return _by_model(db, names, X, "class", statement)
 
 
 def predict_proba(db: Any, names: str | Sequence[str], X: Any, statement: Any = None):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from loomdb.learn.model import LinearModel, require_probabilities
 from loomdb.store import encoding as encodings
+from loomdb.store.encoding import text_literal
 from loomdb.store.names import quote_ident
 
 
@@ -60,7 +61,11 @@ def predict_expression(model: LinearModel, dialect: str = "postgres") -> str:
     margins = [_margin(model, j, zeros) for j in range(k)]
     if not model.classifier:
         return _guarded(model, margins[0], dialect)
-    classes = [literal(float(c)) for c in model.classes]
+    classes = (
+        [text_literal(c) for c in model.class_names]
+        if model.class_names
+        else [literal(float(c)) for c in model.classes]
+    )
     if k == 1:
         chosen = f"CASE WHEN {margins[0]} > 0 THEN {classes[1]} ELSE {classes[0]} END"
         return _guarded(model, chosen, dialect)

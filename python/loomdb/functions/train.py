@@ -17,7 +17,7 @@ import numpy as np
 
 from loomdb.accel import registry
 from loomdb.distributed import options as distributed
-from loomdb.errors import LoomDivergedError, LoomOptionError
+from loomdb.errors import LoomDataError, LoomDivergedError, LoomOptionError
 from loomdb.functions import deploy, train_parallel
 from loomdb.functions.train_plan import Plan, plan, standardize_for
 from loomdb.learn import skipping, slim, step_size
@@ -113,6 +113,11 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
     kind, info, fmt = p.opts["model"], laid.info, laid.fmt
     features = fmt.features(info)
     cls = classes_of(info.label, info.label_counts) if p.loss.classifier else []
+    if info.stats.get("label_classes") is not None and not p.loss.classifier:
+        raise LoomDataError(
+            f"label '{info.label}' is text: a {kind} model learns a number",
+            hint='train a classifier ({"model": "logistic"} or "svm") on text classes',
+        )
     init = _warm_start(db, name, kind, info, features, cls) if p.opts["warm_start"] else None
     sparse = bool(info.options.get("sparse"))
     method = init.scaling.method if init else standardize_for(p.opts, fmt, sparse)
@@ -178,6 +183,9 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     if info.stats.get("encoding") is not None:  # how columns become features (store/encoding.py)
         used["encoding"] = info.stats["encoding"]
         model.encoding = info.stats["encoding"]
+    if info.stats.get("label_classes") is not None:  # a text label's classes, by code
+        used["label_classes"] = info.stats["label_classes"]
+        model.class_names = info.stats["label_classes"]
     model.scaling = Scaling.from_stats(problem.scaling.method, info.stats)
     sparse = info.options.get("sparse")
     if sparse:  # coefficients kept by source column (learn/sparse_model.py)
@@ -306,6 +314,7 @@ def model_of(record: ModelRecord) -> LinearModel:
             "classes": record.classes,
             "inputs": record.options.get("inputs"),
             "encoding": record.options.get("encoding"),
+            "class_names": record.options.get("label_classes"),
         }
     )
 
@@ -347,6 +356,7 @@ def _summary(record: ModelRecord, model: LinearModel) -> dict[str, Any]:
         "features": model.width,
         **stored,
         "classes": model.classes,
+        **({"class_names": model.class_names} if model.class_names else {}),
         "epochs": len(epochs),
         "loss": epochs[-1]["loss"] if epochs else None,
         "restarts": len(record.history) - len(epochs),

@@ -44,6 +44,7 @@ class LinearModel:
     classes: list[Any] = field(default_factory=list)
     inputs: dict[str, Any] | None = None  # how raw inputs become features (images), if not columns
     encoding: list[dict[str, Any]] | None = None  # how columns became features (store/encoding.py)
+    class_names: list[str] | None = None  # a text label's classes; ``classes`` are their codes
     _folded: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -124,6 +125,27 @@ class LinearModel:
         out[np.isnan(Z).any(axis=1)] = np.nan
         return out
 
+    def names_of(self, labels: np.ndarray) -> list[str | None]:
+        """Predicted labels as text: a text label's class names, otherwise the numbers as
+        ``loom_predict`` gives them (``1``, ``2.5``); NaN → None."""
+        if not self.classifier:
+            raise LoomOptionError(
+                f"a {self.kind} model predicts numbers, not classes",
+                hint="use loom_predict",
+            )
+        names = self.class_names or [f"{float(c):g}" for c in self.classes]
+        where = {float(c): n for c, n in zip(self.classes, names)}
+        return [None if v != v else where[float(v)] for v in labels]
+
+    def require_numbers(self, name: str) -> None:
+        """Refuse a model whose classes are text where a number must come out."""
+        if self.class_names:
+            shown = ", ".join(self.class_names[:5]) + ("…" if len(self.class_names) > 5 else "")
+            raise LoomOptionError(
+                f"model '{name}' predicts text classes ({shown}): loom_predict returns numbers",
+                hint=f"use loom_predict_class('{name}', …), or loom_deploy's function",
+            )
+
     def probabilities(self, Z: np.ndarray) -> np.ndarray:
         """P(positive class) (binary) or P(predicted class) (one-vs-rest) from margins."""
         require_probabilities(self.kind)
@@ -153,6 +175,7 @@ class LinearModel:
             "classes": self.classes,
             **({"inputs": self.inputs} if self.inputs else {}),
             **({"encoding": self.encoding} if self.encoding else {}),
+            **({"class_names": self.class_names} if self.class_names else {}),
         }
 
     @classmethod
@@ -166,4 +189,5 @@ class LinearModel:
             classes=list(d["classes"]),
             inputs=d.get("inputs"),
             encoding=d.get("encoding"),
+            class_names=d.get("class_names"),
         )

@@ -87,10 +87,10 @@ class Database(Queryable, Protocol):
         ...
 
     def define_function(
-        self, name: str, params: Sequence[tuple[str, str]], expression: str
+        self, name: str, params: Sequence[tuple[str, str]], expression: str, returns: str = "double"
     ) -> None:
         """Create or replace the scalar SQL function ``name(params…)`` (``(quoted name, type)``
-        each, type ``double`` or ``text``; a double out) computing ``expression`` over its
+        each, type ``double`` or ``text``; a ``returns`` out) computing ``expression`` over its
         parameters: a MACRO in DuckDB, an inlinable IMMUTABLE PARALLEL SAFE SQL function in
         PostgreSQL.  ``name`` quoted."""
         ...

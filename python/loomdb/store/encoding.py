@@ -148,6 +148,13 @@ def _as_text(value: Any, column: str) -> str:
     return str(value)
 
 
+def class_codes(column: str, classes: Sequence[str], double: str) -> str:
+    """SQL for a text label as its class's place among ``classes`` (0, 1, …), a ``double``;
+    NULL for a value that is not one of them."""
+    whens = " ".join(f"WHEN {text_literal(c)} THEN {i}" for i, c in enumerate(classes))
+    return f"CAST(CASE CAST({quote_ident(column)} AS TEXT) {whens} END AS {double})"
+
+
 def load(stored: list[dict[str, Any]] | None) -> list[Encoded] | None:
     """An encoding as the catalog keeps it (None: the features are the columns, unencoded)."""
     return None if stored is None else [Encoded.from_dict(d) for d in stored]

@@ -33,7 +33,7 @@ from loomdb.store.formats.base import Format
 from loomdb.store.names import quote_ident
 from loomdb.store.norms import RowNorms
 from loomdb.store.preprocess import PreprocessOption
-from loomdb.store.source import SourceProfile, complete_rows
+from loomdb.store.source import SourceProfile, complete_rows, label_value
 from loomdb.store.source import number as as_double
 
 CHUNK = 8192  # rows per chunk read from the source
@@ -317,8 +317,9 @@ def _signature(db: Database, info: IndexInfo, kinds: dict[str, str]) -> str:
     cols = [*info.columns, info.label]
     double = db.type("double")
     encoding = encodings.load(info.stats.get("encoding"))
+    label_kind, classes = kinds.get(info.label, "numeric"), info.stats.get("label_classes")
+    label = label_value(info.label, label_kind, classes, double)
     if encoding is not None:  # the encoded features, as the layout read them
-        label = as_double(info.label, kinds.get(info.label, "numeric"), double)
         strict = [*encodings.strict(encoding), info.label]
         where = complete_rows(strict) if info.options.get("nulls") == "skip" else None
         rel = relation(info.source, db.dialect)
@@ -326,6 +327,8 @@ def _signature(db: Database, info: IndexInfo, kinds: dict[str, str]) -> str:
     exprs = [  # the array columns of a sparse source and an image column's bytes as they are
         quote_ident(c)
         if (info.options.get("sparse") and c != info.label) or kinds.get(c) == "bytes"
+        else label
+        if c == info.label
         else as_double(c, kinds.get(c, "numeric"), double)
         for c in cols
     ]

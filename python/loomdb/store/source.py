@@ -34,6 +34,14 @@ def number(column: str, kind: str, double: str) -> str:
     return f"CAST({quoted} AS {double})"
 
 
+def label_value(column: str, kind: str, classes: Sequence[str] | None, double: str) -> str:
+    """SQL for the label as a double: the number, or a text label's class code (its place
+    among ``classes``, sorted: ``store/encoding.py`` ``class_codes``)."""
+    if kind == "text" and classes is not None:
+        return encodings.class_codes(column, classes, double)
+    return number(column, kind, double)
+
+
 def complete_rows(columns: Sequence[str]) -> str:
     """The WHERE condition of rows with no NULL among ``columns`` (names, quoted here)."""
     return "NOT (" + " OR ".join(f"{quote_ident(c)} IS NULL" for c in columns) + ")"
@@ -54,6 +62,7 @@ class SourceProfile:
     size: int | None = None  # bytes of the rows' values, where not 8 per value (images)
     encoding: list[Encoded] | None = None  # how columns became ``features``, where they did
     split: dict[str, Any] | None = None  # the test split left out of ``relation`` (store/split.py)
+    label_classes: list[str] | None = None  # a text label's classes; the label is their code
 
     @property
     def raw_bytes(self) -> int:
@@ -62,16 +71,18 @@ class SourceProfile:
 
     def values(self, double: str) -> list[str]:
         """SQL expressions of the features then the label, as doubles."""
-        label = number(self.label, self.kinds[self.label], double)
+        label = label_value(self.label, self.kinds[self.label], self.label_classes, double)
         if self.encoding is not None:
             return [*encodings.sql(self.encoding, double), label]
-        return [number(c, self.kinds[c], double) for c in [*self.features, self.label]]
+        return [*(number(c, self.kinds[c], double) for c in self.features), label]
 
     def stored_stats(self) -> dict[str, Any]:
         """The statistics as the catalog keeps them (with the encoding, where there is one)."""
         out: dict[str, Any] = {k: v.tolist() for k, v in self.stats.items()}
         if self.encoding is not None:
             out["encoding"] = encodings.stored(self.encoding)
+        if self.label_classes is not None:
+            out["label_classes"] = self.label_classes
         return out
 
 
@@ -143,17 +154,36 @@ def column_stats(db: Database, rel: str, exprs: list[str], where: str | None) ->
     return np.array(out).reshape(-1, 4)
 
 
-def label_column(source: str, label: str, available: dict[str, str]) -> str:
-    """The label's column name, checked to be a number."""
+def label_column(source: str, label: str, available: dict[str, str], text: bool = False) -> str:
+    """The label's column name, checked to be a number (or text, where ``text``: a table's
+    classes kept as text)."""
     if not isinstance(label, str) or not label:
         raise LoomOptionError("label must name the column to learn")
     label = resolve(label, available, "label", source)
-    if available[label] not in USABLE:
+    if available[label] not in (*USABLE, "text") if text else USABLE:
         raise LoomDataError(
-            f"label column '{label}' is {available[label]}, not numeric or boolean",
+            f"label column '{label}' is {available[label]}, not "
+            + ("numeric, boolean or text" if text else "numeric or boolean"),
             hint="cast it to a number in a SELECT source, e.g. CASE WHEN y = 'yes' THEN 1 ELSE 0",
         )
     return label
+
+
+def text_classes(db: Database, rel: str, label: str, where: str | None) -> list[str]:
+    """A text label's classes, sorted by code point (the same order on both engines)."""
+    value = f"CAST({quote_ident(label)} AS TEXT)"
+    rows = db.query(
+        f"SELECT DISTINCT {value} AS v FROM {rel}"
+        + (f" WHERE {where}" if where else "")
+        + f" LIMIT {MAX_CLASSES + 1}"
+    )
+    found = sorted(str(v) for (v,) in rows if v is not None)
+    if len(found) > MAX_CLASSES:
+        raise LoomDataError(
+            f"text label '{label}' has more than {MAX_CLASSES} distinct values",
+            hint="a text label names classes; learn a number with a linear model instead",
+        )
+    return found
 
 
 NULL_FEATURES = ("NULL features or labels", "a NULL feature or label")
@@ -202,7 +232,7 @@ def profile(
     replace the columns."""
     rel, available = columns_of(db, source)
     usable = split.others(available, source, label, features) if split else available
-    label = label_column(source, label, usable)
+    label = label_column(source, label, usable, text=True)
     chosen = _features(source, label, usable, features)
     if features is None and spec:  # the text columns preprocess names join the default ones
         chosen += [c for c in usable if c in spec and c not in chosen and c != label]
@@ -218,6 +248,8 @@ def profile(
     rows, with_nulls, where = count_rows(db, source, rel, [*strict, label], nulls)
     prof = SourceProfile(source, rel, label, chosen, kinds, rows, 0, {})
     prof.skipped, prof.where, prof.split = with_nulls, where, held_out
+    if kinds[label] == "text":
+        prof.label_classes = text_classes(db, rel, label, where)
     if encode:
         prof.encoding = preprocess.plan(db, rel, source, chosen, kinds, spec, where)
         prof.features = encodings.names(prof.encoding)

@@ -177,11 +177,17 @@ def profile_source(
     ``store.split.Split``, leaves for training where given)."""
     rel, available = columns_of(db, source)
     usable = split.others(available, source, label, opts["features"]) if split else available
-    label_col = dense_source.label_column(source, label, usable)
+    label_col = dense_source.label_column(source, label, usable, text=True)
     spec = resolve(source, label_col, usable, opts["features"], opts.get("sparse"))
     if spec is None:
         return dense_source.profile(
             db, source, label, opts["features"], opts["nulls"], opts.get("preprocess"), split
+        )
+    if usable[label_col] == "text":
+        raise LoomDataError(
+            f"label column '{label_col}' is text: a sparse source's label must be a number",
+            hint="map its classes to numbers in a SELECT source, e.g. CASE WHEN y = 'yes' "
+            "THEN 1 ELSE 0 END",
         )
     rel, held_out = split.narrow(db, rel, available, source) if split else (rel, None)
     prof = _profile(db, source, rel, available, label_col, spec, opts["nulls"])

@@ -167,8 +167,8 @@ class DuckDatabase:
         return [(name, column_kind(typ)) for name, typ, *_ in rows]
 
     def define_function(
-        self, name: str, params: Sequence[tuple[str, str]], expression: str
-    ) -> None:
+        self, name: str, params: Sequence[tuple[str, str]], expression: str, returns: str = "double"
+    ) -> None:  # a macro's result is untyped too
         names = ", ".join(p for p, _ in params)  # a macro's parameters are untyped
         self.execute(f"CREATE OR REPLACE MACRO {name}({names}) AS {expression}")
 

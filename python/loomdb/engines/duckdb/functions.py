@@ -230,6 +230,8 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None 
                 names = models.to_pylist()
                 ok &= np.array([n is not None for n in names], dtype=bool)
             out = vectorized(called, db, names, X, ok, statement)
+            if udf.returns == "text":
+                return pa.array(out, type=pa.string(), mask=~ok)
             return pa.array(out, mask=~ok | np.isnan(out))
         finally:
             cur.close()

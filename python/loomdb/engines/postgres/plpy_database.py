@@ -186,12 +186,12 @@ class PlpyDatabase:
         return [(n, column_kind(t)) for n, t in zip(result.colnames(), result.coltypes())]
 
     def define_function(
-        self, name: str, params: Sequence[tuple[str, str]], expression: str
+        self, name: str, params: Sequence[tuple[str, str]], expression: str, returns: str = "double"
     ) -> None:
         typed = ", ".join(f"{p} {type_name(kind)}" for p, kind in params)
         body = "'" + f"SELECT {expression}".replace("'", "''") + "'"
         self.execute(
-            f"CREATE OR REPLACE FUNCTION {name}({typed}) RETURNS double precision "
+            f"CREATE OR REPLACE FUNCTION {name}({typed}) RETURNS {type_name(returns)} "
             f"LANGUAGE sql IMMUTABLE PARALLEL SAFE AS {body}"
         )
 

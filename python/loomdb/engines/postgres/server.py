@@ -27,6 +27,8 @@ def call(plpy: Any, name: str, *args: Any) -> Any:
             model, *data = args
             X, ok = rows_of(udf, [[d] for d in data])
             value = vectorized(udf, db, [model], X, ok)[0]
+            if udf.returns == "text":
+                return value
             return None if value != value else float(value)
         return udf.callable()(db, *args)
     except LoomError as e:

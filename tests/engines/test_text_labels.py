@@ -1,0 +1,112 @@
+"""Text labels: the classes kept as text, on both engines (BigQuery ML's STRING labels)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.postgres
+
+RNG = np.random.default_rng(11)
+N = 300
+X = RNG.normal(size=(N, 2))
+MARGINS = np.stack([X[:, 0], X[:, 1], -X[:, 0] - X[:, 1]], axis=1)
+NAMES = np.array(["it's", "no", "yes"])  # sorted by code point; a quote to escape
+CLASS3 = NAMES[np.argmax(MARGINS, axis=1)]
+CLASS2 = np.where(X[:, 0] + 0.5 * X[:, 1] > 0, "spam", "ham")
+
+
+@pytest.fixture
+def labelled(engine):
+    engine.rows("DROP TABLE IF EXISTS tl")
+    engine.rows(
+        "CREATE TABLE tl (id INTEGER, a DOUBLE PRECISION, b DOUBLE PRECISION, c TEXT, d TEXT)"
+    )
+    quoted = [c.replace("'", "''") for c in CLASS3]
+    values = ", ".join(
+        f"({i}, {float(X[i, 0])!r}, {float(X[i, 1])!r}, '{quoted[i]}', '{CLASS2[i]}')"
+        for i in range(N)
+    )
+    engine.rows(f"INSERT INTO tl VALUES {values}")
+    return engine
+
+
+def _train(engine, model: str, label: str, kind: str) -> dict:
+    options = json.dumps({"model": kind, "epochs": 40, "features": ["a", "b"]})
+    return json.loads(engine.scalar(f"SELECT loom_train('{model}', 'tl', '{label}', '{options}')"))
+
+
+def test_binary_text_label_predicts_its_classes_everywhere(labelled):
+    summary = _train(labelled, "spam", "d", "logistic")
+    assert summary["class_names"] == ["ham", "spam"]
+    rows = labelled.rows(
+        "SELECT loom_predict_class('spam', ARRAY[a, b]), loom_predict_class('spam', tl), d "
+        "FROM tl ORDER BY id"
+    )
+    by_array, by_row, truth = zip(*rows)
+    assert by_array == by_row
+    assert set(by_array) == {"ham", "spam"}
+    assert np.mean(np.array(by_array) == np.array(truth)) > 0.9
+    compiled = labelled.scalar("SELECT loom_predict_sql('spam')")
+    assert "'spam'" in compiled and "'ham'" in compiled
+    labelled.scalar("SELECT loom_deploy('spam')")
+    deployed = [r[0] for r in labelled.rows("SELECT predict_spam(a, b) FROM tl ORDER BY id")]
+    assert tuple(deployed) == by_array
+    result = json.loads(labelled.scalar("SELECT loom_evaluate('spam', 'tl')"))
+    assert result["confusion_matrix"]["labels"] == ["ham", "spam"]
+    predicted = np.array(by_array)
+    expected = [
+        [int(((np.array(truth) == t) & (predicted == p)).sum()) for p in ("ham", "spam")]
+        for t in ("ham", "spam")
+    ]
+    assert result["confusion_matrix"]["matrix"] == expected
+
+
+def test_one_vs_rest_text_label_and_per_class_names(labelled):
+    summary = _train(labelled, "three", "c", "svm")
+    assert summary["class_names"] == sorted(NAMES.tolist())
+    predicted = [
+        r[0] for r in labelled.rows("SELECT loom_predict_class('three', tl) FROM tl ORDER BY id")
+    ]
+    assert set(predicted) <= set(NAMES.tolist())
+    assert np.mean(np.array(predicted) == CLASS3) > 0.8
+    result = json.loads(labelled.scalar("SELECT loom_evaluate('three', 'tl')"))
+    assert [c["class"] for c in result["per_class"]] == sorted(NAMES.tolist())
+    info = json.loads(labelled.scalar("SELECT loom_model_info('three')"))
+    assert info["class_names"] == sorted(NAMES.tolist())
+
+
+def _error(engine, sql: str) -> str:
+    with pytest.raises(engine.errors) as raised:
+        engine.rows(sql)
+    return str(raised.value)
+
+
+def test_numbers_where_classes_are_text_are_refused(labelled):
+    _train(labelled, "spam", "d", "logistic")
+    assert "loom_predict_class" in _error(
+        labelled, "SELECT loom_predict('spam', ARRAY[a, b]) FROM tl"
+    )
+    options = json.dumps({"model": "linear", "features": ["a", "b"]})
+    message = _error(labelled, f"SELECT loom_train('reg', 'tl', 'c', '{options}')")
+    assert "is text" in message
+
+
+def test_numeric_classes_as_text(labelled):
+    labelled.rows("DROP TABLE IF EXISTS tn")
+    labelled.rows(
+        "CREATE TABLE tn AS SELECT a, b, CASE WHEN d = 'spam' THEN 1 ELSE 0 END AS y FROM tl"
+    )
+    options = json.dumps({"model": "logistic", "epochs": 20})
+    labelled.scalar(f"SELECT loom_train('num', 'tn', 'y', '{options}')")
+    rows = labelled.rows(
+        "SELECT loom_predict_class('num', ARRAY[a, b]), loom_predict('num', ARRAY[a, b]) FROM tn"
+    )
+    assert all(text == f"{number:g}" for text, number in rows)
+    linear = json.dumps({"model": "linear", "epochs": 5})
+    labelled.scalar(f"SELECT loom_train('lin', 'tn', 'y', '{linear}')")
+    assert "predicts numbers" in _error(
+        labelled, "SELECT loom_predict_class('lin', ARRAY[1.0, 2.0])"
+    )
