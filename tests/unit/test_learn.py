@@ -134,3 +134,31 @@ def test_a_train_that_cannot_converge_is_an_error_with_a_hint():
     with pytest.raises(LoomDataError, match="diverged") as e:
         fit(ArraySource(X, y), _problem(X, [], y=y), cfg, CpuBackend())
     assert "lr" in (e.value.hint or "")
+
+
+def test_margins_null_exactly_the_rows_with_a_non_finite_feature():
+    from loomdb.learn.model import LinearModel
+    from loomdb.learn.scaling import Scaling
+
+    W = np.array([[2.0, 0.0], [0.0, 2.0], [0.0, 0.0]])  # the last feature weighs nothing
+    model = LinearModel(
+        "svm",
+        ["a", "b", "c"],
+        W,
+        np.zeros(2),
+        Scaling("none", np.zeros(3), np.ones(3)),
+        classes=[0.0, 1.0],
+    )
+    X = np.array(
+        [
+            [1.0, 2.0, 3.0],
+            [np.nan, 1.0, 1.0],
+            [1.0, np.inf, 1.0],
+            [1.0, 1.0, -np.inf],  # under a zero weight only
+            [1e308, 1.0, 0.0],  # finite features whose margin overflows: kept
+        ]
+    )
+    Z = model.margins(X)
+    assert np.isnan(Z[1:4]).all()
+    assert np.isfinite(Z[0]).all() and Z[4, 0] == np.inf
+    assert np.isnan(model.labels(Z)[1:4]).all() and not np.isnan(model.labels(Z)[[0, 4]]).any()

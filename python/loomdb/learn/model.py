@@ -108,8 +108,17 @@ class LinearModel:
         W, b = self.folded()
         with np.errstate(invalid="ignore", over="ignore"):
             Z = X @ W + b
-        bad = ~np.isfinite(X).all(axis=1)
-        if bad.any():
+        # A non-finite feature makes its row's margins NaN or ±inf, so only the rows whose
+        # margins are not all finite need their features checked (a margin can also overflow
+        # from finite features: those rows keep it) — except under a zero weight, whose
+        # product BLAS may skip (reference dgemv does): those columns are checked apart.
+        unsure = ~np.isfinite(Z).all(axis=1)
+        zero = ~W.any(axis=1)
+        if zero.any():
+            unsure |= ~np.isfinite(X[:, zero]).all(axis=1)
+        suspect = np.flatnonzero(unsure)
+        if len(suspect):
+            bad = suspect[~np.isfinite(X[suspect]).all(axis=1)]
             Z[bad] = np.nan
         return Z
 

@@ -211,7 +211,7 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None 
         given, extra = columns[:data], columns[data:]
         state = instance.state(extra[1][0].as_py() if len(extra) > 1 else None)
         statement = extra[0][0].as_py() if extra else None
-        cur = instance.cursor()
+        cur = instance.lazy_cursor()
         try:
             db = DuckDatabase(cur, state)
             X: Any

@@ -92,6 +92,28 @@ class Instance:
                     continue
         raise LoomError("every DuckDB connection these loomdb functions belong to is closed")
 
+    def lazy_cursor(self) -> LazyCursor:
+        """A cursor opened on first use: a vector whose model is pinned runs no query, and
+        opening a cursor costs about as much as scoring 2,048 rows."""
+        return LazyCursor(self)
+
     def state(self, token: str | None) -> ConnectionState:
         """The calling connection's state (its macros pass the token), else a neutral one."""
         return self.states.get(token or "", self.default)
+
+
+class LazyCursor:
+    """An :meth:`Instance.cursor` opened when first used; ``close`` closes it if it was."""
+
+    def __init__(self, instance: Instance):
+        self._instance = instance
+        self._cursor: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._cursor is None:
+            self._cursor = self._instance.cursor()
+        return getattr(self._cursor, name)
+
+    def close(self) -> None:
+        if self._cursor is not None:
+            self._cursor.close()
