@@ -1,5 +1,5 @@
-"""PostgreSQL's C loom_predict (index_am/loomdb_predict.c): the Python path's answers, and a
-cache that hears of every change to a model.
+"""PostgreSQL's C loom_predict (index_am/loomdb_predict.c): the Python path's answers, a cache
+that hears of every change to a model, and loom.finite in compiled and deployed models.
 
 Skipped where the server has no C module (``loomdb pg install`` without PostgreSQL's server
 headers): there loom_predict is the Python function these tests compare against.
@@ -194,6 +194,27 @@ def test_a_change_committed_by_another_session_is_seen(pg, pg_dsn):
         pg.scalar("SELECT loom_drop_model('m')")
         with pytest.raises(psycopg.Error, match="model 'm' does not exist"):
             _value(reader)
+
+
+def test_compiled_and_deployed_models_guard_with_loom_finite(pg):
+    _load(pg, 6)
+    for name, label, options in MODELS:
+        _train(pg, name, label, options)
+        compiled = pg.scalar(f"SELECT loom_predict_sql('{name}')")
+        assert "loom.finite(" in compiled
+        gap, nulls_differ, rows = pg.rows(
+            f"SELECT max(abs(p - loom_predict('{name}', {ARRAY}))), "
+            f"count(*) FILTER (WHERE (p IS NULL) <> (loom_predict('{name}', {ARRAY}) IS NULL)), "
+            f"count(p) FROM (SELECT *, {compiled} AS p FROM d) AS q"
+        )[0]
+        assert nulls_differ == 0 and rows > 0, name
+        assert gap <= 1e-9 * max(1.0, float(pg.scalar("SELECT max(abs(yr)) FROM d"))), name
+        assert pg.scalar(f"SELECT count(*) FROM d WHERE ({compiled}) IS NULL") == UNANSWERED
+    pg.scalar("SELECT loom_deploy('bin_logistic')")
+    plan = "\n".join(
+        r[0] for r in pg.rows("EXPLAIN VERBOSE SELECT predict_bin_logistic(a, b, c, d) FROM d")
+    )
+    assert "predict_bin_logistic" not in plan and "loom.finite(" in plan  # inlined
 
 
 def test_a_revoked_grant_is_seen_by_the_grantee_at_once(pg, pg_dsn):

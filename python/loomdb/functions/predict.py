@@ -103,7 +103,8 @@ def require_compilable(model: LinearModel, name: str) -> LinearModel:
 
 
 def predict_sql(db: Any, name: str) -> str:
-    return compile_sql.predict_expression(compilable(db, name), db.dialect)
+    model = compilable(db, name)
+    return compile_sql.predict_expression(model, db.dialect, compile_sql.native_finite(db))
 
 
 def predict_proba_sql(db: Any, name: str) -> str:
