@@ -233,3 +233,27 @@ def test_a_revoked_grant_is_seen_by_the_grantee_at_once(pg, pg_dsn):
         with pytest.raises(psycopg.Error, match="model 'gm' does not exist"):
             as_other.execute("SELECT loom_predict('gm', ARRAY[1, 2])")
         assert as_owner.execute("SELECT loom_predict('gm', ARRAY[1, 2])").fetchone() == granted
+
+
+def test_without_loom_finite_compiled_models_keep_the_portable_guard(pg):
+    """Where loom.finite is absent (no C module) loom_predict_sql and loom_deploy ask the
+    catalog and write the portable guard, which gives the same answers."""
+    _load(pg, 7)
+    for name, label, options in MODELS:
+        _train(pg, name, label, options)
+    native = {name: pg.scalar(f"SELECT loom_predict_sql('{name}')") for name, _, _ in MODELS}
+    pg.rows("ALTER FUNCTION loom.finite(float8) RENAME TO finite_hidden")
+    try:
+        for name, _, _ in MODELS:
+            portable = pg.scalar(f"SELECT loom_predict_sql('{name}')")
+            assert "loom.finite" not in portable and "0.0 * " in portable
+            guarded = native[name].replace("loom.finite(", "loom.finite_hidden(")
+            differ = pg.scalar(
+                f"SELECT count(*) FROM d WHERE ({portable}) IS DISTINCT FROM ({guarded})"
+            )
+            assert differ == 0, name
+        pg.scalar("SELECT loom_deploy('bin_svm')")
+        body = pg.scalar("SELECT prosrc FROM pg_proc WHERE proname = 'predict_bin_svm'")
+        assert "loom.finite" not in body
+    finally:
+        pg.rows("ALTER FUNCTION loom.finite_hidden(float8) RENAME TO finite")
