@@ -348,12 +348,12 @@ pinned(FunctionCallInfo fcinfo, text *name)
 		if (served)
 			copy_model(into, &pin->model, &got);
 		pin->served = served;
+		if (!OidIsValid(watched[0]))
+			watch();
 		/* kept only when no invalidation can have been missed (see the head of this file) */
 		if (generation == before && !IsolationUsesXactSnapshot())
 		{
 			ensure_cache();
-			if (!OidIsValid(watched[0]))
-				watch();
 			entry = hash_search(cache, &key, HASH_ENTER, &found);
 			entry->served = served;
 			if (served)
