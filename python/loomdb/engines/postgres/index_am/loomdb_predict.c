@@ -18,11 +18,13 @@
  *
  * The cache never decides anything Python would decide differently.  A miss asks
  * loom._predict_model(name) (Python: model_cache, LinearModel.folded, classes) for the folded
- * weights, intercepts and classes, as the calling role sees them (row-level security).  A row
+ * weights, intercepts and classes, as the calling role sees them (row-level security): the
+ * cache is keyed by role and model name, and also emptied when a role is renamed or a role
+ * membership changes (pg_authid, pg_auth_members: a grant to a group may follow).  A row
  * this file does not serve — a sparse source's model, a feature count that does not match, a
  * multi-dimensional array, loom_predict_proba of a model without probabilities — goes to the
  * Python function (loom._predict_python, loom._predict_proba_python) through SPI, which gives
- * today's answer or today's error.  A NULL element gives NULL before the model is looked up,
+ * the Python path's answer or error.  A NULL element gives NULL before the model is looked up,
  * as the Python path does.
  *
  * Snapshots.  A statement pins the model it first used (fn_extra, a copy), as PostgreSQL's
@@ -368,7 +370,7 @@ pinned(FunctionCallInfo fcinfo, text *name)
 	return pin;
 }
 
-/* The Python function's answer for this row (today's value, or today's error). */
+/* The Python function's answer for this row: its value, or its error. */
 static Datum
 python_answer(FunctionCallInfo fcinfo, bool proba, bool *isnull)
 {
