@@ -90,7 +90,8 @@ def native_sql() -> str:
             f"ON loom.{table}",
             "        FOR EACH STATEMENT EXECUTE FUNCTION loom._models_changed();",
         ]
-    # CREATE OR REPLACE keeps the generated functions' grants and comments
+    # CREATE OR REPLACE keeps the generated functions' grants and comments; PARALLEL UNSAFE as
+    # catalogued: a parallel worker, a fresh process, would start Python to read the model
     for udf, symbol in (
         ("loom_predict", "loomdb_predict"),
         ("loom_predict_proba", "loomdb_predict_proba"),
