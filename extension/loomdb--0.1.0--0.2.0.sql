@@ -216,7 +216,7 @@ return GD['loomdb'].call(plpy, 'loom_predict_sql', model)
 $fn$;
 REVOKE ALL ON FUNCTION loom_predict_sql(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_sql(text) TO loomdb_user;
-COMMENT ON FUNCTION loom_predict_sql(text) IS 'the model compiled to a native SQL expression over its feature columns (what loom_predict computes)';
+COMMENT ON FUNCTION loom_predict_sql(text) IS 'the model compiled to a native SQL expression over its feature columns (what loom_predict computes); in PostgreSQL with loomdb''s C module it calls loom.finite (create it before pasting the expression into another database: see the README)';
 
 CREATE OR REPLACE FUNCTION loom_predict_proba_sql(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
