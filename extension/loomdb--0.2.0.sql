@@ -231,7 +231,7 @@ return GD['loomdb'].call(plpy, 'loom_predict_sql', model)
 $fn$;
 REVOKE ALL ON FUNCTION loom_predict_sql(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_sql(text) TO loomdb_user;
-COMMENT ON FUNCTION loom_predict_sql(text) IS 'the model compiled to a native SQL expression over its feature columns (what loom_predict computes)';
+COMMENT ON FUNCTION loom_predict_sql(text) IS 'the model compiled to a native SQL expression over its feature columns (what loom_predict computes); in PostgreSQL with loomdb''s C module it calls loom.finite (create it before pasting the expression into another database: see the README)';
 
 CREATE FUNCTION loom_predict_proba_sql(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
@@ -539,16 +539,51 @@ REVOKE ALL ON FUNCTION loom._index_am_dropped() FROM PUBLIC;
 COMMENT ON FUNCTION loom._index_am_dropped() IS 'remove the loomdb index of a dropped loomdb index relation';
 CREATE EVENT TRIGGER loom_index_am_drop ON sql_drop EXECUTE FUNCTION loom._index_am_dropped();
 
--- The access methods themselves, when their library is installed (loomdb pg install builds
--- it where PostgreSQL's server headers are present); without it, loom_create_index only.
+-- The Python half of the C loom_predict (index_am/loomdb_predict.c).
+CREATE OR REPLACE FUNCTION loom._predict_model(model text, OUT served boolean,
+    OUT classifier boolean, OUT logistic boolean, OUT width integer, OUT margins integer,
+    OUT coef double precision[], OUT intercept double precision[],
+    OUT classes double precision[])
+LANGUAGE plpython3u VOLATILE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].native_model(plpy, model)
+$fn$;
+REVOKE ALL ON FUNCTION loom._predict_model(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom._predict_model(text) TO loomdb_user;
+COMMENT ON FUNCTION loom._predict_model(text) IS
+    'a model''s folded coefficients and classes, as the C loom_predict caches them';
+CREATE OR REPLACE FUNCTION loom._predict_python(model text, features double precision[]) RETURNS double precision
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_predict', model, features)
+$fn$;
+REVOKE ALL ON FUNCTION loom._predict_python(text, double precision[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom._predict_python(text, double precision[]) TO loomdb_user;
+COMMENT ON FUNCTION loom._predict_python(text, double precision[]) IS
+    'loom_predict in Python (the C loom_predict hands it the rows it does not serve)';
+CREATE OR REPLACE FUNCTION loom._predict_proba_python(model text, features double precision[]) RETURNS double precision
+LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].call(plpy, 'loom_predict_proba', model, features)
+$fn$;
+REVOKE ALL ON FUNCTION loom._predict_proba_python(text, double precision[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom._predict_proba_python(text, double precision[]) TO loomdb_user;
+COMMENT ON FUNCTION loom._predict_proba_python(text, double precision[]) IS
+    'loom_predict_proba in Python (the C loom_predict_proba hands it the rows it does not serve)';
+
+-- The access methods themselves, loom.finite and the C loom_predict, when their library is
+-- installed (loomdb pg install builds it where PostgreSQL's server headers are present);
+-- without it, loom_create_index only, and loom_predict in Python.
 DO $do$
 DECLARE
     library text := (SELECT setting FROM pg_catalog.pg_config WHERE name = 'PKGLIBDIR')
                     || '/loomdb_am.so';
+    predict_library text := (SELECT setting FROM pg_catalog.pg_config WHERE name = 'PKGLIBDIR')
+                            || '/loomdb_predict.so';
 BEGIN
     IF pg_catalog.pg_stat_file(library, true) IS NULL THEN
         RAISE NOTICE 'loomdb: % is not installed: CREATE INDEX … USING mlweaving|toc|dense|pcr '
-                     'is unavailable (loom_create_index works)', library;
+                     'is unavailable (loom_create_index works), loom_predict is Python', library;
         RETURN;
     END IF;
     CREATE FUNCTION loom.mlweaving_handler(internal) RETURNS index_am_handler
@@ -599,5 +634,31 @@ BEGIN
     CREATE ACCESS METHOD pcr TYPE INDEX HANDLER loom.pcr_handler;
     COMMENT ON ACCESS METHOD pcr IS 'loomdb: lay the table out as pcr for loom_train (never used by queries)';
     CREATE OPERATOR CLASS loom.pcr_bytea_ops DEFAULT FOR TYPE bytea USING pcr AS STORAGE bytea;
+    IF pg_catalog.pg_stat_file(predict_library, true) IS NULL THEN
+        RAISE NOTICE 'loomdb: % is not installed: loom_predict is Python', predict_library;
+        RETURN;
+    END IF;
+    -- NULL for NaN and ±infinity: the guard of compiled and deployed models, executable
+    -- by everyone (callers of a deployed function need only USAGE on schema loom)
+    CREATE OR REPLACE FUNCTION loom.finite(x double precision) RETURNS double precision
+        LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS '$libdir/loomdb_predict', 'loomdb_finite';
+    COMMENT ON FUNCTION loom.finite(double precision) IS 'its argument, or NULL for NaN and infinity (the guard of loom_predict_sql and deployed functions)';
+    -- a change to a model (retrain, drop, version, grant) empties every backend's cache
+    CREATE OR REPLACE FUNCTION loom._models_changed() RETURNS trigger
+        LANGUAGE c VOLATILE AS '$libdir/loomdb_predict', 'loomdb_models_changed';
+    REVOKE ALL ON FUNCTION loom._models_changed() FROM PUBLIC;
+    DROP TRIGGER IF EXISTS predict_cache ON loom.models;
+    CREATE TRIGGER predict_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON loom.models
+        FOR EACH STATEMENT EXECUTE FUNCTION loom._models_changed();
+    DROP TRIGGER IF EXISTS predict_cache ON loom.model_versions;
+    CREATE TRIGGER predict_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON loom.model_versions
+        FOR EACH STATEMENT EXECUTE FUNCTION loom._models_changed();
+    DROP TRIGGER IF EXISTS predict_cache ON loom.grants;
+    CREATE TRIGGER predict_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON loom.grants
+        FOR EACH STATEMENT EXECUTE FUNCTION loom._models_changed();
+    CREATE OR REPLACE FUNCTION loom_predict(model text, features double precision[]) RETURNS double precision
+        LANGUAGE c STABLE PARALLEL UNSAFE STRICT AS '$libdir/loomdb_predict', 'loomdb_predict';
+    CREATE OR REPLACE FUNCTION loom_predict_proba(model text, features double precision[]) RETURNS double precision
+        LANGUAGE c STABLE PARALLEL UNSAFE STRICT AS '$libdir/loomdb_predict', 'loomdb_predict_proba';
 END
 $do$;

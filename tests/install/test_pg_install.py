@@ -157,3 +157,44 @@ def test_the_install_built_the_index_access_methods(pg_dsn):
     if pgserver.cluster is not None:
         listed = "|".join(sorted(index_am_install.METHODS))
         assert f"CREATE INDEX … USING {listed}: available" in pgserver.cluster["output"]
+
+
+@pytest.mark.postgres
+def test_the_install_bound_loom_predict_to_c_where_it_built_the_module(pg_dsn):
+    """With the access methods built, loom_predict is the C function, loom.finite exists for
+    everyone, and the cache's trigger is on each watched catalog table."""
+    from conftest import need
+    from loomdb.engines.postgres import predict_install
+    from support import pgserver
+
+    if not server_setup.index_methods(pg_dsn):
+        need("loomdb's C module (the server has no index access methods either)")
+    assert server_setup.native_predict(pg_dsn)
+    with psycopg.connect(pg_dsn) as conn:
+        languages = dict(
+            conn.execute(
+                "SELECT p.proname, l.lanname FROM pg_proc p "
+                "JOIN pg_language l ON l.oid = p.prolang "
+                "WHERE p.proname IN ('loom_predict', 'loom_predict_proba', 'finite')"
+            ).fetchall()
+        )
+        triggers = conn.execute(
+            "SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "WHERE t.tgname = 'predict_cache' ORDER BY 1"
+        ).fetchall()
+        public = conn.execute(
+            "SELECT has_function_privilege('public', 'loom.finite(float8)', 'EXECUTE')"
+        ).fetchone()
+    assert languages == {"loom_predict": "c", "loom_predict_proba": "c", "finite": "c"}
+    assert [t[0] for t in triggers] == sorted(predict_install.WATCHED)
+    assert public == (True,)
+    if pgserver.cluster is not None:
+        assert "loom_predict per row in C" in pgserver.cluster["output"]
+
+
+def test_the_c_predict_is_declared_only_where_its_library_is():
+    script = extension.files()["loomdb--" + loomdb.__version__ + ".sql"]
+    check = script.index("pg_stat_file(predict_library, true) IS NULL")
+    assert check < script.index("AS '$libdir/loomdb_predict', 'loomdb_predict'")
+    assert check < script.index("CREATE TRIGGER predict_cache")
+    assert script.index("RETURN;", check) < script.index("CREATE OR REPLACE FUNCTION loom.finite")

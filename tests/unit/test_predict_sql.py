@@ -46,3 +46,41 @@ def test_expression_equals_the_model_and_nulls_non_finite_rows(dialect):
             assert label is None and proba is None
         else:
             assert label == wl and abs(proba - wp) <= 1e-12
+
+
+def _models() -> list[LinearModel]:
+    """Binary (with a zero-weight feature), one-vs-rest and regression models."""
+    scaling = Scaling("zscore", np.array([1.0, 2.0, 0.0]), np.array([0.5, 4.0, 1.0]))
+    names = ['we"ird', "b", "unused"]
+    W3 = np.array([[1.5, -0.5, 0.2], [-0.25, 0.75, 0.1], [0.0, 0.3, -0.4]])
+    return [
+        _model(),
+        LinearModel("svm", names, W3, np.array([0.1, -0.2, 0.0]), scaling, [1.0, 2.0, 3.0]),
+        LinearModel("linear", names, W3[:, :1], np.array([0.3]), scaling),
+    ]
+
+
+def test_the_loom_finite_form_equals_the_model_and_nulls_non_finite_rows():
+    """PostgreSQL's form where loom.finite exists, run in DuckDB with loom.finite as a macro:
+    a NaN or ±inf in any feature, the zero-weight one included, gives NULL."""
+    rows = [
+        (1.0, 2.0, 3.0),
+        (2.5, -1.0, 0.0),
+        (-3.0, 0.5, 7.0),
+        (float("nan"), 1.0, 1.0),
+        (1.0, 1.0, float("inf")),
+        (1.0, float("-inf"), 1.0),
+    ]
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA loom")
+    con.execute("CREATE MACRO loom.finite(x) AS CASE WHEN isfinite(x) THEN x END")
+    con.execute('CREATE TABLE t ("we""ird" DOUBLE, b DOUBLE, unused DOUBLE)')
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
+    for model in _models():
+        expression = predict_expression(model, "postgres", finite=True)
+        assert "loom.finite(" in expression and 'CAST("unused" AS FLOAT8)' in expression
+        assert predict_expression(model, "postgres") == predict_expression(model, "postgres", False)
+        got = [r[0] for r in con.execute(f"SELECT {expression} FROM t").fetchall()]
+        want = model.predict(np.array(rows))
+        for label, w in zip(got, want):
+            assert (label is None) if np.isnan(w) else abs(label - w) <= 1e-12 * max(1, abs(w))

@@ -9,7 +9,9 @@ retraining the model (``replace``) redefines it, dropping the model drops it, an
 that name that loomdb did not make is never replaced.  ``version`` (a number, ``'latest'`` or
 ``'best'``) first makes that version of the model the current one (``functions/versions.py``).
 A model with an encoding (``store/encoding.py``) is deployed over its source columns, text ones
-as ``text`` parameters, the encoding compiled into the body.
+as ``text`` parameters, the encoding compiled into the body.  In PostgreSQL with loomdb's C
+module the body calls ``loom.finite`` (``predict_sql``): a role calling the function needs
+``USAGE`` on schema ``loom``, as members of ``loomdb_user`` have.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from loomdb.errors import LoomOptionError, LoomStateError
 from loomdb.functions import versions
 from loomdb.functions.predict import compilable, require_compilable
-from loomdb.functions.predict_sql import predict_expression, proba_expression
+from loomdb.functions.predict_sql import native_finite, predict_expression, proba_expression
 from loomdb.learn.model import LinearModel
 from loomdb.options import AnyOf, Boolean, Choices, Interval, Option, Options, Text, parse_json
 from loomdb.store import catalog
@@ -109,7 +111,10 @@ def _define(db: Any, name: str, model: LinearModel, schema: str, function: str, 
             f"function {schema}.{function} is deployed from model '{deployed_from}'",
             hint="choose another name, or drop that deployment first",
         )
-    expression = (predict_expression if kind == "predict" else proba_expression)(model, db.dialect)
+    if kind == "predict":
+        expression = predict_expression(model, db.dialect, native_finite(db))
+    else:
+        expression = proba_expression(model, db.dialect)
     returns = "text" if kind == "predict" and model.class_names else "double"
     db.define_function(qualified, [(quote_ident(c), t) for c, t in params], expression, returns)
     catalog.put_deployment(db, schema, function, name, kind, arity)

@@ -114,8 +114,37 @@ def require_compilable(model: LinearModel, name: str) -> LinearModel:
 
 
 def predict_sql(db: Any, name: str) -> str:
-    return compile_sql.predict_expression(compilable(db, name), db.dialect)
+    model = compilable(db, name)
+    return compile_sql.predict_expression(model, db.dialect, compile_sql.native_finite(db))
 
 
 def predict_proba_sql(db: Any, name: str) -> str:
     return compile_sql.proba_expression(compilable(db, name), db.dialect)
+
+
+def native_model(db: Any, name: str) -> dict[str, Any]:
+    """Model ``name`` as the C ``loom_predict`` keeps it (``engines/postgres/index_am/
+    loomdb_predict.c``): folded weights margin by margin, intercepts, classes as numbers, so the
+    C code computes exactly ``labels``/``probabilities`` of :meth:`LinearModel.margins`.
+    ``served`` is false for what it leaves to this module: a sparse source's model (its rows are
+    the source's width), a classifier whose classes do not match its margins, one whose classes
+    are text (``loom_predict`` refuses it with a hint)."""
+    model = model_cache.load(db, name)
+    W, b = model.folded()
+    k = W.shape[1]
+    classes = [float(c) for c in np.asarray(model.classes, dtype=np.float64)]
+    served = (
+        not isinstance(model, SparseLinearModel)
+        and not model.class_names
+        and (not model.classifier or len(classes) == max(k, 2))
+    )
+    return {
+        "served": served,
+        "classifier": model.classifier,
+        "logistic": model.kind == "logistic",
+        "width": W.shape[0],
+        "margins": k,
+        "coef": np.ascontiguousarray(W.T).ravel().tolist(),
+        "intercept": b.tolist(),
+        "classes": classes if model.classifier else [],
+    }

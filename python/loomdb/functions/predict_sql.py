@@ -13,14 +13,36 @@ feature (``0·∞`` is NaN), and DuckDB computes the repeated margin once (its c
 subexpression elimination): about the speed of the bare dot product.  PostgreSQL has no
 ``isfinite`` for doubles and evaluates a repeated expression again, so there the guard is
 ``Σ 0·xᵢ = 0``, false exactly when some xᵢ is NaN or ±∞ — about 1.7x the bare dot product.
+Where loomdb's C module is installed (``loomdb pg install`` built it: ``loom.finite(float8)``,
+NULL for NaN and ±∞, exists) the guard is ``loom.finite(margin)`` instead, the margin with its
+``0·x`` terms and computed once: the regression value is ``loom.finite(margin)``, the binary
+class ``CASE loom.finite(margin) > 0 WHEN true THEN … WHEN false THEN … END``; one-vs-rest
+guards with its first margin (``greatest`` must compare the others), and a probability keeps
+``Σ 0·xᵢ = 0`` (``greatest``/``least``, which clamp the sigmoid, skip NULLs).  Whether it exists
+is asked once per compile or deploy (:func:`native_finite`), never per row.  Such an expression
+calls ``loom.finite``: pasted into another PostgreSQL, create it there first —
+``CREATE FUNCTION loom.finite(x float8) RETURNS float8 IMMUTABLE PARALLEL SAFE LANGUAGE sql
+AS 'SELECT CASE WHEN x - x = 0 THEN x END'`` computes the same (``x - x`` is NaN for NaN and ±∞).
+One departure from ``loom_predict``: a margin that overflows to ±∞ from finite features gives
+NULL here (as DuckDB's ``isfinite`` guard does), a class or ±∞ there.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from loomdb.learn.model import LinearModel, require_probabilities
 from loomdb.store import encoding as encodings
 from loomdb.store.encoding import text_literal
 from loomdb.store.names import quote_ident
+
+FINITE = "loom.finite"  # loomdb_predict.c; schema-qualified, the loom schema is the installer's
+
+
+def native_finite(db: Any) -> bool:
+    """Whether ``loom.finite`` exists here (PostgreSQL with loomdb's C module): one catalog
+    query per compile or deploy."""
+    return db.dialect == "postgres" and db.function_exists("loom", "finite", 1)
 
 
 def literal(x: float) -> str:
@@ -54,23 +76,46 @@ def _guarded(model: LinearModel, expression: str, dialect: str) -> str:
     return f"(CASE WHEN {finite} THEN {expression} END)"
 
 
-def predict_expression(model: LinearModel, dialect: str = "postgres") -> str:
-    """The SQL expression ``loom_predict`` computes, as text, for ``dialect``."""
+def predict_expression(model: LinearModel, dialect: str = "postgres", finite: bool = False) -> str:
+    """The SQL expression ``loom_predict`` computes, as text, for ``dialect``; ``finite``: guard
+    with ``loom.finite`` (PostgreSQL where it exists, :func:`native_finite`)."""
     k = model.W.shape[1]
+    if finite and dialect != "duckdb":
+        return _finite_expression(model)
     zeros = dialect == "duckdb"  # the same margin text as the guard's: computed once
     margins = [_margin(model, j, zeros) for j in range(k)]
     if not model.classifier:
         return _guarded(model, margins[0], dialect)
-    classes = (
-        [text_literal(c) for c in model.class_names]
-        if model.class_names
-        else [literal(float(c)) for c in model.classes]
-    )
+    classes = _classes(model)
     if k == 1:
         chosen = f"CASE WHEN {margins[0]} > 0 THEN {classes[1]} ELSE {classes[0]} END"
         return _guarded(model, chosen, dialect)
     whens = " ".join(f"WHEN {m} THEN {c}" for m, c in zip(margins, classes))
     return _guarded(model, f"CASE greatest({', '.join(margins)}) {whens} END", dialect)
+
+
+def _classes(model: LinearModel, typed: bool = False) -> list[str]:
+    """The classes as SQL constants: a text label's names, else numbers (``typed``: FLOAT8 — a
+    bare 1.0e+00 is numeric in PostgreSQL, and numeric results cost at every row)."""
+    if model.class_names:
+        return [text_literal(c) for c in model.class_names]
+    numbers = [literal(float(c)) for c in model.classes]
+    return [f"CAST({c} AS FLOAT8)" for c in numbers] if typed else numbers
+
+
+def _finite_expression(model: LinearModel) -> str:
+    """``loom_predict`` guarded by ``loom.finite``: NULL exactly when a margin with its ``0·x``
+    terms is not finite, i.e. when some feature is NaN or ±∞."""
+    first = f"{FINITE}({_margin(model, 0, zeros=True)})"
+    if not model.classifier:
+        return f"({first})"
+    classes = _classes(model, typed=True)
+    if model.W.shape[1] == 1:
+        return f"(CASE {first} > 0 WHEN true THEN {classes[1]} WHEN false THEN {classes[0]} END)"
+    margins = [_margin(model, j) for j in range(model.W.shape[1])]
+    whens = " ".join(f"WHEN {m} THEN {c}" for m, c in zip(margins, classes))
+    chosen = f"CASE greatest({', '.join(margins)}) {whens} END"
+    return f"(CASE WHEN {first} IS NOT NULL THEN {chosen} END)"
 
 
 def proba_expression(model: LinearModel, dialect: str = "postgres") -> str:

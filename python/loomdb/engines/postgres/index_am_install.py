@@ -19,11 +19,15 @@ import tempfile
 from collections.abc import Callable
 from importlib import resources
 
+from loomdb.engines.postgres import predict_install
 from loomdb.errors import LoomStateError
 from loomdb.store.names import NAME_PATTERN
 
 LIBRARY = "loomdb_am"
-SOURCES = ("loomdb_am.c", "Makefile")
+# its own library (predict_install.py): the SQL binds it only where it is installed, so a
+# server whose loomdb_am.so was built before it keeps its access methods and Python predict
+LIBRARIES = (LIBRARY, predict_install.LIBRARY)
+SOURCES = ("loomdb_am.c", "loomdb_predict.c", "Makefile")  # predict: predict_install.py
 METHODS = ("mlweaving", "toc", "dense", "pcr")  # loomdb_am.c defines a handler for each
 # the column types loomdb reads as numbers (engines/postgres/dialect.py): one operator class
 # (without operators: nothing can search the index) per type and method
@@ -68,52 +72,62 @@ def missing_tools(pg_config: str | None) -> list[str]:
     return missing
 
 
-def _compile(pg_config: str, work: str) -> str:
+def _compile(pg_config: str, work: str) -> list[str]:
     for name in SOURCES:
         text = resources.files("loomdb.engines.postgres").joinpath("index_am", name).read_text()
         with open(os.path.join(work, name), "w", encoding="utf-8") as out:
             out.write(text)
     make = ["make", "-C", work, f"PG_CONFIG={pg_config}", "with_llvm=no"]
     done = subprocess.run(make, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    built = [
-        n for n in os.listdir(work) if n.startswith(LIBRARY + ".") and n[-2:] not in (".c", ".o")
-    ]
-    if done.returncode != 0 or len(built) != 1:
+    built = {
+        library: [
+            n
+            for n in os.listdir(work)
+            if n.startswith(library + ".") and n[-2:] not in (".c", ".o")
+        ]
+        for library in LIBRARIES
+    }
+    if done.returncode != 0 or any(len(found) != 1 for found in built.values()):
         raise LoomStateError(
-            "compiling loomdb's index access methods (CREATE INDEX … USING) failed",
+            "compiling loomdb's C module (CREATE INDEX … USING, loom_predict in C) failed",
             hint="check that the server headers match the server's PostgreSQL version",
             detail=(done.stdout + done.stderr)[-2000:],
         )
-    return os.path.join(work, built[0])
+    return [os.path.join(work, found[0]) for found in built.values()]
 
 
 def build_module(pg_config: str | None, log: Log) -> str | None:
-    """Compile and install the access methods' library; its path, or None when skipped."""
+    """Compile and install the C module's libraries (the access methods', predict's); the
+    access methods' path, or None when skipped."""
     missing = missing_tools(pg_config)
     if missing:
         log(
             "CREATE INDEX … USING mlweaving|toc|dense|pcr is not installed: it needs "
             + "; ".join(missing)
-            + " (loom_create_index works without it)"
+            + " (loom_create_index works without it; loom_predict stays Python and compiled "
+            "models keep the portable guard without loom.finite)"
         )
         return None
     assert pg_config is not None
     libdir = _pg_config(pg_config, "--pkglibdir")
+    installed = []
     with tempfile.TemporaryDirectory(prefix="loomdb-am-") as work:
-        built = _compile(pg_config, work)
-        target = os.path.join(libdir, os.path.basename(built))
-        partial = target + ".partial"
-        try:
-            shutil.copyfile(built, partial)
-            os.chmod(partial, 0o755)
-            os.replace(partial, target)  # a new file: backends that loaded the old one keep it
-        except OSError as exc:
-            raise LoomStateError(
-                f"cannot install {target}: {exc.strerror}",
-                hint="run loomdb pg install as root (it writes the server's library directory)",
-            ) from exc
-    log(f"CREATE INDEX … USING {'|'.join(METHODS)}: built {target}")
-    return target
+        for built in _compile(pg_config, work):
+            target = os.path.join(libdir, os.path.basename(built))
+            partial = target + ".partial"
+            try:
+                shutil.copyfile(built, partial)
+                os.chmod(partial, 0o755)
+                os.replace(partial, target)  # a new file: backends that loaded the old one keep it
+            except OSError as exc:
+                raise LoomStateError(
+                    f"cannot install {target}: {exc.strerror}",
+                    hint="run loomdb pg install as root (it writes the server's library directory)",
+                ) from exc
+            installed.append(target)
+    log(f"CREATE INDEX … USING {'|'.join(METHODS)}: built {installed[0]}")
+    log(f"loom.finite and loom_predict in C: built {installed[1]}")
+    return installed[0]
 
 
 def _methods_sql() -> str:
@@ -142,20 +156,29 @@ def extension_sql() -> str:
     library = f"{LIBRARY}.so"
     return (
         text.replace("{name_pattern}", NAME_PATTERN)
+        + predict_install.sql()
         + f"""
--- The access methods themselves, when their library is installed (loomdb pg install builds
--- it where PostgreSQL's server headers are present); without it, loom_create_index only.
+-- The access methods themselves, loom.finite and the C loom_predict, when their library is
+-- installed (loomdb pg install builds it where PostgreSQL's server headers are present);
+-- without it, loom_create_index only, and loom_predict in Python.
 DO $do$
 DECLARE
     library text := (SELECT setting FROM pg_catalog.pg_config WHERE name = 'PKGLIBDIR')
                     || '/{library}';
+    predict_library text := (SELECT setting FROM pg_catalog.pg_config WHERE name = 'PKGLIBDIR')
+                            || '/{predict_install.LIBRARY}.so';
 BEGIN
     IF pg_catalog.pg_stat_file(library, true) IS NULL THEN
         RAISE NOTICE 'loomdb: % is not installed: CREATE INDEX … USING {"|".join(METHODS)} '
-                     'is unavailable (loom_create_index works)', library;
+                     'is unavailable (loom_create_index works), loom_predict is Python', library;
         RETURN;
     END IF;
 {_methods_sql()}
+    IF pg_catalog.pg_stat_file(predict_library, true) IS NULL THEN
+        RAISE NOTICE 'loomdb: % is not installed: loom_predict is Python', predict_library;
+        RETURN;
+    END IF;
+{predict_install.native_sql()}
 END
 $do$;
 """

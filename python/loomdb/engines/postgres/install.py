@@ -165,6 +165,12 @@ def install(
         )
     elif methods:
         log(f"CREATE INDEX … USING {'|'.join(methods)}: available")
+    native = server_setup.native_predict(dsn)
+    log(
+        "loom_predict per row in C, loom.finite guards compiled models: available"
+        if native
+        else "loom_predict per row in Python, compiled models guarded portably (no C module)"
+    )
     server_setup.check_functions_run(dsn)
     log("checked: a train and a prediction run in a new session")
     return {
@@ -173,6 +179,7 @@ def install(
         "extension_version": version,
         "action": action,
         "index_methods": methods,
+        "native_predict": native,
         "server_loomdb_file": found["loomdb"],
     }
 
@@ -236,6 +243,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"  numba cache         {done['settings']['numba_cache_dir']}")
     methods = "|".join(done["index_methods"]) or "not installed (see above)"
     print(f"  CREATE INDEX USING  {methods}")
+    print(f"  loom_predict        {'C' if done['native_predict'] else 'Python'}")
     print(f"  users: GRANT {extension.ROLE} TO <role>;  (see the README's 'Several users')")
     return 0
 

@@ -4,7 +4,8 @@ The generated function bodies call ``call(plpy, name, *args)``; it finds the cat
 wraps ``plpy`` in a :class:`PlpyDatabase`, runs the engine-neutral callable and turns a
 :class:`LoomError` into a PostgreSQL error with its detail, hint and SQLSTATE.  The index
 access methods' functions (``loom._index_am_build``, ``loom._index_am_check``) call
-``index_am(plpy, name, *args)`` the same way.
+``index_am(plpy, name, *args)`` the same way, and the C ``loom_predict`` asks
+``native_model(plpy, name)`` for a model's coefficients.
 """
 
 from __future__ import annotations
@@ -41,6 +42,16 @@ def index_am(plpy: Any, name: str, *args: Any) -> Any:
 
     try:
         return getattr(methods, name)(PlpyDatabase(plpy), *args)
+    except LoomError as e:
+        _raise(plpy, e)
+
+
+def native_model(plpy: Any, name: str) -> Any:
+    """``loom._predict_model``: what the C ``loom_predict`` caches of a model."""
+    from loomdb.functions.predict import native_model as read
+
+    try:
+        return read(PlpyDatabase(plpy), name)
     except LoomError as e:
         _raise(plpy, e)
 

@@ -272,6 +272,19 @@ def index_methods(dsn: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
+def native_predict(dsn: str) -> bool:
+    """Whether loom_predict is the C function and loom.finite exists (the C module's)."""
+    with connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT to_regprocedure('loom.finite(double precision)') IS NOT NULL AND EXISTS ("
+            "SELECT 1 FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
+            "JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e' "
+            "JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'loomdb' "
+            "WHERE p.proname = 'loom_predict' AND l.lanname = 'c')"
+        ).fetchone()
+    return bool(row and row[0])
+
+
 def check_functions_run(dsn: str) -> dict[str, str]:
     """Train and predict on a tiny temporary table in a new session, then roll it all back."""
     name = f"loom_install_check_{uuid.uuid4().hex[:12]}"
