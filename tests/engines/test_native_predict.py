@@ -117,13 +117,15 @@ def test_nulls_nan_infinity_unknown_models_and_bad_lengths(pg):
     _train(pg, "m", "yb", {"model": "logistic"})
     assert (
         pg.rows(
-            "SELECT loom_predict('m', '{1, NaN, 2, 3}'), "
-            "loom_predict('m', '{1, 2, Infinity, 3}'), "
-            "loom_predict('m', '{1, 2, 3, -Infinity}'), "
+            # typed: an untyped '{…}' or NULL could also be loom_predict's row form
+            "SELECT loom_predict('m', '{1, NaN, 2, 3}'::float8[]), "
+            "loom_predict('m', '{1, 2, Infinity, 3}'::float8[]), "
+            "loom_predict('m', '{1, 2, 3, -Infinity}'::float8[]), "
             "loom_predict_proba('m', '{1, 2, 3, NaN}'), "
-            "loom_predict('m', '{1, NULL, 2, 3}'), "
-            "loom_predict('nope', '{1, NULL}'), "  # a NULL element: NULL before any look-up
-            "loom_predict('m', NULL)"
+            "loom_predict('m', '{1, NULL, 2, 3}'::float8[]), "
+            # a NULL element: NULL before any look-up
+            "loom_predict('nope', '{1, NULL}'::float8[]), "
+            "loom_predict('m', NULL::float8[])"
         )[0]
         == (None,) * 7
     )
