@@ -6,9 +6,9 @@ tools that cannot call UDFs.  It is valid in DuckDB and PostgreSQL: columns are 
 identifiers cast to FLOAT8, constants are in exponent form, and ``greatest``/``CASE``/``exp``
 exist in both.  A row with a NaN or infinite feature gives NULL, as ``loom_predict`` does.
 A model with an encoding (``store/encoding.py``) compiles each feature to its encoding's
-expression over the source column (one-hot ``CASE WHEN`` terms with quoted literals, hashed
-buckets in the dialect's spelling, imputing ``COALESCE``), so the expression takes the raw
-columns, text included.
+expression over the source column (one-hot ``CASE WHEN`` terms with quoted literals, imputing
+``COALESCE``; a hashed column as one ``CASE`` on its bucket, in the dialect's spelling), so the
+expression takes the raw columns, text included.
 In DuckDB the guard is ``isfinite(margin)``, the margin including ``0·x`` for a zero-weight
 feature (``0·∞`` is NaN), and DuckDB computes the repeated margin once (its common
 subexpression elimination): about the speed of the bare dot product.  PostgreSQL has no
@@ -28,21 +28,29 @@ def literal(x: float) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
-def _columns(model: LinearModel, dialect: str) -> list[str]:
-    """Each feature's expression over the source columns, as FLOAT8."""
+def _parts(model: LinearModel, dialect: str) -> list[tuple[str | None, list[str]]]:
+    """The features in groups, each ``(bucket, expressions)``: a hashed text column's bucket
+    SQL and its features' expressions, or None and other features' expressions (as FLOAT8)."""
     encoding = encodings.load(model.encoding)
-    if encoding is not None:
-        return encodings.sql(encoding, "FLOAT8", dialect)
-    return [f"CAST({quote_ident(name)} AS FLOAT8)" for name in model.features]
+    if encoding is None:
+        return [(None, [f"CAST({quote_ident(name)} AS FLOAT8)" for name in model.features])]
+    return [(e.bucket(dialect) if e.hashed else None, e.sql("FLOAT8", dialect)) for e in encoding]
 
 
 def _margin(model: LinearModel, j: int, dialect: str, zeros: bool = False) -> str:
-    """b + Σ wᵢ·xᵢ; ``zeros``: zero-weight features too, as 0·x (NaN when x is not finite)."""
+    """b + Σ wᵢ·xᵢ; ``zeros``: zero-weight features too, as 0·x (NaN when x is not finite).
+    A hashed column's terms are one ``CASE bucket WHEN i THEN wᵢ … END``: its value is hashed
+    once, not once per bucket (its features are 0 or 1, never NaN)."""
     W, b = model.folded()
-    terms = [literal(b[j])]
-    terms += [
-        f"{literal(w)} * {x}" for x, w in zip(_columns(model, dialect), W[:, j]) if w != 0 or zeros
-    ]
+    terms, at = [literal(b[j])], 0
+    for bucket, exprs in _parts(model, dialect):
+        weights = W[at : at + len(exprs), j]
+        at += len(exprs)
+        if bucket is None:
+            terms += [f"{literal(w)} * {x}" for x, w in zip(exprs, weights) if w != 0 or zeros]
+        elif weights.any():
+            whens = " ".join(f"WHEN {i} THEN {literal(w)}" for i, w in enumerate(weights) if w)
+            terms.append(f"(CASE {bucket} {whens} ELSE 0.0 END)")
     return "(" + " + ".join(terms) + ")"
 
 
@@ -52,7 +60,8 @@ def _guarded(model: LinearModel, expression: str, dialect: str) -> str:
             f"isfinite({_margin(model, j, dialect, zeros=True)})" for j in range(model.W.shape[1])
         )
     else:
-        finite = "(" + " + ".join(f"0.0 * {x}" for x in _columns(model, dialect)) + ") = 0.0"
+        unhashed = [x for bucket, exprs in _parts(model, dialect) if bucket is None for x in exprs]
+        finite = "(" + (" + ".join(f"0.0 * {x}" for x in unhashed) or "0.0") + ") = 0.0"
     return f"(CASE WHEN {finite} THEN {expression} END)"
 
 

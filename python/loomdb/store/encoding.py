@@ -99,13 +99,17 @@ class Encoded:
             [f"{self.column}={OTHER}"] if self.other else []
         )
 
+    def bucket(self, dialect: str) -> str:
+        """SQL for a hashed column's bucket of its value (NULL for NULL)."""
+        return bucket_sql(f"CAST({quote_ident(self.column)} AS TEXT)", self.buckets, dialect)
+
     def sql(self, double: str, dialect: str) -> list[str]:
         """One SQL expression per feature, a ``double`` each, for ``dialect``."""
         col = quote_ident(self.column)
         if self.text:
             value = f"CAST({col} AS TEXT)"
             if self.hashed:
-                at = bucket_sql(value, self.buckets, dialect)
+                at = self.bucket(dialect)
                 return [
                     f"CAST((CASE WHEN {at} = {j} THEN 1.0 ELSE 0.0 END) AS {double})"
                     for j in range(self.buckets)
