@@ -21,9 +21,10 @@ A hashed text column (``"encode": "hash"``, ``buckets`` n) has n features ``c#0`
 and no categories: a value's bucket is the first 7 hex digits of the MD5 of its UTF-8 text,
 read as an integer (0 … 2^28-1), modulo n; its feature is 1.0, the others 0.0.  Every value,
 seen in training or not, lands in some bucket; a NULL lands in none (all 0).  Both engines'
-``md5(text)`` give the same hex as Python's ``hashlib``; only reading hex as an integer is
-spelled per dialect (:data:`HEX_INTEGER`), and each spelling is immutable, so a deployed
-PostgreSQL function stays ``IMMUTABLE``.
+``md5(text)`` give the same hex as Python's ``hashlib`` (PostgreSQL hashes the text in the
+database's encoding: UTF8, or non-ASCII values land elsewhere than in Python and DuckDB); only
+reading hex as an integer is spelled per dialect (:data:`HEX_INTEGER`), and each spelling is
+immutable, so a deployed PostgreSQL function stays ``IMMUTABLE``.
 """
 
 from __future__ import annotations
