@@ -5,7 +5,8 @@ CREATE SCHEMA IF NOT EXISTS loom;
 CREATE SCHEMA IF NOT EXISTS loom_data;
 CREATE TABLE IF NOT EXISTS loom.models (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name));
 ALTER TABLE loom.models ADD COLUMN IF NOT EXISTS version integer;
-CREATE TABLE IF NOT EXISTS loom.trials (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, trial integer, status text, options text, score double precision, seconds double precision, error text, created_at timestamptz, PRIMARY KEY (owner, model, trial));
+CREATE TABLE IF NOT EXISTS loom.trials (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, trial integer, status text, options text, score double precision, seconds double precision, error text, created_at timestamptz, metric text, PRIMARY KEY (owner, model, trial));
+ALTER TABLE loom.trials ADD COLUMN IF NOT EXISTS metric text;
 CREATE TABLE IF NOT EXISTS loom.indexes (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, source text, label text, columns text, format text, format_version integer, options text, stats text, label_counts text, rows bigint, skipped bigint, batches bigint, bytes bigint, source_signature text, built_at timestamptz, PRIMARY KEY (name));
 CREATE TABLE IF NOT EXISTS loom.grants (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, grantee text, granted_at timestamptz, PRIMARY KEY (owner, model, grantee));
 CREATE TABLE IF NOT EXISTS loom.deployments (schema_name text, function text, owner name NOT NULL DEFAULT current_user, model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), kind text, arity integer, deployed_at timestamptz, PRIMARY KEY (owner, schema_name, function));
@@ -114,16 +115,16 @@ return GD['loomdb'].call(plpy, 'loom_tune', model, source, label, options)
 $fn$;
 REVOKE ALL ON FUNCTION loom_tune(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_tune(text, text, text, text) TO loomdb_user;
-COMMENT ON FUNCTION loom_tune(text, text, text, text) IS 'search loom_train''s options (lists of candidates; grid or random), score each trial on a validation split and keep the best as the model; returns a JSON summary';
+COMMENT ON FUNCTION loom_tune(text, text, text, text) IS 'search loom_train''s options (lists of candidates; grid or random), score each trial on a validation split (by its loss, or the ''metric'' option: accuracy, auc, rmse, mae) and keep the best as the model; returns a JSON summary';
 
-CREATE FUNCTION loom_trials(model text) RETURNS TABLE ("trial" integer, "status" text, "score" double precision, "seconds" double precision, "options" text, "error" text)
+CREATE FUNCTION loom_trials(model text) RETURNS TABLE ("trial" integer, "status" text, "score" double precision, "seconds" double precision, "options" text, "error" text, "metric" text)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_trials', model)
 $fn$;
 REVOKE ALL ON FUNCTION loom_trials(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_trials(text) TO loomdb_user;
-COMMENT ON FUNCTION loom_trials(text) IS 'the trials of the loom_tune that made a model: options, validation loss (lower is better), seconds, and failed trials with their error';
+COMMENT ON FUNCTION loom_trials(text) IS 'the trials of the loom_tune that made a model: options, score (the validation loss unless the tune''s ''metric'' named another), seconds, failed trials with their error, and the metric that scored them';
 
 CREATE FUNCTION loom_predict(model text, features double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$

@@ -71,7 +71,7 @@ def test_one_hot_equals_scikit_learn_in_sql_and_in_python(source):
     assert info["feature_names"][:4] == [f"color={v}" for v in sk.categories_[0]]
     filled = np.where(COLOR == None, "__none__", COLOR).reshape(-1, 1)  # noqa: E711
     expected = sk.transform(filled).toarray()  # NULL: unknown to sklearn, all zeros
-    exprs = ", ".join(color.sql("DOUBLE PRECISION"))
+    exprs = ", ".join(color.sql("DOUBLE PRECISION", source.name))
     in_sql = np.array(source.rows(f"SELECT {exprs} FROM pp"), dtype=float)
     order = np.array(source.rows("SELECT color FROM pp"), dtype=object)[:, 0]
     in_sql_expected = sk.transform(np.where(order == None, "__none__", order).reshape(-1, 1))  # noqa: E711
@@ -146,7 +146,7 @@ def test_top_k_keeps_the_most_frequent_and_folds_the_rest_into_other(source):
     encoded = size.apply(list(SIZE) + ["never-seen"])
     assert encoded.sum(axis=1).tolist() == [1.0] * (N + 1)
     assert encoded[-1, -1] == 1.0  # an unseen value is <other>
-    exprs = ", ".join(size.sql("DOUBLE PRECISION"))
+    exprs = ", ".join(size.sql("DOUBLE PRECISION", source.name))
     in_sql = np.array(source.rows(f"SELECT {exprs} FROM pp"), dtype=float)
     order = [r[0] for r in source.rows("SELECT size FROM pp")]
     assert np.array_equal(in_sql, size.apply(order))

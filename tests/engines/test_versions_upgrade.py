@@ -35,3 +35,25 @@ def test_an_older_duckdb_catalog_gains_versions(tmp_path):
     after = con.execute("SELECT loom_predict_proba('m', [a]) FROM t ORDER BY a").fetchall()
     assert after == before
     con.close()
+
+
+def test_an_older_duckdb_catalog_gains_the_trials_metric(tmp_path):
+    path = str(tmp_path / "old.duckdb")
+    con = loomdb.connect(path)
+    con.execute(
+        "CREATE TABLE t AS SELECT i::DOUBLE AS a, (i % 2)::DOUBLE AS y FROM range(100) r(i)"
+    )
+    tune = (
+        "SELECT loom_tune('%s', 't', 'y', "
+        '\'{"lr": [0.01, 0.1], "batch_size": 10, "progress": false%s}\')'
+    )
+    con.execute(tune % ("old", ""))
+    con.execute("ALTER TABLE loom.trials DROP COLUMN metric")  # as loomdb wrote it before
+    con.close()
+    con = loomdb.connect(path)
+    listed = con.execute("SELECT metric FROM loom_trials('old')").fetchall()
+    assert listed == [("validation loss",)] * 2  # scored by the loss, the only metric then
+    con.execute(tune % ("new", ', "metric": "accuracy"'))
+    listed = con.execute("SELECT metric FROM loom_trials('new')").fetchall()
+    assert listed == [("validation accuracy",)] * 2
+    con.close()

@@ -179,7 +179,10 @@ def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np
         cols = [*encodings.columns(encoding), label]
         _require(source, name, kinds, cols, f"{', '.join(cols[:10])} and its label {label}")
         double = db.type("double")
-        values = [*encodings.sql(encoding, double), _label(model, label, kinds, double)]
+        values = [
+            *encodings.sql(encoding, double, db.dialect),
+            _label(model, label, kinds, double),
+        ]
         where = complete_rows([*encodings.strict(encoding), label])
         return _read_margins(db, model, rel, values, where)
     cols = [*model.features, label]

@@ -7,7 +7,8 @@ identifiers cast to FLOAT8, constants are in exponent form, and ``greatest``/``C
 exist in both.  A row with a NaN or infinite feature gives NULL, as ``loom_predict`` does.
 A model with an encoding (``store/encoding.py``) compiles each feature to its encoding's
 expression over the source column (one-hot ``CASE WHEN`` terms with quoted literals, imputing
-``COALESCE``), so the expression takes the raw columns, text included.
+``COALESCE``; a hashed column as one ``CASE`` on its bucket, in the dialect's spelling), so the
+expression takes the raw columns, text included.
 In DuckDB the guard is ``isfinite(margin)``, the margin including ``0·x`` for a zero-weight
 feature (``0·∞`` is NaN), and DuckDB computes the repeated margin once (its common
 subexpression elimination): about the speed of the bare dot product.  PostgreSQL has no
@@ -50,29 +51,40 @@ def literal(x: float) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
-def _columns(model: LinearModel) -> list[str]:
-    """Each feature's expression over the source columns, as FLOAT8."""
+def _parts(model: LinearModel, dialect: str) -> list[tuple[str | None, list[str]]]:
+    """The features in groups, each ``(bucket, expressions)``: a hashed text column's bucket
+    SQL and its features' expressions, or None and other features' expressions (as FLOAT8)."""
     encoding = encodings.load(model.encoding)
-    if encoding is not None:
-        return encodings.sql(encoding, "FLOAT8")
-    return [f"CAST({quote_ident(name)} AS FLOAT8)" for name in model.features]
+    if encoding is None:
+        return [(None, [f"CAST({quote_ident(name)} AS FLOAT8)" for name in model.features])]
+    return [(e.bucket(dialect) if e.hashed else None, e.sql("FLOAT8", dialect)) for e in encoding]
 
 
-def _margin(model: LinearModel, j: int, zeros: bool = False) -> str:
-    """b + Σ wᵢ·xᵢ; ``zeros``: zero-weight features too, as 0·x (NaN when x is not finite)."""
+def _margin(model: LinearModel, j: int, dialect: str, zeros: bool = False) -> str:
+    """b + Σ wᵢ·xᵢ; ``zeros``: zero-weight features too, as 0·x (NaN when x is not finite).
+    A hashed column's terms are one ``CASE bucket WHEN i THEN wᵢ … END``: its value is hashed
+    once, not once per bucket (its features are 0 or 1, never NaN)."""
     W, b = model.folded()
-    terms = [literal(b[j])]
-    terms += [f"{literal(w)} * {x}" for x, w in zip(_columns(model), W[:, j]) if w != 0 or zeros]
+    terms, at = [literal(b[j])], 0
+    for bucket, exprs in _parts(model, dialect):
+        weights = W[at : at + len(exprs), j]
+        at += len(exprs)
+        if bucket is None:
+            terms += [f"{literal(w)} * {x}" for x, w in zip(exprs, weights) if w != 0 or zeros]
+        elif weights.any():
+            whens = " ".join(f"WHEN {i} THEN {literal(w)}" for i, w in enumerate(weights) if w)
+            terms.append(f"(CASE {bucket} {whens} ELSE 0.0 END)")
     return "(" + " + ".join(terms) + ")"
 
 
 def _guarded(model: LinearModel, expression: str, dialect: str) -> str:
     if dialect == "duckdb":
         finite = " AND ".join(
-            f"isfinite({_margin(model, j, zeros=True)})" for j in range(model.W.shape[1])
+            f"isfinite({_margin(model, j, dialect, zeros=True)})" for j in range(model.W.shape[1])
         )
     else:
-        finite = "(" + " + ".join(f"0.0 * {x}" for x in _columns(model)) + ") = 0.0"
+        unhashed = [x for bucket, exprs in _parts(model, dialect) if bucket is None for x in exprs]
+        finite = "(" + (" + ".join(f"0.0 * {x}" for x in unhashed) or "0.0") + ") = 0.0"
     return f"(CASE WHEN {finite} THEN {expression} END)"
 
 
@@ -83,7 +95,7 @@ def predict_expression(model: LinearModel, dialect: str = "postgres", finite: bo
     if finite and dialect != "duckdb":
         return _finite_expression(model)
     zeros = dialect == "duckdb"  # the same margin text as the guard's: computed once
-    margins = [_margin(model, j, zeros) for j in range(k)]
+    margins = [_margin(model, j, dialect, zeros) for j in range(k)]
     if not model.classifier:
         return _guarded(model, margins[0], dialect)
     classes = _classes(model)
@@ -106,13 +118,13 @@ def _classes(model: LinearModel, typed: bool = False) -> list[str]:
 def _finite_expression(model: LinearModel) -> str:
     """``loom_predict`` guarded by ``loom.finite``: NULL exactly when a margin with its ``0·x``
     terms is not finite, i.e. when some feature is NaN or ±∞."""
-    first = f"{FINITE}({_margin(model, 0, zeros=True)})"
+    first = FINITE + "(" + _margin(model, 0, "postgres", zeros=True) + ")"
     if not model.classifier:
         return f"({first})"
     classes = _classes(model, typed=True)
     if model.W.shape[1] == 1:
         return f"(CASE {first} > 0 WHEN true THEN {classes[1]} WHEN false THEN {classes[0]} END)"
-    margins = [_margin(model, j) for j in range(model.W.shape[1])]
+    margins = [_margin(model, j, "postgres") for j in range(model.W.shape[1])]
     whens = " ".join(f"WHEN {m} THEN {c}" for m, c in zip(margins, classes))
     chosen = f"CASE greatest({', '.join(margins)}) {whens} END"
     return f"(CASE WHEN {first} IS NOT NULL THEN {chosen} END)"
@@ -125,7 +137,7 @@ def proba_expression(model: LinearModel, dialect: str = "postgres") -> str:
     zeros = dialect == "duckdb"
     # exp() overflows to an error in PostgreSQL: clamp the margin where the sigmoid is flat.
     sig = [
-        f"(1.0 / (1.0 + exp(-least(greatest({_margin(model, j, zeros)}, -700.0), 700.0))))"
+        f"(1.0 / (1.0 + exp(-least(greatest({_margin(model, j, dialect, zeros)}, -700.0), 700.0))))"
         for j in range(k)
     ]
     if k == 1:

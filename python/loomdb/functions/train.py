@@ -51,11 +51,17 @@ def train(db: Any, name: str, source: str | None, label: str | None, options: st
 
 
 def fit_record(
-    db: Any, name: str, p: Plan, source: str | None, label: str | None, what: str
+    db: Any,
+    name: str,
+    p: Plan,
+    source: str | None,
+    label: str | None,
+    what: str,
+    metric: str | None = None,
 ) -> tuple[ModelRecord, LinearModel]:
     """Lay the source out (or open the index), train, and return the model's catalog record
     (not yet written) and the model: one train, what ``loom_train`` and each trial of
-    ``loom_tune`` run."""
+    ``loom_tune`` run (``metric``: the tune's, scored on the validation rows)."""
     train_parallel.check_options(p.opts)
     cluster = distributed.resolve(db, p.given, p.opts)  # None: trained in this process
     if cluster is not None and p.opts["parallel"] > 1:
@@ -68,7 +74,7 @@ def fit_record(
     laid = _layout(db, p, source, label, what)
     try:
         laid_out = time.perf_counter()
-        model, history, used, report = _fit(db, name, p, laid, what, cluster)
+        model, history, used, report = _fit(db, name, p, laid, what, cluster, metric)
     finally:
         laid.close()
     finished = time.perf_counter()
@@ -136,7 +142,7 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
     )
 
 
-def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=None):
+def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=None, metric=None):
     info = laid.info
     problem = _problem(db, name, p, laid)
     p.check_backend(problem.k)
@@ -145,7 +151,7 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     safe = _automatic_step(p, laid, problem, backend, estimate=given is None)
     lr = given if given is not None else p.default_lr(safe)
     lr = getattr(backend, "step_size", float)(lr)  # what the backend can take (fpga-sim: 2^-j)
-    config = _config(p, laid, lr, safe)
+    config = _config(p, laid, lr, safe, metric)
     skip, skip_used = _skip(p, laid, problem)
     read_ahead = skip_used.get("read_ahead", 1)
     epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead)
@@ -193,7 +199,9 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     return model, history, used, report
 
 
-def _config(p: Plan, laid: layout.Layout, lr: float, safe: float) -> TrainConfig:
+def _config(
+    p: Plan, laid: layout.Layout, lr: float, safe: float, metric: str | None = None
+) -> TrainConfig:
     """The trainer's settings from the plan's options, at step size ``lr``."""
     return TrainConfig(
         kind=p.opts["model"],
@@ -209,6 +217,7 @@ def _config(p: Plan, laid: layout.Layout, lr: float, safe: float) -> TrainConfig
         precision=p.fidelity(laid.fmt),
         top_precision=laid.fmt.top(),
         safe_lr=safe,
+        metric=metric,
     )
 
 

@@ -2,9 +2,13 @@
 
 No paper section.  Each trial is one ``loom_train`` (``train.fit_record``: the same layout,
 trainer and catalog record) on the first batches of the shuffled source, scored on the last
-``validation_fraction`` of them (default 0.2): the score is the validation loss of the trial's
-last epoch *without* the L1/L2 penalty, so trials of different penalties compare on the data
-alone, lower being better (the first trial wins a tie).  A trial that diverges is recorded as
+``validation_fraction`` of them (default 0.2).  By default (``"metric": "loss"``) the score is
+the validation loss of the trial's last epoch *without* the L1/L2 penalty, so trials of
+different penalties compare on the data alone, lower being better; ``metric`` may instead name
+another of ``learn/metrics.py``'s ``TUNE_METRICS`` — accuracy or AUC (higher is better) for a
+classifier, RMSE or MAE for a regression — which the trainer computes of the trained model on
+the same validation batches.  The first trial wins a tie; trials, the summary and the kept
+model's ``tuned`` record name the metric used.  A trial that diverges is recorded as
 failed with its error and is never chosen.  Everything runs in one transaction: the trials
 (``loom.trials``) and the kept model (the ``loom.models`` row ``loom_train`` writes, its options
 recording the chosen values and, under ``tuned``, the search) are written together at the end,
@@ -23,11 +27,10 @@ from loomdb.functions import deploy
 from loomdb.functions.train import fit_record
 from loomdb.functions.train_options import TRAIN
 from loomdb.functions.tune_space import Space, plans, space
+from loomdb.learn.metrics import TUNE_METRICS
 from loomdb.options import parse_json
 from loomdb.store import catalog
 from loomdb.store.names import check_name
-
-METRIC = "validation loss"
 
 
 def tune(db: Any, name: str, source: str | None, label: str | None, options: str | None) -> str:
@@ -45,11 +48,11 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
         best: tuple[float, int, Any, Any] | None = None
         for number, (opts, p) in enumerate(planned, 1):
             what = f"loom_tune {name} trial {number}"
-            row, fitted = _trial(db, name, number, opts, p, source, label, what)
+            row, fitted = _trial(db, name, number, opts, p, source, label, what, s.metric)
             rows.append(row)
             if progress:
                 db.notice(_report(name, number, len(planned), s, row))
-            if fitted is not None and (best is None or row["score"] < best[0]):
+            if fitted is not None and (best is None or _better(s.metric, row["score"], best[0])):
                 best = (row["score"], number, *fitted)
         if best is None:
             raise LoomDivergedError(
@@ -57,7 +60,8 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
                 hint="give smaller lr candidates, or leave 'lr' out for the automatic step",
             )
         score, number, record, model = best
-        tuned = {"search": s.search, "trial": number, "trials": len(rows), "metric": METRIC}
+        metric = TUNE_METRICS[s.metric].label
+        tuned = {"search": s.search, "trial": number, "trials": len(rows), "metric": metric}
         record.options = {**record.options, "tuned": tuned}
         catalog.put_model(db, record, replace=exists)
         catalog.put_trials(db, name, rows)
@@ -66,29 +70,43 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
     return json.dumps(_summary(name, s, rows, number, score, time.perf_counter() - started))
 
 
-def _trial(db, name, number, opts, p, source, label, what):
+def _trial(db, name, number, opts, p, source, label, what, metric):
     """Run one trial in a subtransaction; its catalog row, and (record, model) if it trained."""
     started = time.perf_counter()
-    row: dict[str, Any] = {"trial": number, "options": opts, "score": None, "error": None}
+    named = TUNE_METRICS[metric].label
+    row: dict[str, Any] = {
+        "trial": number,
+        "options": opts,
+        "score": None,
+        "error": None,
+        "metric": named,
+    }
     try:
         with db.atomic():
-            record, model = fit_record(db, name, p, source, label, what)
+            record, model = fit_record(db, name, p, source, label, what, metric)
     except LoomDivergedError as e:
         row.update(status="failed", error=e.message, seconds=_since(started))
         return row, None
-    score = _score(record.history)
+    score = _score(record.history, metric)
     row["seconds"] = _since(started)
     if score is None:
-        row.update(status="failed", error="the validation loss is not finite")
+        row.update(status="failed", error=f"the {named} is not finite")
         return row, None
     row.update(status="ok", score=score)
     return row, (record, model)
 
 
-def _score(history: list[dict[str, Any]]) -> float | None:
+def _score(history: list[dict[str, Any]], metric: str) -> float | None:
+    """The last epoch's ``metric`` on the validation rows (the trainer records it)."""
     epochs = [h for h in history if "epoch" in h]
-    value = epochs[-1].get("val_data_loss") if epochs else None
+    key = "val_data_loss" if metric == "loss" else f"val_{metric}"
+    value = epochs[-1].get(key) if epochs else None
     return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _better(metric: str, score: float, best: float) -> bool:
+    """Whether ``score`` beats ``best`` (strictly: the first trial wins a tie)."""
+    return score > best if TUNE_METRICS[metric].higher else score < best
 
 
 def _since(started: float) -> float:
@@ -103,7 +121,7 @@ def _report(name: str, number: int, of: int, s: Space, row: dict[str, Any]) -> s
     head = f"loom_tune {name}: trial {number}/{of} {json.dumps(_searched(s, row['options']))}"
     if row["status"] != "ok":
         return f"{head} failed: {row['error']}"
-    return f"{head}: {METRIC} {row['score']:.6g} ({row['seconds']:.2f} s)"
+    return f"{head}: {row['metric']} {row['score']:.6g} ({row['seconds']:.2f} s)"
 
 
 def _summary(name, s: Space, rows, number, score, seconds) -> dict[str, Any]:
@@ -113,7 +131,7 @@ def _summary(name, s: Space, rows, number, score, seconds) -> dict[str, Any]:
         "search": s.search,
         "trials": len(rows),
         "failed": sum(r["status"] != "ok" for r in rows),
-        "metric": METRIC,
+        "metric": TUNE_METRICS[s.metric].label,
         "best_trial": number,
         "best_score": score,
         "best_options": _searched(s, chosen),
@@ -122,7 +140,8 @@ def _summary(name, s: Space, rows, number, score, seconds) -> dict[str, Any]:
 
 
 def trials(db: Any, name: str) -> list[tuple[Any, ...]]:
-    """(trial, status, score, seconds, options, error) rows of the model's search."""
+    """(trial, status, score, seconds, options, error, metric) rows of the model's search (a
+    row an older loomdb wrote names no metric: it was scored by the loss)."""
     found = catalog.trials_of(db, check_name(name, "model"))
     if not found:
         catalog.get_model(db, name)  # no such model: say so; a trained one has no trials
@@ -134,6 +153,7 @@ def trials(db: Any, name: str) -> list[tuple[Any, ...]]:
             r["seconds"],
             json.dumps(r["options"]),
             r["error"],
+            r.get("metric") or TUNE_METRICS["loss"].label,
         )
         for r in found
     ]

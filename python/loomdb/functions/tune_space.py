@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from loomdb.errors import LoomOptionError
+from loomdb.functions.train_options import TRAIN
 from loomdb.functions.train_plan import Plan, plan
+from loomdb.learn.losses import LOSSES
+from loomdb.learn.metrics import TUNE_METRICS
 from loomdb.options import Choices, Interval, Option, Options
 
 MAX_TRIALS = 64
@@ -27,6 +30,13 @@ SEARCH = Options(
     Option("search", Choices(["grid", "random"]), "grid", "every combination, or a random draw"),
     Option("trials", Interval(True, 1, MAX_TRIALS), None, "random search: how many combinations"),
     Option("search_seed", Interval(True, 0, 2**31 - 1), 0, "random search: the seed of the draw"),
+    Option(
+        "metric",
+        Choices(list(TUNE_METRICS)),
+        "loss",
+        "what scores a trial on the validation rows: "
+        + "; ".join(f"{m.name}: {m.doc}" for m in TUNE_METRICS.values()),
+    ),
 )
 # option → why it cannot be a list of candidates
 NOT_CANDIDATES = {
@@ -53,6 +63,7 @@ class Space:
     search: str
     trials: int | None
     seed: int
+    metric: str = "loss"  # learn/metrics.py TUNE_METRICS
 
     @property
     def size(self) -> int:
@@ -107,9 +118,26 @@ def space(given: dict[str, Any]) -> Space:
             "loom_tune scores each trial on held-out rows: validation_fraction cannot be 0",
             hint=f"leave it out (default {DEFAULT_VALIDATION}) or give a fraction above 0",
         )
-    s = Space(fixed, lists, own["search"], own["trials"], own["search_seed"])
+    s = Space(fixed, lists, own["search"], own["trials"], own["search_seed"], own["metric"])
     _check_size(s)
+    _check_metric(s)
     return s
+
+
+def _check_metric(s: Space) -> None:
+    """Refuse a metric that does not score the model kind (before any trial runs)."""
+    metric = TUNE_METRICS[s.metric]
+    kind = s.fixed.get("model") or TRAIN.by_name["model"].default
+    if kind not in LOSSES or metric.applies == "any":
+        return  # an unknown kind: loom_train's parser names it
+    is_a = "classifier" if LOSSES[kind].classifier else "regression"
+    if metric.applies != is_a:
+        fitting = [m.name for m in TUNE_METRICS.values() if m.applies in ("any", is_a)]
+        raise LoomOptionError(
+            f"the '{s.metric}' metric scores {metric.applies} models; model '{kind}' is a "
+            f"{is_a} model",
+            hint=f"give 'metric' one of {', '.join(fitting)}",
+        )
 
 
 def _check_list(key: str, values: list[Any]) -> None:

@@ -1,10 +1,12 @@
 """Evaluation metrics (BigQuery ML's ML.EVALUATE, ML.CONFUSION_MATRIX and ML.ROC_CURVE), in
 numpy.  No paper section.  Each follows scikit-learn's definition (``sklearn.metrics``), which
 the tests compare against: zero_division=0, the ROC curve of ``roc_curve(…,
-drop_intermediate=False)``."""
+drop_intermediate=False)``.  :data:`TUNE_METRICS`: what ``loom_tune`` may score a trial by."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -95,3 +97,41 @@ def classification(
     if len(classes) > 2:
         out["per_class"] = each
     return out
+
+
+@dataclass(frozen=True)
+class TuneMetric:
+    """What ``loom_tune`` may score a trial by, on its validation rows."""
+
+    name: str
+    higher: bool  # a higher value is better
+    applies: str  # the model kinds it scores: "any", "classifier" or "regression"
+    doc: str
+
+    @property
+    def label(self) -> str:
+        """How trials, summaries and the kept model name it."""
+        return f"validation {self.name}"
+
+
+TUNE_METRICS = {
+    m.name: m
+    for m in (
+        TuneMetric("loss", False, "any", "the loss without the L1/L2 penalty, lower is better"),
+        TuneMetric("accuracy", True, "classifier", "the share of rows labelled right"),
+        TuneMetric("auc", True, "classifier", "the ROC AUC of the margin (two classes)"),
+        TuneMetric("rmse", False, "regression", "the root mean squared error"),
+        TuneMetric("mae", False, "regression", "the mean absolute error"),
+    )
+}
+
+
+def tune_score(metric: str, y: np.ndarray, pred: np.ndarray, Z: np.ndarray, classes: list) -> float:
+    """A trial's ``metric`` (not "loss": the trainer keeps that) over validation rows: their
+    labels ``y``, predicted labels ``pred`` and margins ``Z``."""
+    if metric == "accuracy":
+        return float((pred == y).mean())
+    if metric == "auc":
+        return roc_auc(y == classes[1], Z[:, 0])
+    errors = regression(y, pred)
+    return math.sqrt(errors["mse"]) if metric == "rmse" else errors["mae"]

@@ -44,8 +44,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from loomdb.errors import LoomDivergedError
+from loomdb.errors import LoomDivergedError, LoomOptionError
 from loomdb.learn.losses import LOSSES
+from loomdb.learn.metrics import tune_score
 from loomdb.learn.model import LinearModel
 from loomdb.learn.optimizers import OPTIMIZERS, soft_threshold
 from loomdb.learn.precision import precision_for
@@ -100,6 +101,7 @@ class TrainConfig:
     top_precision: int = 32  # the most the layout holds (a pcr index: its scan groups)
     safe_lr: float | None = None  # the automatic step: restarts never go above it
     patience: int = 5  # epochs without a tol-sized improvement before stopping (sklearn's)
+    metric: str | None = None  # loom_tune's metric besides the loss (learn/metrics.py), if any
 
 
 class Diverged(Exception):
@@ -135,6 +137,10 @@ def fit(
             lr = smaller
             continue
         model = LinearModel(config.kind, problem.features, W, b, problem.scaling, problem.classes)
+        if config.metric not in (None, "loss") and epochs:
+            scored = _validation_metric(source, problem, backend, model, epochs[-1], config.metric)
+            if scored is not None:
+                epochs[-1][f"val_{config.metric}"] = scored
         return model, restarts + epochs
     raise LoomDivergedError(
         f"training diverged {MAX_RESTARTS + 1} times, the last time at lr {lr * 10:g}: "
@@ -275,13 +281,37 @@ def _sgd_epoch(
     return {"loss": total, "rows": rows, "bytes": nbytes, **skipped}
 
 
-def _validation_loss(source, problem, loss, backend, W, b, precision) -> float | None:
+def _validation_margins(source, problem, backend, W, b, precision):
+    """Each validation batch's ``(batch, margins)`` at ``precision``."""
     shift, scale = problem.scaling.shift, problem.scaling.scale
     Weff = W * scale[:, None]
-    total, rows = 0.0, 0
     for batch in source.validation_batches(precision):
+        yield batch, backend.margins(batch, Weff) + (b - shift @ Weff)
+
+
+def _validation_loss(source, problem, loss, backend, W, b, precision) -> float | None:
+    total, rows = 0.0, 0
+    for batch, Z in _validation_margins(source, problem, backend, W, b, precision):
         T, sw = problem.targets(batch.y)
-        Z = backend.margins(batch, Weff) + (b - shift @ Weff)
         total += float((loss.value(Z, T) * sw[:, None]).sum())
         rows += batch.rows
     return total / rows if rows else None
+
+
+def _validation_metric(source, problem, backend, model, last, metric) -> float | None:
+    """``metric`` of the trained ``model`` on the validation batches, read at the last epoch's
+    precision (None without validation rows, or when it is not finite)."""
+    if metric == "auc" and problem.k != 1:
+        raise LoomOptionError(
+            f"the 'auc' metric scores two classes by the margin; the label holds "
+            f"{len(problem.classes)}",
+            hint="score the trials by 'accuracy' or 'loss'",
+        )
+    read = _validation_margins(source, problem, backend, model.W, model.b, last["precision"])
+    pairs = [(np.array(batch.y), Z) for batch, Z in read]  # a batch's arrays may be reused
+    if not pairs:
+        return None
+    y = np.concatenate([p[0] for p in pairs])
+    Z = np.concatenate([p[1] for p in pairs])
+    value = tune_score(metric, y, model.labels(Z), Z, problem.classes)
+    return value if np.isfinite(value) else None

@@ -71,6 +71,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("seconds", "double"),
         ("error", "text"),
         ("created_at", "timestamp"),
+        ("metric", "text"),  # what scored the trial ("validation loss", …; functions/tune.py)
     ],
     "indexes": [
         ("name", "name"),
@@ -110,7 +111,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 }
 TABLES["model_versions"] = list(TABLES["models"])  # a model's versions but the current one
 # columns added since a table was first released: ALTER TABLE … ADD COLUMN IF NOT EXISTS
-ADDED = {"models": ["version"]}
+ADDED = {"models": ["version"], "trials": ["metric"]}
 KEYS = {
     "models": "name",
     "model_versions": "name, version",
@@ -449,7 +450,7 @@ def grantees(db: Queryable, model: str) -> list[str]:
 
 def put_trials(db: Queryable, model: str, trials: list[dict[str, Any]]) -> None:
     """Replace the model's trials (of this role: row-level security hides the others') with
-    ``trials``: dicts of trial, status, options, score, seconds, error."""
+    ``trials``: dicts of trial, status, options, score, seconds, error, metric."""
     delete_trials(db, model)
     for t in trials:
         _insert(db, "trials", {"model": model, **t})

@@ -1,4 +1,5 @@
-"""How a source column becomes numeric features: one-hot categories, an imputed value.
+"""How a source column becomes numeric features: one-hot categories, hashed buckets, an
+imputed value.
 
 No paper section (BigQuery ML's TRANSFORM and PostgresML's preprocess are the models).  An
 :class:`Encoded` column is recorded with the index (``stats["encoding"]``) and the model
@@ -7,17 +8,28 @@ No paper section (BigQuery ML's TRANSFORM and PostgresML's preprocess are the mo
 - as SQL (:meth:`Encoded.sql`), one numeric expression per feature over the source column —
   what the layout reads and what ``loom_predict_sql`` / ``loom_deploy`` compile:
   ``CASE WHEN CAST("c" AS TEXT) = 'v' THEN 1.0 ELSE 0.0 END`` with every value a quoted
-  literal, ``COALESCE(CAST("x" AS FLOAT8), 41.5)`` for an imputed number;
+  literal, ``COALESCE(CAST("x" AS FLOAT8), 41.5)`` for an imputed number, ``CASE WHEN
+  <bucket of "c"> = 3 THEN 1.0 ELSE 0.0 END`` for a hashed one;
 - in Python (:meth:`Encoded.apply`), over a row's named values (``loom_predict_row``).
 
 A text column's features are one indicator per kept category (``c=v``) and, when some
 training values were cut by ``top_k``, one ``c=<other>`` for every other non-NULL value.  A
 NULL text matches no category: all its indicators are 0, ``<other>`` included; an unseen
 category at predict time counts as ``<other>`` (all 0 when the column has no ``<other>``).
+
+A hashed text column (``"encode": "hash"``, ``buckets`` n) has n features ``c#0`` … ``c#{n-1}``
+and no categories: a value's bucket is the first 7 hex digits of the MD5 of its UTF-8 text,
+read as an integer (0 … 2^28-1), modulo n; its feature is 1.0, the others 0.0.  Every value,
+seen in training or not, lands in some bucket; a NULL lands in none (all 0).  Both engines'
+``md5(text)`` give the same hex as Python's ``hashlib`` (PostgreSQL hashes the text in the
+database's encoding: UTF8, or non-ASCII values land elsewhere than in Python and DuckDB); only
+reading hex as an integer is spelled per dialect (:data:`HEX_INTEGER`), and each spelling is
+immutable, so a deployed PostgreSQL function stays ``IMMUTABLE``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +40,23 @@ from loomdb.errors import LoomDataError
 from loomdb.store.names import quote_ident
 
 OTHER = "<other>"
+HEX_DIGITS = 7  # of the MD5, read as an integer: 28 bits, positive in a 32-bit integer
+# How each dialect reads {hex} (a text of HEX_DIGITS hex digits) as an integer.
+HEX_INTEGER = {
+    "postgres": f"CAST(CAST('x' || {{hex}} AS bit({4 * HEX_DIGITS})) AS integer)",
+    "duckdb": "CAST('0x' || {hex} AS INTEGER)",
+}
+
+
+def bucket(value: str, buckets: int) -> int:
+    """The bucket of a text value, as :func:`bucket_sql` computes it in SQL."""
+    return int(hashlib.md5(value.encode("utf-8")).hexdigest()[:HEX_DIGITS], 16) % buckets
+
+
+def bucket_sql(text: str, buckets: int, dialect: str) -> str:
+    """SQL for the bucket of the text expression ``text`` (NULL for NULL)."""
+    digits = f"substr(md5({text}), 1, {HEX_DIGITS})"
+    return f"({HEX_INTEGER[dialect].format(hex=digits)} % {int(buckets)})"
 
 
 def text_literal(value: str) -> str:
@@ -42,31 +71,50 @@ def number_literal(x: float) -> str:
 
 @dataclass(frozen=True)
 class Encoded:
-    """One source column and how it becomes features (``kind``: numeric | boolean | text)."""
+    """One source column and how it becomes features (``kind``: numeric | boolean | text;
+    ``buckets``: a text column hashed to that many buckets, 0 for one-hot)."""
 
     column: str
     kind: str
     categories: tuple[str, ...] = field(default=())
     other: bool = False
     impute: float | None = None
+    buckets: int = 0
 
     @property
     def text(self) -> bool:
         return self.kind == "text"
 
+    @property
+    def hashed(self) -> bool:
+        return self.buckets > 0
+
     def names(self) -> list[str]:
-        """The features' names: the column itself, or one ``column=value`` per category."""
+        """The features' names: the column itself, one ``column=value`` per category, or one
+        ``column#j`` per bucket."""
         if not self.text:
             return [self.column]
+        if self.hashed:
+            return [f"{self.column}#{j}" for j in range(self.buckets)]
         return [f"{self.column}={v}" for v in self.categories] + (
             [f"{self.column}={OTHER}"] if self.other else []
         )
 
-    def sql(self, double: str) -> list[str]:
-        """One SQL expression per feature, a ``double`` each."""
+    def bucket(self, dialect: str) -> str:
+        """SQL for a hashed column's bucket of its value (NULL for NULL)."""
+        return bucket_sql(f"CAST({quote_ident(self.column)} AS TEXT)", self.buckets, dialect)
+
+    def sql(self, double: str, dialect: str) -> list[str]:
+        """One SQL expression per feature, a ``double`` each, for ``dialect``."""
         col = quote_ident(self.column)
         if self.text:
             value = f"CAST({col} AS TEXT)"
+            if self.hashed:
+                at = self.bucket(dialect)
+                return [
+                    f"CAST((CASE WHEN {at} = {j} THEN 1.0 ELSE 0.0 END) AS {double})"
+                    for j in range(self.buckets)
+                ]
             exprs = [
                 f"(CASE WHEN {value} = {text_literal(v)} THEN 1.0 ELSE 0.0 END)"
                 for v in self.categories
@@ -93,7 +141,11 @@ class Encoded:
             for i, v in enumerate(values):
                 if v is None:
                     continue
-                j = where.get(v if isinstance(v, str) else _as_text(v, self.column))
+                text = v if isinstance(v, str) else _as_text(v, self.column)
+                if self.hashed:
+                    out[i, bucket(text, self.buckets)] = 1.0
+                    continue
+                j = where.get(text)
                 if j is not None:
                     out[i, j] = 1.0
                 elif self.other:
@@ -122,7 +174,9 @@ class Encoded:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"column": self.column, "kind": self.kind}
-        if self.text:
+        if self.hashed:
+            out.update(encode="hash", buckets=self.buckets)
+        elif self.text:
             out.update(categories=list(self.categories), other=self.other)
         if self.impute is not None:
             out["impute"] = self.impute
@@ -136,13 +190,14 @@ class Encoded:
             tuple(str(v) for v in d.get("categories", ())),
             bool(d.get("other", False)),
             None if d.get("impute") is None else float(d["impute"]),
+            int(d["buckets"]) if d.get("encode") == "hash" else 0,  # none stored: one-hot
         )
 
 
 def _as_text(value: Any, column: str) -> str:
     if isinstance(value, bool | int | float):
         raise LoomDataError(
-            f"the row's column '{column}' is a number, but the model one-hot encodes it as text",
+            f"the row's column '{column}' is a number, but the model encodes it as text",
             hint="pass the column as text, as it was in the training source",
         )
     return str(value)
@@ -168,8 +223,8 @@ def names(encoding: Sequence[Encoded]) -> list[str]:
     return [n for e in encoding for n in e.names()]
 
 
-def sql(encoding: Sequence[Encoded], double: str) -> list[str]:
-    return [s for e in encoding for s in e.sql(double)]
+def sql(encoding: Sequence[Encoded], double: str, dialect: str) -> list[str]:
+    return [s for e in encoding for s in e.sql(double, dialect)]
 
 
 def columns(encoding: Sequence[Encoded]) -> list[str]:

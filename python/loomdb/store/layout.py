@@ -63,7 +63,8 @@ OPTIONS = Options(
         "preprocess",
         PreprocessOption(),
         None,
-        "per-column encoding: top_k of a text column, impute of a number (store/preprocess.py)",
+        "per-column encoding: a text column one-hot (top_k) or hashed (encode: hash, buckets), "
+        "impute of a number (store/preprocess.py)",
     ),
 )
 BUILT_WITH: tuple[str, ...] = (
@@ -220,7 +221,7 @@ def _encoded(
         yield from _encoded_sparse(db, prof, fmt, opts, progress)
         return
     chunks = db.read_matrix(
-        prof.relation, prof.values(db.type("double")), prof.where, opts["seed"], CHUNK
+        prof.relation, prof.values(db.type("double"), db.dialect), prof.where, opts["seed"], CHUNK
     )
     if opts.get("slimml"):
         yield from grouped.encoded(chunks, prof, fmt, opts, info, progress)
@@ -323,7 +324,7 @@ def _signature(db: Database, info: IndexInfo, kinds: dict[str, str]) -> str:
         strict = [*encodings.strict(encoding), info.label]
         where = complete_rows(strict) if info.options.get("nulls") == "skip" else None
         rel = relation(info.source, db.dialect)
-        return db.signature(rel, [*encodings.sql(encoding, double), label], where)
+        return db.signature(rel, [*encodings.sql(encoding, double, db.dialect), label], where)
     exprs = [  # the array columns of a sparse source and an image column's bytes as they are
         quote_ident(c)
         if (info.options.get("sparse") and c != info.label) or kinds.get(c) == "bytes"

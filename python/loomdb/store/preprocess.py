@@ -3,10 +3,15 @@
 No paper section.  Text feature columns are one-hot encoded without being asked (as BigQuery
 ML does for STRING columns); per-column options override::
 
-    {"preprocess": {"city": {"top_k": 20}, "age": {"impute": "median"}, "x": {"impute": 0}}}
+    {"preprocess": {"city": {"top_k": 20}, "age": {"impute": "median"}, "x": {"impute": 0},
+                    "zip": {"encode": "hash", "buckets": 64}}}
 
-``top_k`` keeps a text column's most frequent values (ties broken by the value, in Python's
-code-point order, so both engines keep the same ones) and folds the rest into ``<other>``;
+``encode`` is ``"onehot"`` (the default for text) or ``"hash"`` (the feature hashing trick:
+``buckets`` features, each value in the bucket of its MD5, no statistics needed — for columns
+of many or unbounded values; ``store/encoding.py``).  ``top_k`` (one-hot only) keeps a text
+column's most frequent values (ties broken by the value, in Python's code-point order, so both
+engines keep the same ones) and folds the rest into ``<other>``; ``buckets`` (hash only, default
+32) is the number of hashed features;
 ``impute`` fills a number's NULLs with its mean or median over the training rows (NULLs left
 out, as scikit-learn's ``SimpleImputer`` does) or a constant, instead of the ``nulls`` rule.
 The statistics are computed once, when the source is profiled, and recorded with the index
@@ -26,12 +31,20 @@ from loomdb.store.names import quote_ident
 
 TOP_K = 100  # categories kept per text column unless top_k says otherwise
 MAX_TOP_K = 1000
+BUCKETS = 32  # hashed features per text column unless buckets says otherwise
+MAX_BUCKETS = 1 << 16
+ENCODE = ("onehot", "hash")
 IMPUTE = ("mean", "median")
-KEYS = {"top_k", "impute"}
+KEYS = {"top_k", "impute", "encode", "buckets"}
+
+
+def _whole(value: Any, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= high
 
 
 class PreprocessOption(Constraint):
-    """``{column: {"top_k": n, "impute": "mean" | "median" | number}}``."""
+    """``{column: {"encode": "onehot" | "hash", "top_k": n, "buckets": n,
+    "impute": "mean" | "median" | number}}`` (which key fits which column: :func:`plan`)."""
 
     def check(self, value: Any) -> bool:
         if not isinstance(value, dict):
@@ -39,8 +52,11 @@ class PreprocessOption(Constraint):
         for spec in value.values():
             if not isinstance(spec, dict) or set(spec) - KEYS:
                 return False
-            k = spec.get("top_k", TOP_K)
-            if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_TOP_K:
+            if not _whole(spec.get("top_k", TOP_K), MAX_TOP_K):
+                return False
+            if not _whole(spec.get("buckets", BUCKETS), MAX_BUCKETS):
+                return False
+            if spec.get("encode", ENCODE[0]) not in ENCODE:
                 return False
             fill = spec.get("impute", "mean")
             if not (
@@ -51,8 +67,10 @@ class PreprocessOption(Constraint):
 
     def describe(self) -> str:
         return (
-            'an object {"column": {"top_k": n, "impute": "mean" | "median" | number}} '
-            f"(top_k from 1 to {MAX_TOP_K}, for text columns; impute for numeric ones)"
+            'an object {"column": {"encode": "onehot" | "hash", "top_k": n, "buckets": n, '
+            '"impute": "mean" | "median" | number}} (encode for text columns, with top_k from 1 '
+            f"to {MAX_TOP_K} for onehot or buckets from 1 to {MAX_BUCKETS} for hash; impute for "
+            "numeric ones)"
         )
 
 
@@ -112,18 +130,21 @@ def _column(
                 f"'impute' applies to numeric columns; '{column}' is text",
                 hint="a NULL text value is encoded as no category (all its indicators 0)",
             )
+        if _encode(column, spec) == "hash":
+            return Encoded(column, "text", buckets=int(spec.get("buckets", BUCKETS)))
         return _categories(db, rel, column, int(spec.get("top_k", TOP_K)), where)
-    if "top_k" in spec:
-        raise LoomOptionError(
-            f"'top_k' applies to text columns; '{column}' is {kind}",
-            hint=f"cast it to text in a SELECT source to one-hot encode it: CAST({column} AS TEXT)",
-        )
+    for key in ("top_k", "encode", "buckets"):
+        if key in spec:
+            raise LoomOptionError(
+                f"'{key}' applies to text columns; '{column}' is {kind}",
+                hint=f"cast it to text in a SELECT source to encode it: CAST({column} AS TEXT)",
+            )
     fill = spec.get("impute")
     if fill is None:
         return Encoded(column, kind)
     if not isinstance(fill, str):
         return Encoded(column, kind, impute=float(fill))
-    value = Encoded(column, kind).sql(db.type("double"))[0]
+    value = Encoded(column, kind).sql(db.type("double"), db.dialect)[0]
     aggregate = (
         f"avg({value})"
         if fill == "mean"
@@ -136,6 +157,20 @@ def _column(
             hint="every training row holds NULL there: leave it out of 'features'",
         )
     return Encoded(column, kind, impute=float(got))
+
+
+def _encode(column: str, spec: dict[str, Any]) -> str:
+    """A text column's ``encode``, refusing the other encoding's parameter."""
+    encode = str(spec.get("encode", "onehot"))
+    wrong = "top_k" if encode == "hash" else "buckets"
+    if wrong in spec:
+        right = "onehot" if encode == "hash" else "hash"
+        raise LoomOptionError(
+            f"'{wrong}' applies to \"encode\": \"{right}\"; column '{column}' is encoded "
+            f'with "{encode}"',
+            hint=f'give {{"encode": "{right}", "{wrong}": …}}, or leave \'{wrong}\' out',
+        )
+    return encode
 
 
 def _categories(db: Database, rel: str, column: str, top_k: int, where: str | None) -> Encoded:

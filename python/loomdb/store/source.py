@@ -69,11 +69,11 @@ class SourceProfile:
         """What the source's rows take in memory, laid out."""
         return self.size if self.size is not None else self.rows * (len(self.features) + 1) * 8
 
-    def values(self, double: str) -> list[str]:
-        """SQL expressions of the features then the label, as doubles."""
+    def values(self, double: str, dialect: str) -> list[str]:
+        """SQL expressions of the features then the label, as doubles, for ``dialect``."""
         label = label_value(self.label, self.kinds[self.label], self.label_classes, double)
         if self.encoding is not None:
-            return [*encodings.sql(self.encoding, double), label]
+            return [*encodings.sql(self.encoding, double, dialect), label]
         return [*(number(c, self.kinds[c], double) for c in self.features), label]
 
     def stored_stats(self) -> dict[str, Any]:
@@ -254,7 +254,7 @@ def profile(
         prof.encoding = preprocess.plan(db, rel, source, chosen, kinds, spec, where)
         prof.features = encodings.names(prof.encoding)
     double = db.type("double")
-    values = column_stats(db, rel, prof.values(double), where)
+    values = column_stats(db, rel, prof.values(double, db.dialect), where)
     bad = [
         n
         for n, (lo, hi) in zip([*prof.features, label], values[:, :2])
@@ -272,7 +272,7 @@ def profile(
         "std": np.nan_to_num(values[:-1, 3]),
         "label": np.nan_to_num(values[-1]),
     }
-    prof.label_counts = label_counts(db, rel, prof.values(double)[-1], where)
+    prof.label_counts = label_counts(db, rel, prof.values(double, db.dialect)[-1], where)
     return prof
 
 

@@ -1,0 +1,132 @@
+"""Hashed text columns (``"encode": "hash"``): the same bucket in SQL on each engine and in
+Python, trained on every row format, and replayed alike by every way of predicting."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from loomdb.store import encoding as encodings
+
+pytestmark = pytest.mark.postgres
+
+N = 200
+RNG = np.random.default_rng(5)
+ODD = [
+    "",
+    " ",
+    "it's",
+    'say "hi"',
+    "é",
+    "東京",
+    "😀",
+    "back\\slash",
+    "tab\there",
+    "NULL",
+    "x" * 300,
+]
+CITIES = np.array([*ODD, *(f"city{k}" for k in range(40))], dtype=object)
+CITY = CITIES[RNG.integers(0, len(CITIES), N)]
+CITY[RNG.random(N) < 0.1] = None
+CITY[: len(ODD)] = ODD  # every odd value present
+X = RNG.normal(0.0, 1.0, N)
+BUMP = {c: RNG.normal(0.0, 1.0) for c in CITIES}
+Y = np.array([BUMP.get(c, 0.0) for c in CITY]) + 0.7 * X + 0.1 * RNG.normal(size=N)
+HASH = {"city": {"encode": "hash", "buckets": 16}}
+
+
+def _text(v) -> str:
+    return "NULL" if v is None else encodings.text_literal(v)
+
+
+@pytest.fixture
+def source(engine):
+    engine.rows("CREATE TABLE he (id INTEGER, city TEXT, x DOUBLE PRECISION, y DOUBLE PRECISION)")
+    values = ", ".join(
+        f"({i}, {_text(c)}, {float(x)!r}, {float(y)!r})"
+        for i, (c, x, y) in enumerate(zip(CITY, X, Y))
+    )
+    engine.rows(f"INSERT INTO he VALUES {values}")
+    return engine
+
+
+def _error(engine, sql: str) -> str:
+    with pytest.raises(engine.errors) as caught:
+        engine.rows(sql)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("buckets", [1, 7, 64, 65536])
+def test_sql_and_python_put_every_value_in_the_same_bucket(source, buckets):
+    city = encodings.Encoded("city", "text", buckets=buckets)
+    at = encodings.bucket_sql('CAST("city" AS TEXT)', buckets, source.name)
+    rows = source.rows(f"SELECT city, {at} FROM he ORDER BY id")
+    assert [r[0] for r in rows] == list(CITY)
+    expected = [None if c is None else encodings.bucket(c, buckets) for c in CITY]
+    assert [r[1] for r in rows] == expected
+    if buckets <= 64:  # the features: one 1.0 in the value's bucket, none for NULL
+        exprs = ", ".join(city.sql("DOUBLE PRECISION", source.name))
+        in_sql = np.array(source.rows(f"SELECT {exprs} FROM he ORDER BY id"), dtype=float)
+        assert np.array_equal(in_sql, city.apply(list(CITY)))
+        assert in_sql.sum(axis=1).tolist() == [0.0 if c is None else 1.0 for c in CITY]
+
+
+@pytest.mark.parametrize("fmt", ["dense", "toc", "mlweaving"])
+def test_every_way_of_predicting_agrees_on_a_hashed_model(source, fmt):
+    options = {"features": ["city", "x"], "preprocess": HASH, "format": fmt, "model": "linear"}
+    source.scalar(f"SELECT loom_train('he_m', 'he', 'y', '{json.dumps(options)}')")
+    info = json.loads(source.scalar("SELECT loom_model_info('he_m')"))
+    assert info["feature_names"] == [f"city#{j}" for j in range(16)] + ["x"]
+    (city, x) = encodings.load(info["options"]["encoding"]) or []
+    assert city.to_dict() == {"column": "city", "kind": "text", "encode": "hash", "buckets": 16}
+    design = np.hstack([city.apply(list(CITY)), x.apply(list(X))])
+    calls = ", ".join(
+        "loom_predict('he_m', ARRAY[" + ", ".join(repr(float(v)) for v in row) + "])"
+        for row in design
+    )
+    by_array = np.array(source.rows(f"SELECT {calls}")[0], dtype=float)
+    compiled = source.scalar("SELECT loom_predict_sql('he_m')")
+    source.scalar("SELECT loom_deploy('he_m')")
+    rows = source.rows(
+        f"SELECT {compiled}, predict_he_m(city, x), loom_predict_row('he_m', he) FROM he "
+        "ORDER BY id"
+    )
+    if source.name == "postgres":  # an index expression takes immutable functions only
+        source.rows("CREATE INDEX he_p ON he (predict_he_m(city, x))")
+        source.rows("DROP INDEX he_p")  # the model is dropped after the test
+    got = np.array(rows, dtype=float)
+    assert np.allclose(got, by_array[:, None], rtol=0, atol=1e-9)
+    # the buckets carry the cities' effect: a better fit than x alone
+    assert np.corrcoef(got[:, 0], Y)[0, 1] > np.corrcoef(X, Y)[0, 1] + 0.1
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"city": {"encode": "hash", "top_k": 5}}, '\'top_k\' applies to "encode": "onehot"'),
+        ({"city": {"buckets": 8}}, '\'buckets\' applies to "encode": "hash"'),
+        ({"city": {"encode": "onehot", "buckets": 8}}, '\'buckets\' applies to "encode": "hash"'),
+        ({"x": {"encode": "hash"}}, "'encode' applies to text columns"),
+        ({"x": {"buckets": 4}}, "CAST(x AS TEXT)"),
+        ({"city": {"encode": "hash", "buckets": 0}}, "buckets from 1 to 65536"),
+        ({"city": {"encode": "hash", "buckets": 65537}}, "buckets from 1 to 65536"),
+        ({"city": {"encode": "md5"}}, '"encode": "onehot" | "hash"'),
+    ],
+)
+def test_bad_encode_options_are_named(source, spec, expected):
+    options = json.dumps({"features": ["city", "x"], "preprocess": spec}).replace("'", "''")
+    assert expected in _error(source, f"SELECT loom_train('he_b', 'he', 'y', '{options}')")
+
+
+def test_a_model_of_hashed_features_only_compiles(source):
+    options = {"features": ["city"], "preprocess": HASH, "model": "linear"}
+    source.scalar(f"SELECT loom_train('he_h', 'he', 'y', '{json.dumps(options)}')")
+    compiled = source.scalar("SELECT loom_predict_sql('he_h')")
+    # hashed once per margin, not once per bucket (DuckDB's guard repeats the margin's text,
+    # which it computes once)
+    assert compiled.count("md5(") == (2 if source.name == "duckdb" else 1)
+    rows = source.rows(f"SELECT {compiled}, loom_predict_row('he_h', he) FROM he ORDER BY id")
+    got = np.array(rows, dtype=float)
+    assert np.allclose(got[:, 0], got[:, 1], rtol=0, atol=1e-9)
