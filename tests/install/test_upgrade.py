@@ -1,5 +1,7 @@
-"""``ALTER EXTENSION loomdb UPDATE`` from 0.1.0 (the released version) to this one: models kept,
-0.1.0's indexes dropped with a warning, the multi-user rules and every function in place."""
+"""``ALTER EXTENSION loomdb UPDATE`` from each released version to this one.  From 0.1.0: models
+kept, 0.1.0's indexes dropped with a warning, the multi-user rules and every function in place.
+From 0.2.0: models, trials and the access methods (with the indexes made by them) kept, the
+multi-user rules made again, trials gaining the metric they were scored by."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ pytestmark = pytest.mark.postgres
 OLD = Path(__file__).resolve().parents[1] / "fixtures" / "extension" / "loomdb--0.1.0.sql"
 
 
-def test_a_0_1_0_catalog_is_upgraded(pg_dsn):
+def _from(pg_dsn: str, old: Path, check) -> None:
+    """``check(pg_dsn, database)`` in a fresh database, with ``old``'s install script where
+    CREATE EXTENSION … VERSION finds it."""
     from support import pgserver
 
     if pgserver.cluster is None and not os.environ.get("LOOMDB_TEST_ALLOW_ROLES"):
@@ -24,15 +28,23 @@ def test_a_0_1_0_catalog_is_upgraded(pg_dsn):
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
         share = admin.execute("SELECT setting FROM pg_config WHERE name = 'SHAREDIR'").fetchone()
         assert share is not None
-        old_script = Path(share[0]) / "extension" / OLD.name
-        old_script.write_text(OLD.read_text())
+        old_script = Path(share[0]) / "extension" / old.name
+        old_script.write_text(old.read_text())
         admin.execute(f"CREATE DATABASE {database}")
     try:
-        upgraded(pg_dsn, database)
+        check(pg_dsn, database)
     finally:
         old_script.unlink()
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE {database}")
+
+
+def test_a_0_1_0_catalog_is_upgraded(pg_dsn):
+    _from(pg_dsn, OLD, upgraded)
+
+
+def test_a_0_2_0_catalog_is_upgraded(pg_dsn):
+    _from(pg_dsn, OLD.with_name("loomdb--0.2.0.sql"), upgraded_from_0_2_0)
 
 
 def upgraded(pg_dsn: str, database: str) -> None:
@@ -60,9 +72,9 @@ def upgraded(pg_dsn: str, database: str) -> None:
             "INSERT INTO loom.indexes (name, storage_table) "
             "VALUES ('old_ix', 'loom.\"ix_old_ix\"; DROP TABLE loom.models')"
         )
-        conn.execute("ALTER EXTENSION loomdb UPDATE TO '0.2.0'")
+        conn.execute("ALTER EXTENSION loomdb UPDATE TO '0.3.0'")
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
-        assert version.fetchone() == ("0.2.0",)
+        assert version.fetchone() == ("0.3.0",)
         assert any("index old_ix is dropped" in n for n in notices), notices
         assert conn.execute("SELECT count(*) FROM loom.indexes").fetchone() == (0,)
         gone = conn.execute("SELECT to_regclass('loom.ix_old_ix')").fetchone()
@@ -88,3 +100,50 @@ def upgraded(pg_dsn: str, database: str) -> None:
         assert conn.execute(versions).fetchall() == [(1, False), (2, True)]
         conn.execute("SELECT loom_rollback('old_m')")
         assert conn.execute("SELECT loom_predict('old_m', ARRAY[1.0, 0.0])").fetchone() == (1.0,)
+
+
+def upgraded_from_0_2_0(pg_dsn: str, database: str) -> None:
+    with psycopg.connect(f"{pg_dsn} dbname={database}", autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION plpython3u")
+        conn.execute("CREATE EXTENSION loomdb VERSION '0.2.0'")
+        methods = "SELECT amname FROM pg_am WHERE amname IN ('dense', 'toc', 'mlweaving', 'pcr')"
+        before = sorted(r[0] for r in conn.execute(methods))
+        conn.execute(
+            "INSERT INTO loom.models (name, uid, kind, coefficients, intercept, feature_names, "
+            "classes, standardization, options, history, version) VALUES ('old_m', 'u1', "
+            "'logistic', '[[1.5], [-2.0]]', '[0.25]', '[\"a\", \"b\"]', '[0.0, 1.0]', "
+            '\'{"method": "none", "shift": [0.0, 0.0], "scale": [1.0, 1.0]}\', '
+            "'{}', '[]', 1)"
+        )
+        conn.execute(
+            "INSERT INTO loom.trials (model, trial, status, options, score, seconds) "
+            "VALUES ('old_m', 1, 'ok', '{}', 0.5, 1.0)"
+        )
+        conn.execute(
+            "CREATE TABLE t AS SELECT g::float8 AS a, (g % 3)::float8 AS b, "
+            "CASE WHEN g % 2 = 0 THEN 'even' ELSE 'odd' END AS y, (g % 2)::float8 AS n "
+            "FROM generate_series(1, 50) AS g"
+        )
+        if before:  # an index made by CREATE INDEX … USING, where this server has the methods
+            with psycopg.connect(pg_dsn) as main:  # where this server's loomdb environment is
+                settings = main.execute("SELECT key, value FROM loom.settings").fetchall()
+            for key, value in settings:
+                conn.execute("UPDATE loom.settings SET value = %s WHERE key = %s", [value, key])
+            conn.execute("CREATE INDEX t_dense ON t USING dense (a, b) WITH (label = n)")
+        conn.execute("ALTER EXTENSION loomdb UPDATE")
+        version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
+        assert version.fetchone() == ("0.3.0",)
+        assert sorted(r[0] for r in conn.execute(methods)) == before  # never dropped
+        assert conn.execute("SELECT loom_predict('old_m', ARRAY[1.0, 0.0])").fetchone() == (1.0,)
+        trials = conn.execute("SELECT trial, score, metric FROM loom_trials('old_m')")
+        assert trials.fetchall() == [(1, 0.5, "validation loss")]
+        policies = "SELECT count(*) FROM pg_policy WHERE polrelid::regclass::text LIKE 'loom.%'"
+        assert conn.execute(policies).fetchone() == (9,)
+        dropped = "SELECT count(*) FROM pg_event_trigger WHERE evtname = 'loom_index_am_drop'"
+        assert conn.execute(dropped).fetchone() == (1,)
+        options = '{"epochs": 2, "features": ["a", "b"]}'
+        conn.execute(f"SELECT loom_train('new_m', 't', 'y', '{options}')")
+        predicted = conn.execute("SELECT DISTINCT loom_predict_class('new_m', t) FROM t")
+        assert {r[0] for r in predicted} <= {"even", "odd"}
+        if before:  # the index survived the update, and trains
+            conn.execute("SELECT loom_train('ix_m', NULL, NULL, '{\"index\": \"t_dense\"}')")

@@ -150,7 +150,12 @@ def _text(name: str) -> str:
 
 def _settings_sql(settings: dict[str, str]) -> str:
     values = ", ".join(f"({_literal(k)}, {_literal(v)})" for k, v in sorted(settings.items()))
-    return f"INSERT INTO {catalog.SCHEMA}.settings (key, value) VALUES {values};"
+    # an update takes the settings of the install that wrote its script (where the server's
+    # environment now is), as loomdb pg install does after it
+    return (
+        f"INSERT INTO {catalog.SCHEMA}.settings (key, value) VALUES {values} "
+        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;"
+    )
 
 
 def _dumps(tables: tuple[str, ...]) -> list[str]:
@@ -207,7 +212,7 @@ def upgrade_script(old: str, settings: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
-UPGRADES_FROM = ("0.1.0",)  # every released version has an update script to this one
+UPGRADES_FROM = ("0.1.0", "0.2.0")  # every released version has an update script to this one
 
 
 def files(settings: dict[str, str] | None = None) -> dict[str, str]:

@@ -131,22 +131,26 @@ def build_module(pg_config: str | None, log: Log) -> str | None:
 
 
 def _methods_sql() -> str:
+    """Each access method with its handler and operator classes; an update keeps the methods
+    it finds (dropping one would drop every index made with it)."""
     lines = []
     for method in METHODS:
         handler = f"loom.{method}_handler"
         lines += [
-            f"    CREATE FUNCTION {handler}(internal) RETURNS index_am_handler",
+            f"    CREATE OR REPLACE FUNCTION {handler}(internal) RETURNS index_am_handler",
             f"        LANGUAGE c AS '$libdir/{LIBRARY}', 'loomdb_{method}_handler';",
             f"    REVOKE ALL ON FUNCTION {handler}(internal) FROM PUBLIC;",
-            f"    CREATE ACCESS METHOD {method} TYPE INDEX HANDLER {handler};",
-            f"    COMMENT ON ACCESS METHOD {method} IS 'loomdb: lay the table out as {method} "
+            f"    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_am WHERE amname = '{method}') THEN",
+            f"        CREATE ACCESS METHOD {method} TYPE INDEX HANDLER {handler};",
+            f"        COMMENT ON ACCESS METHOD {method} IS 'loomdb: lay the table out as {method} "
             "for loom_train (never used by queries)';",
         ]
         lines += [
-            f"    CREATE OPERATOR CLASS loom.{method}_{t.replace('[]', '_array')}_ops "
+            f"        CREATE OPERATOR CLASS loom.{method}_{t.replace('[]', '_array')}_ops "
             f"DEFAULT FOR TYPE {t} USING {method} AS STORAGE {t};"
             for t in TYPES[method]
         ]
+        lines.append("    END IF;")
     return "\n".join(lines)
 
 

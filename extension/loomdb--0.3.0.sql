@@ -1,52 +1,22 @@
--- loomdb 0.2.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
-\echo Use "ALTER EXTENSION loomdb UPDATE" to load this file. \quit
-
--- loomdb 0.1.0 → 0.2.0: what the catalog gains and loses; the generator appends the multi-user
--- rules (security.sql), the bootstrap and every function (CREATE OR REPLACE).
---
--- Indexes: 0.1.0 stored them in loom."ix_<name>" in a layout 0.2.0 does not read (no checks,
--- no parts); they are dropped here and must be rebuilt from their sources with
--- loom_create_index.  A WARNING names each (extension scripts hide NOTICEs).  Storage tables are derived from the (quoted) index
--- name, never from the storage_table text a 0.1.0 catalog row held.
--- Models keep their coefficients and standardisation; their owner becomes the role running
--- ALTER EXTENSION (0.1.0 recorded none).
-DO $do$
-DECLARE
-    r record;
-BEGIN
-    FOR r IN SELECT name FROM loom.indexes LOOP
-        RAISE WARNING 'loomdb 0.2.0: index % is dropped; rebuild it with loom_create_index', r.name;
-        EXECUTE format('DROP TABLE IF EXISTS loom.%I', 'ix_' || r.name);
-    END LOOP;
-END
-$do$;
-DELETE FROM loom.indexes;
-ALTER TABLE loom.indexes
-    DROP COLUMN storage_table,
-    ADD COLUMN owner name NOT NULL DEFAULT current_user,
-    ADD COLUMN uid text,
-    ADD COLUMN format_version integer,
-    ADD CONSTRAINT indexes_name_check CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$');
-DELETE FROM loom.models WHERE name !~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$';
-ALTER TABLE loom.models
-    ADD COLUMN owner name NOT NULL DEFAULT current_user,
-    ADD CONSTRAINT models_name_check CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$');
-DROP FUNCTION IF EXISTS loom._bootstrap();
-CREATE SCHEMA IF NOT EXISTS loom_data;
+-- loomdb 0.3.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
+\echo Use "CREATE EXTENSION loomdb" to load this file. \quit
 
 CREATE SCHEMA IF NOT EXISTS loom;
 CREATE SCHEMA IF NOT EXISTS loom_data;
 CREATE TABLE IF NOT EXISTS loom.models (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name));
 ALTER TABLE loom.models ADD COLUMN IF NOT EXISTS version integer;
-CREATE TABLE IF NOT EXISTS loom.model_versions (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name, version));
 CREATE TABLE IF NOT EXISTS loom.trials (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, trial integer, status text, options text, score double precision, seconds double precision, error text, created_at timestamptz, metric text, PRIMARY KEY (owner, model, trial));
 ALTER TABLE loom.trials ADD COLUMN IF NOT EXISTS metric text;
+CREATE TABLE IF NOT EXISTS loom.indexes (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, source text, label text, columns text, format text, format_version integer, options text, stats text, label_counts text, rows bigint, skipped bigint, batches bigint, bytes bigint, source_signature text, built_at timestamptz, PRIMARY KEY (name));
 CREATE TABLE IF NOT EXISTS loom.grants (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, grantee text, granted_at timestamptz, PRIMARY KEY (owner, model, grantee));
 CREATE TABLE IF NOT EXISTS loom.deployments (schema_name text, function text, owner name NOT NULL DEFAULT current_user, model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), kind text, arity integer, deployed_at timestamptz, PRIMARY KEY (owner, schema_name, function));
 CREATE TABLE IF NOT EXISTS loom.settings (key text, value text, PRIMARY KEY (key));
-INSERT INTO loom.settings (key, value) VALUES ('extra_path', ''), ('numba_cache_dir', '/var/lib/loomdb/venv/numba-cache'), ('venv', '/var/lib/loomdb/venv');
+CREATE TABLE IF NOT EXISTS loom.model_versions (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name, version));
+INSERT INTO loom.settings (key, value) VALUES ('extra_path', ''), ('numba_cache_dir', '/var/lib/loomdb/venv/numba-cache'), ('venv', '/var/lib/loomdb/venv') ON CONFLICT (key) DO NOTHING;
+SELECT pg_catalog.pg_extension_config_dump('loom.models', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.model_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.trials', '');
+SELECT pg_catalog.pg_extension_config_dump('loom.indexes', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.grants', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.deployments', '');
 
@@ -129,7 +99,7 @@ REVOKE ALL ON FUNCTION loom._bootstrap() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom._bootstrap() TO loomdb_user;
 COMMENT ON FUNCTION loom._bootstrap() IS 'load loomdb into this session''s Python (called by every loomdb function once)';
 
-CREATE OR REPLACE FUNCTION loom_train(model text, source text, label text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_train(model text, source text, label text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_train', model, source, label, options)
@@ -138,7 +108,7 @@ REVOKE ALL ON FUNCTION loom_train(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_train(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_train(text, text, text, text) IS 'train a generalized linear model (linear, logistic, svm) on a table, view or SELECT; options are JSON; returns a JSON summary';
 
-CREATE OR REPLACE FUNCTION loom_tune(model text, source text, label text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_tune(model text, source text, label text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_tune', model, source, label, options)
@@ -147,7 +117,7 @@ REVOKE ALL ON FUNCTION loom_tune(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_tune(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_tune(text, text, text, text) IS 'search loom_train''s options (lists of candidates; grid or random), score each trial on a validation split (by its loss, or the ''metric'' option: accuracy, auc, rmse, mae) and keep the best as the model; returns a JSON summary';
 
-CREATE OR REPLACE FUNCTION loom_trials(model text) RETURNS TABLE ("trial" integer, "status" text, "score" double precision, "seconds" double precision, "options" text, "error" text, "metric" text)
+CREATE FUNCTION loom_trials(model text) RETURNS TABLE ("trial" integer, "status" text, "score" double precision, "seconds" double precision, "options" text, "error" text, "metric" text)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_trials', model)
@@ -156,7 +126,7 @@ REVOKE ALL ON FUNCTION loom_trials(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_trials(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_trials(text) IS 'the trials of the loom_tune that made a model: options, score (the validation loss unless the tune''s ''metric'' named another), seconds, failed trials with their error, and the metric that scored them';
 
-CREATE OR REPLACE FUNCTION loom_predict(model text, features double precision[]) RETURNS double precision
+CREATE FUNCTION loom_predict(model text, features double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict', model, features)
@@ -165,7 +135,7 @@ REVOKE ALL ON FUNCTION loom_predict(text, double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict(text, double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict(text, double precision[]) IS 'predict with a trained model: the class label for classifiers, the value for linear models';
 
-CREATE OR REPLACE FUNCTION loom_predict_row(model text, input text) RETURNS double precision
+CREATE FUNCTION loom_predict_row(model text, input text) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_row', model, input)
@@ -173,7 +143,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_row(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_row(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_row(text, text) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
-CREATE OR REPLACE FUNCTION loom_predict_row(model text, input record) RETURNS double precision
+CREATE FUNCTION loom_predict_row(model text, input record) RETURNS double precision
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_row(model, to_jsonb(input)::text);
@@ -182,7 +152,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_row(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_row(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_row(text, record) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
-CREATE OR REPLACE FUNCTION loom_predict(model text, input record) RETURNS double precision
+CREATE FUNCTION loom_predict(model text, input record) RETURNS double precision
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_row(model, to_jsonb(input)::text);
@@ -192,7 +162,7 @@ REVOKE ALL ON FUNCTION loom_predict(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict(text, record) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
 
-CREATE OR REPLACE FUNCTION loom_predict_class(model text, features double precision[]) RETURNS text
+CREATE FUNCTION loom_predict_class(model text, features double precision[]) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_class', model, features)
@@ -201,7 +171,7 @@ REVOKE ALL ON FUNCTION loom_predict_class(text, double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class(text, double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class(text, double precision[]) IS 'the predicted class as text: a text label''s class name, or a numeric class as loom_predict gives it (classifiers only)';
 
-CREATE OR REPLACE FUNCTION loom_predict_class_row(model text, input text) RETURNS text
+CREATE FUNCTION loom_predict_class_row(model text, input text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_class_row', model, input)
@@ -209,7 +179,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_class_row(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class_row(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class_row(text, text) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
-CREATE OR REPLACE FUNCTION loom_predict_class_row(model text, input record) RETURNS text
+CREATE FUNCTION loom_predict_class_row(model text, input record) RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_class_row(model, to_jsonb(input)::text);
@@ -218,7 +188,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_class_row(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class_row(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class_row(text, record) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
-CREATE OR REPLACE FUNCTION loom_predict_class(model text, input record) RETURNS text
+CREATE FUNCTION loom_predict_class(model text, input record) RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_class_row(model, to_jsonb(input)::text);
@@ -228,7 +198,7 @@ REVOKE ALL ON FUNCTION loom_predict_class(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class(text, record) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
 
-CREATE OR REPLACE FUNCTION loom_predict_proba(model text, features double precision[]) RETURNS double precision
+CREATE FUNCTION loom_predict_proba(model text, features double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_proba', model, features)
@@ -237,7 +207,7 @@ REVOKE ALL ON FUNCTION loom_predict_proba(text, double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_proba(text, double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_proba(text, double precision[]) IS 'probability of the positive class (binary logistic) or of the predicted class (one-vs-rest)';
 
-CREATE OR REPLACE FUNCTION loom_predict_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
+CREATE FUNCTION loom_predict_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_sparse', model, feature_indices, feature_values)
@@ -246,7 +216,7 @@ REVOKE ALL ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) F
 GRANT EXECUTE ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) IS 'predict from a sparse row: values at 0-based column indices (a sparse source''s model, or a dense model''s feature positions)';
 
-CREATE OR REPLACE FUNCTION loom_predict_proba_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
+CREATE FUNCTION loom_predict_proba_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_proba_sparse', model, feature_indices, feature_values)
@@ -255,7 +225,7 @@ REVOKE ALL ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precisio
 GRANT EXECUTE ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precision[]) IS 'loom_predict_proba from a sparse row: values at 0-based column indices';
 
-CREATE OR REPLACE FUNCTION loom_predict_sql(model text) RETURNS text
+CREATE FUNCTION loom_predict_sql(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_sql', model)
@@ -264,7 +234,7 @@ REVOKE ALL ON FUNCTION loom_predict_sql(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_sql(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_sql(text) IS 'the model compiled to a native SQL expression over its feature columns (what loom_predict computes); in PostgreSQL with loomdb''s C module it calls loom.finite (create it before pasting the expression into another database: see the README)';
 
-CREATE OR REPLACE FUNCTION loom_predict_proba_sql(model text) RETURNS text
+CREATE FUNCTION loom_predict_proba_sql(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_proba_sql', model)
@@ -273,7 +243,7 @@ REVOKE ALL ON FUNCTION loom_predict_proba_sql(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_proba_sql(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_proba_sql(text) IS 'the model''s probability compiled to a native SQL expression (what loom_predict_proba computes)';
 
-CREATE OR REPLACE FUNCTION loom_deploy(model text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_deploy(model text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_deploy', model, options)
@@ -282,7 +252,7 @@ REVOKE ALL ON FUNCTION loom_deploy(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_deploy(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_deploy(text, text) IS 'make the model a native SQL function of its feature columns (predict_<model>; a MACRO in DuckDB, an inlinable parallel-safe SQL function in PostgreSQL), redefined when the model is retrained; option version (a number, latest or best) makes that version the current model first';
 
-CREATE OR REPLACE FUNCTION loom_evaluate(model text, source text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_evaluate(model text, source text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_evaluate', model, source, options)
@@ -291,7 +261,7 @@ REVOKE ALL ON FUNCTION loom_evaluate(text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_evaluate(text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_evaluate(text, text, text) IS 'evaluate a model on a table, view or SELECT holding its features (or images) and label; options: {"scans": k} reads images at k scan groups, {"split": "test"} only the rows the model held out ("train": the others); returns JSON metrics';
 
-CREATE OR REPLACE FUNCTION loom_predict_image(model text, image bytea, scans bigint DEFAULT NULL) RETURNS double precision
+CREATE FUNCTION loom_predict_image(model text, image bytea, scans bigint DEFAULT NULL) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_image', model, image, scans)
@@ -300,7 +270,7 @@ REVOKE ALL ON FUNCTION loom_predict_image(text, bytea, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_image(text, bytea, bigint) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_image(text, bytea, bigint) IS 'predict with a model trained on a pcr index from a JPEG image read at k scan groups (NULL: all); NULL for a NULL or unreadable image';
 
-CREATE OR REPLACE FUNCTION loom_roc_curve(model text, source text) RETURNS TABLE ("threshold" double precision, "tpr" double precision, "fpr" double precision)
+CREATE FUNCTION loom_roc_curve(model text, source text) RETURNS TABLE ("threshold" double precision, "tpr" double precision, "fpr" double precision)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_roc_curve', model, source)
@@ -309,7 +279,7 @@ REVOKE ALL ON FUNCTION loom_roc_curve(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_roc_curve(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_roc_curve(text, text) IS 'the ROC curve of a binary logistic or svm model on a table, view or SELECT: one row per distinct score (threshold on the probability scale for logistic, the margin for svm), after a first row at threshold infinity';
 
-CREATE OR REPLACE FUNCTION loom_evaluate_index(model text, index text, backend text DEFAULT 'cpu') RETURNS text
+CREATE FUNCTION loom_evaluate_index(model text, index text, backend text DEFAULT 'cpu') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_evaluate_index', model, index, backend)
@@ -318,7 +288,7 @@ REVOKE ALL ON FUNCTION loom_evaluate_index(text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_evaluate_index(text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_evaluate_index(text, text, text) IS 'evaluate a model on an index''s stored batches, computed on the stored form by a backend (A·w on TOC blobs); returns JSON metrics';
 
-CREATE OR REPLACE FUNCTION loom_model_info(model text) RETURNS text
+CREATE FUNCTION loom_model_info(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_model_info', model)
@@ -327,7 +297,7 @@ REVOKE ALL ON FUNCTION loom_model_info(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_model_info(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_model_info(text) IS 'everything the catalog knows of a model, as JSON';
 
-CREATE OR REPLACE FUNCTION loom_weights(model text) RETURNS TABLE ("feature" text, "class" double precision, "weight" double precision, "weight_standardized" double precision, "rank" integer, "odds_ratio" double precision)
+CREATE FUNCTION loom_weights(model text) RETURNS TABLE ("feature" text, "class" double precision, "weight" double precision, "weight_standardized" double precision, "rank" integer, "odds_ratio" double precision)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_weights', model)
@@ -336,7 +306,7 @@ REVOKE ALL ON FUNCTION loom_weights(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_weights(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_weights(text) IS 'a model''s coefficients as rows: in the features'' own units and as trained (standardised), ranked by magnitude per class, with odds ratios for logistic models; the intercept is feature ''(intercept)''';
 
-CREATE OR REPLACE FUNCTION loom_training_info(model text) RETURNS TABLE ("epoch" integer, "loss" double precision, "validation_loss" double precision, "precision" integer, "rows" bigint, "bytes" bigint, "seconds" double precision, "lr" double precision)
+CREATE FUNCTION loom_training_info(model text) RETURNS TABLE ("epoch" integer, "loss" double precision, "validation_loss" double precision, "precision" integer, "rows" bigint, "bytes" bigint, "seconds" double precision, "lr" double precision)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_training_info', model)
@@ -345,7 +315,7 @@ REVOKE ALL ON FUNCTION loom_training_info(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_training_info(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_training_info(text) IS 'a model''s training history, one row per epoch: loss, validation loss, bits read (mlweaving), rows, bytes read, seconds, step size';
 
-CREATE OR REPLACE FUNCTION loom_drop_model(model text, version bigint DEFAULT NULL) RETURNS text
+CREATE FUNCTION loom_drop_model(model text, version bigint DEFAULT NULL) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_drop_model', model, version)
@@ -354,7 +324,7 @@ REVOKE ALL ON FUNCTION loom_drop_model(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_drop_model(text, bigint) TO loomdb_user;
 COMMENT ON FUNCTION loom_drop_model(text, bigint) IS 'remove a model (every version, its grants and trials) from the catalog, or with a version number only that old version';
 
-CREATE OR REPLACE FUNCTION loom_model_versions(model text) RETURNS TABLE ("version" integer, "current" boolean, "created_at" timestamptz, "options" text, "loss" double precision, "validation_loss" double precision, "epochs" integer)
+CREATE FUNCTION loom_model_versions(model text) RETURNS TABLE ("version" integer, "current" boolean, "created_at" timestamptz, "options" text, "loss" double precision, "validation_loss" double precision, "epochs" integer)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_model_versions', model)
@@ -363,7 +333,7 @@ REVOKE ALL ON FUNCTION loom_model_versions(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_model_versions(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_model_versions(text) IS 'a model''s versions, oldest first: when each was trained, its options, its final loss and validation loss, and which one is current';
 
-CREATE OR REPLACE FUNCTION loom_rollback(model text) RETURNS text
+CREATE FUNCTION loom_rollback(model text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_rollback', model)
@@ -372,7 +342,7 @@ REVOKE ALL ON FUNCTION loom_rollback(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_rollback(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_rollback(text) IS 'make the version before the current one the model again (its deployed functions redefined)';
 
-CREATE OR REPLACE FUNCTION loom_create_index(name text, source text, label text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_create_index(name text, source text, label text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_create_index', name, source, label, options)
@@ -381,7 +351,7 @@ REVOKE ALL ON FUNCTION loom_create_index(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_create_index(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_create_index(text, text, text, text) IS 'lay a table out for learning in a storage format (dense, toc, mlweaving); what CREATE INDEX ... USING runs';
 
-CREATE OR REPLACE FUNCTION loom_drop_index(name text) RETURNS text
+CREATE FUNCTION loom_drop_index(name text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_drop_index', name)
@@ -390,7 +360,7 @@ REVOKE ALL ON FUNCTION loom_drop_index(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_drop_index(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_drop_index(text) IS 'drop a loomdb index and its storage';
 
-CREATE OR REPLACE FUNCTION loom_reindex(name text) RETURNS text
+CREATE FUNCTION loom_reindex(name text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_reindex', name)
@@ -399,7 +369,7 @@ REVOKE ALL ON FUNCTION loom_reindex(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_reindex(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_reindex(text) IS 'rebuild a loomdb index from its source with the same options';
 
-CREATE OR REPLACE FUNCTION loom_simulate(index text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_simulate(index text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_simulate', index, options)
@@ -408,7 +378,7 @@ REVOKE ALL ON FUNCTION loom_simulate(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_simulate(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_simulate(text, text) IS 'the MLWeaving engine''s simulated cycles, bytes, seconds and throughput for a job on an index, without training (JSON)';
 
-CREATE OR REPLACE FUNCTION loom_backends() RETURNS text
+CREATE FUNCTION loom_backends() RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_backends')
@@ -417,7 +387,7 @@ REVOKE ALL ON FUNCTION loom_backends() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_backends() TO loomdb_user;
 COMMENT ON FUNCTION loom_backends() IS 'the accelerator backends, each with whether it is usable here and, if not, why (JSON)';
 
-CREATE OR REPLACE FUNCTION loom_version() RETURNS text
+CREATE FUNCTION loom_version() RETURNS text
 LANGUAGE plpython3u IMMUTABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_version')
@@ -426,7 +396,7 @@ REVOKE ALL ON FUNCTION loom_version() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_version() TO loomdb_user;
 COMMENT ON FUNCTION loom_version() IS 'the loomdb version the server runs';
 
-CREATE OR REPLACE FUNCTION loom_grant(model text, role text) RETURNS text
+CREATE FUNCTION loom_grant(model text, role text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_grant', model, role)
@@ -435,7 +405,7 @@ REVOKE ALL ON FUNCTION loom_grant(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_grant(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_grant(text, text) IS 'let a role (or public) see and predict with a model you own (PostgreSQL; DuckDB has no roles)';
 
-CREATE OR REPLACE FUNCTION loom_revoke(model text, role text) RETURNS text
+CREATE FUNCTION loom_revoke(model text, role text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_revoke', model, role)
@@ -444,7 +414,7 @@ REVOKE ALL ON FUNCTION loom_revoke(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_revoke(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_revoke(text, text) IS 'take back what loom_grant gave a role';
 
-CREATE OR REPLACE FUNCTION loom_load(kind text, path text, target text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_load(kind text, path text, target text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_load', kind, path, target, options)
@@ -617,54 +587,62 @@ BEGIN
                      'is unavailable (loom_create_index works), loom_predict is Python', library;
         RETURN;
     END IF;
-    CREATE FUNCTION loom.mlweaving_handler(internal) RETURNS index_am_handler
+    CREATE OR REPLACE FUNCTION loom.mlweaving_handler(internal) RETURNS index_am_handler
         LANGUAGE c AS '$libdir/loomdb_am', 'loomdb_mlweaving_handler';
     REVOKE ALL ON FUNCTION loom.mlweaving_handler(internal) FROM PUBLIC;
-    CREATE ACCESS METHOD mlweaving TYPE INDEX HANDLER loom.mlweaving_handler;
-    COMMENT ON ACCESS METHOD mlweaving IS 'loomdb: lay the table out as mlweaving for loom_train (never used by queries)';
-    CREATE OPERATOR CLASS loom.mlweaving_float8_ops DEFAULT FOR TYPE float8 USING mlweaving AS STORAGE float8;
-    CREATE OPERATOR CLASS loom.mlweaving_float4_ops DEFAULT FOR TYPE float4 USING mlweaving AS STORAGE float4;
-    CREATE OPERATOR CLASS loom.mlweaving_numeric_ops DEFAULT FOR TYPE numeric USING mlweaving AS STORAGE numeric;
-    CREATE OPERATOR CLASS loom.mlweaving_int8_ops DEFAULT FOR TYPE int8 USING mlweaving AS STORAGE int8;
-    CREATE OPERATOR CLASS loom.mlweaving_int4_ops DEFAULT FOR TYPE int4 USING mlweaving AS STORAGE int4;
-    CREATE OPERATOR CLASS loom.mlweaving_int2_ops DEFAULT FOR TYPE int2 USING mlweaving AS STORAGE int2;
-    CREATE OPERATOR CLASS loom.mlweaving_bool_ops DEFAULT FOR TYPE bool USING mlweaving AS STORAGE bool;
-    CREATE FUNCTION loom.toc_handler(internal) RETURNS index_am_handler
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_am WHERE amname = 'mlweaving') THEN
+        CREATE ACCESS METHOD mlweaving TYPE INDEX HANDLER loom.mlweaving_handler;
+        COMMENT ON ACCESS METHOD mlweaving IS 'loomdb: lay the table out as mlweaving for loom_train (never used by queries)';
+        CREATE OPERATOR CLASS loom.mlweaving_float8_ops DEFAULT FOR TYPE float8 USING mlweaving AS STORAGE float8;
+        CREATE OPERATOR CLASS loom.mlweaving_float4_ops DEFAULT FOR TYPE float4 USING mlweaving AS STORAGE float4;
+        CREATE OPERATOR CLASS loom.mlweaving_numeric_ops DEFAULT FOR TYPE numeric USING mlweaving AS STORAGE numeric;
+        CREATE OPERATOR CLASS loom.mlweaving_int8_ops DEFAULT FOR TYPE int8 USING mlweaving AS STORAGE int8;
+        CREATE OPERATOR CLASS loom.mlweaving_int4_ops DEFAULT FOR TYPE int4 USING mlweaving AS STORAGE int4;
+        CREATE OPERATOR CLASS loom.mlweaving_int2_ops DEFAULT FOR TYPE int2 USING mlweaving AS STORAGE int2;
+        CREATE OPERATOR CLASS loom.mlweaving_bool_ops DEFAULT FOR TYPE bool USING mlweaving AS STORAGE bool;
+    END IF;
+    CREATE OR REPLACE FUNCTION loom.toc_handler(internal) RETURNS index_am_handler
         LANGUAGE c AS '$libdir/loomdb_am', 'loomdb_toc_handler';
     REVOKE ALL ON FUNCTION loom.toc_handler(internal) FROM PUBLIC;
-    CREATE ACCESS METHOD toc TYPE INDEX HANDLER loom.toc_handler;
-    COMMENT ON ACCESS METHOD toc IS 'loomdb: lay the table out as toc for loom_train (never used by queries)';
-    CREATE OPERATOR CLASS loom.toc_float8_ops DEFAULT FOR TYPE float8 USING toc AS STORAGE float8;
-    CREATE OPERATOR CLASS loom.toc_float4_ops DEFAULT FOR TYPE float4 USING toc AS STORAGE float4;
-    CREATE OPERATOR CLASS loom.toc_numeric_ops DEFAULT FOR TYPE numeric USING toc AS STORAGE numeric;
-    CREATE OPERATOR CLASS loom.toc_int8_ops DEFAULT FOR TYPE int8 USING toc AS STORAGE int8;
-    CREATE OPERATOR CLASS loom.toc_int4_ops DEFAULT FOR TYPE int4 USING toc AS STORAGE int4;
-    CREATE OPERATOR CLASS loom.toc_int2_ops DEFAULT FOR TYPE int2 USING toc AS STORAGE int2;
-    CREATE OPERATOR CLASS loom.toc_bool_ops DEFAULT FOR TYPE bool USING toc AS STORAGE bool;
-    CREATE OPERATOR CLASS loom.toc_int2_array_ops DEFAULT FOR TYPE int2[] USING toc AS STORAGE int2[];
-    CREATE OPERATOR CLASS loom.toc_int4_array_ops DEFAULT FOR TYPE int4[] USING toc AS STORAGE int4[];
-    CREATE OPERATOR CLASS loom.toc_int8_array_ops DEFAULT FOR TYPE int8[] USING toc AS STORAGE int8[];
-    CREATE OPERATOR CLASS loom.toc_float4_array_ops DEFAULT FOR TYPE float4[] USING toc AS STORAGE float4[];
-    CREATE OPERATOR CLASS loom.toc_float8_array_ops DEFAULT FOR TYPE float8[] USING toc AS STORAGE float8[];
-    CREATE OPERATOR CLASS loom.toc_numeric_array_ops DEFAULT FOR TYPE numeric[] USING toc AS STORAGE numeric[];
-    CREATE FUNCTION loom.dense_handler(internal) RETURNS index_am_handler
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_am WHERE amname = 'toc') THEN
+        CREATE ACCESS METHOD toc TYPE INDEX HANDLER loom.toc_handler;
+        COMMENT ON ACCESS METHOD toc IS 'loomdb: lay the table out as toc for loom_train (never used by queries)';
+        CREATE OPERATOR CLASS loom.toc_float8_ops DEFAULT FOR TYPE float8 USING toc AS STORAGE float8;
+        CREATE OPERATOR CLASS loom.toc_float4_ops DEFAULT FOR TYPE float4 USING toc AS STORAGE float4;
+        CREATE OPERATOR CLASS loom.toc_numeric_ops DEFAULT FOR TYPE numeric USING toc AS STORAGE numeric;
+        CREATE OPERATOR CLASS loom.toc_int8_ops DEFAULT FOR TYPE int8 USING toc AS STORAGE int8;
+        CREATE OPERATOR CLASS loom.toc_int4_ops DEFAULT FOR TYPE int4 USING toc AS STORAGE int4;
+        CREATE OPERATOR CLASS loom.toc_int2_ops DEFAULT FOR TYPE int2 USING toc AS STORAGE int2;
+        CREATE OPERATOR CLASS loom.toc_bool_ops DEFAULT FOR TYPE bool USING toc AS STORAGE bool;
+        CREATE OPERATOR CLASS loom.toc_int2_array_ops DEFAULT FOR TYPE int2[] USING toc AS STORAGE int2[];
+        CREATE OPERATOR CLASS loom.toc_int4_array_ops DEFAULT FOR TYPE int4[] USING toc AS STORAGE int4[];
+        CREATE OPERATOR CLASS loom.toc_int8_array_ops DEFAULT FOR TYPE int8[] USING toc AS STORAGE int8[];
+        CREATE OPERATOR CLASS loom.toc_float4_array_ops DEFAULT FOR TYPE float4[] USING toc AS STORAGE float4[];
+        CREATE OPERATOR CLASS loom.toc_float8_array_ops DEFAULT FOR TYPE float8[] USING toc AS STORAGE float8[];
+        CREATE OPERATOR CLASS loom.toc_numeric_array_ops DEFAULT FOR TYPE numeric[] USING toc AS STORAGE numeric[];
+    END IF;
+    CREATE OR REPLACE FUNCTION loom.dense_handler(internal) RETURNS index_am_handler
         LANGUAGE c AS '$libdir/loomdb_am', 'loomdb_dense_handler';
     REVOKE ALL ON FUNCTION loom.dense_handler(internal) FROM PUBLIC;
-    CREATE ACCESS METHOD dense TYPE INDEX HANDLER loom.dense_handler;
-    COMMENT ON ACCESS METHOD dense IS 'loomdb: lay the table out as dense for loom_train (never used by queries)';
-    CREATE OPERATOR CLASS loom.dense_float8_ops DEFAULT FOR TYPE float8 USING dense AS STORAGE float8;
-    CREATE OPERATOR CLASS loom.dense_float4_ops DEFAULT FOR TYPE float4 USING dense AS STORAGE float4;
-    CREATE OPERATOR CLASS loom.dense_numeric_ops DEFAULT FOR TYPE numeric USING dense AS STORAGE numeric;
-    CREATE OPERATOR CLASS loom.dense_int8_ops DEFAULT FOR TYPE int8 USING dense AS STORAGE int8;
-    CREATE OPERATOR CLASS loom.dense_int4_ops DEFAULT FOR TYPE int4 USING dense AS STORAGE int4;
-    CREATE OPERATOR CLASS loom.dense_int2_ops DEFAULT FOR TYPE int2 USING dense AS STORAGE int2;
-    CREATE OPERATOR CLASS loom.dense_bool_ops DEFAULT FOR TYPE bool USING dense AS STORAGE bool;
-    CREATE FUNCTION loom.pcr_handler(internal) RETURNS index_am_handler
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_am WHERE amname = 'dense') THEN
+        CREATE ACCESS METHOD dense TYPE INDEX HANDLER loom.dense_handler;
+        COMMENT ON ACCESS METHOD dense IS 'loomdb: lay the table out as dense for loom_train (never used by queries)';
+        CREATE OPERATOR CLASS loom.dense_float8_ops DEFAULT FOR TYPE float8 USING dense AS STORAGE float8;
+        CREATE OPERATOR CLASS loom.dense_float4_ops DEFAULT FOR TYPE float4 USING dense AS STORAGE float4;
+        CREATE OPERATOR CLASS loom.dense_numeric_ops DEFAULT FOR TYPE numeric USING dense AS STORAGE numeric;
+        CREATE OPERATOR CLASS loom.dense_int8_ops DEFAULT FOR TYPE int8 USING dense AS STORAGE int8;
+        CREATE OPERATOR CLASS loom.dense_int4_ops DEFAULT FOR TYPE int4 USING dense AS STORAGE int4;
+        CREATE OPERATOR CLASS loom.dense_int2_ops DEFAULT FOR TYPE int2 USING dense AS STORAGE int2;
+        CREATE OPERATOR CLASS loom.dense_bool_ops DEFAULT FOR TYPE bool USING dense AS STORAGE bool;
+    END IF;
+    CREATE OR REPLACE FUNCTION loom.pcr_handler(internal) RETURNS index_am_handler
         LANGUAGE c AS '$libdir/loomdb_am', 'loomdb_pcr_handler';
     REVOKE ALL ON FUNCTION loom.pcr_handler(internal) FROM PUBLIC;
-    CREATE ACCESS METHOD pcr TYPE INDEX HANDLER loom.pcr_handler;
-    COMMENT ON ACCESS METHOD pcr IS 'loomdb: lay the table out as pcr for loom_train (never used by queries)';
-    CREATE OPERATOR CLASS loom.pcr_bytea_ops DEFAULT FOR TYPE bytea USING pcr AS STORAGE bytea;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_am WHERE amname = 'pcr') THEN
+        CREATE ACCESS METHOD pcr TYPE INDEX HANDLER loom.pcr_handler;
+        COMMENT ON ACCESS METHOD pcr IS 'loomdb: lay the table out as pcr for loom_train (never used by queries)';
+        CREATE OPERATOR CLASS loom.pcr_bytea_ops DEFAULT FOR TYPE bytea USING pcr AS STORAGE bytea;
+    END IF;
     IF pg_catalog.pg_stat_file(predict_library, true) IS NULL THEN
         RAISE NOTICE 'loomdb: % is not installed: loom_predict is Python', predict_library;
         RETURN;

@@ -1,0 +1,25 @@
+-- loomdb 0.2.0 → 0.3.0: what the catalog gains; the generator appends the catalog's tables
+-- (CREATE TABLE / ADD COLUMN IF NOT EXISTS), the multi-user rules (security.sql), the
+-- bootstrap, every function (CREATE OR REPLACE) and the access methods (made only where absent).
+--
+-- Models, versions, trials, grants, deployments and indexes are kept as they are; indexes made
+-- by CREATE INDEX … USING keep their access methods (never dropped here).
+--
+-- What the appended text creates without OR REPLACE is dropped first, to be made again: the
+-- row-level policies, the bootstrap and the access methods' drop trigger.  loom_trials returns
+-- one more column (metric), which CREATE OR REPLACE cannot change.  Trials scored before 0.3.0
+-- were scored by their validation loss.
+DROP POLICY IF EXISTS models_own ON loom.models;
+DROP POLICY IF EXISTS models_granted ON loom.models;
+DROP POLICY IF EXISTS model_versions_own ON loom.model_versions;
+DROP POLICY IF EXISTS trials_own ON loom.trials;
+DROP POLICY IF EXISTS indexes_own ON loom.indexes;
+DROP POLICY IF EXISTS deployments_own ON loom.deployments;
+DROP POLICY IF EXISTS grants_own ON loom.grants;
+DROP POLICY IF EXISTS grants_received ON loom.grants;
+DROP POLICY IF EXISTS index_relations_own ON loom.index_relations;
+DROP FUNCTION IF EXISTS loom._bootstrap();
+DROP EVENT TRIGGER IF EXISTS loom_index_am_drop;
+DROP FUNCTION IF EXISTS loom_trials(text);
+ALTER TABLE loom.trials ADD COLUMN IF NOT EXISTS metric text;
+UPDATE loom.trials SET metric = 'validation loss' WHERE metric IS NULL;
