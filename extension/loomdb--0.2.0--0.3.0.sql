@@ -9,8 +9,9 @@
 -- by CREATE INDEX … USING keep their access methods (never dropped here).
 --
 -- What the appended text creates without OR REPLACE is dropped first, to be made again: the
--- row-level policies, the bootstrap and the access methods' drop trigger.  loom_trials returns
--- one more column (metric), which CREATE OR REPLACE cannot change.  Trials scored before 0.3.0
+-- row-level policies, the bootstrap and the access methods' drop trigger.  loom_trials and
+-- loom_weights return one more column (metric, class_name), which CREATE OR REPLACE cannot
+-- change.  Trials scored before 0.3.0
 -- were scored by their validation loss.
 DROP POLICY IF EXISTS models_own ON loom.models;
 DROP POLICY IF EXISTS models_granted ON loom.models;
@@ -24,6 +25,7 @@ DROP POLICY IF EXISTS index_relations_own ON loom.index_relations;
 DROP FUNCTION IF EXISTS loom._bootstrap();
 DROP EVENT TRIGGER IF EXISTS loom_index_am_drop;
 DROP FUNCTION IF EXISTS loom_trials(text);
+DROP FUNCTION IF EXISTS loom_weights(text);
 ALTER TABLE loom.trials ADD COLUMN IF NOT EXISTS metric text;
 UPDATE loom.trials SET metric = 'validation loss' WHERE metric IS NULL;
 
@@ -37,7 +39,7 @@ ALTER TABLE loom.trials ADD COLUMN IF NOT EXISTS metric text;
 CREATE TABLE IF NOT EXISTS loom.grants (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, grantee text, granted_at timestamptz, PRIMARY KEY (owner, model, grantee));
 CREATE TABLE IF NOT EXISTS loom.deployments (schema_name text, function text, owner name NOT NULL DEFAULT current_user, model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), kind text, arity integer, deployed_at timestamptz, PRIMARY KEY (owner, schema_name, function));
 CREATE TABLE IF NOT EXISTS loom.settings (key text, value text, PRIMARY KEY (key));
-INSERT INTO loom.settings (key, value) VALUES ('extra_path', ''), ('numba_cache_dir', '/var/lib/loomdb/venv/numba-cache'), ('venv', '/var/lib/loomdb/venv') ON CONFLICT (key) DO NOTHING;
+INSERT INTO loom.settings (key, value) VALUES ('extra_path', ''), ('numba_cache_dir', '/var/lib/loomdb/venv/numba-cache'), ('venv', '/var/lib/loomdb/venv') ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
 SELECT pg_catalog.pg_extension_config_dump('loom.model_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.trials', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.grants', '');
@@ -320,14 +322,14 @@ REVOKE ALL ON FUNCTION loom_model_info(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_model_info(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_model_info(text) IS 'everything the catalog knows of a model, as JSON';
 
-CREATE OR REPLACE FUNCTION loom_weights(model text) RETURNS TABLE ("feature" text, "class" double precision, "weight" double precision, "weight_standardized" double precision, "rank" integer, "odds_ratio" double precision)
+CREATE OR REPLACE FUNCTION loom_weights(model text) RETURNS TABLE ("feature" text, "class" double precision, "weight" double precision, "weight_standardized" double precision, "rank" integer, "odds_ratio" double precision, "class_name" text)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_weights', model)
 $fn$;
 REVOKE ALL ON FUNCTION loom_weights(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_weights(text) TO loomdb_user;
-COMMENT ON FUNCTION loom_weights(text) IS 'a model''s coefficients as rows: in the features'' own units and as trained (standardised), ranked by magnitude per class, with odds ratios for logistic models; the intercept is feature ''(intercept)''';
+COMMENT ON FUNCTION loom_weights(text) IS 'a model''s coefficients as rows: in the features'' own units and as trained (standardised), ranked by magnitude per class, with odds ratios for logistic models; the intercept is feature ''(intercept)''; class_name: the class as text (a text label''s name)';
 
 CREATE OR REPLACE FUNCTION loom_training_info(model text) RETURNS TABLE ("epoch" integer, "loss" double precision, "validation_loss" double precision, "precision" integer, "rows" bigint, "bytes" bigint, "seconds" double precision, "lr" double precision)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$

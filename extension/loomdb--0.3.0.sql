@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS loom.grants (model text NOT NULL CHECK (model ~ '^[A-
 CREATE TABLE IF NOT EXISTS loom.deployments (schema_name text, function text, owner name NOT NULL DEFAULT current_user, model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), kind text, arity integer, deployed_at timestamptz, PRIMARY KEY (owner, schema_name, function));
 CREATE TABLE IF NOT EXISTS loom.settings (key text, value text, PRIMARY KEY (key));
 CREATE TABLE IF NOT EXISTS loom.model_versions (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name, version));
-INSERT INTO loom.settings (key, value) VALUES ('extra_path', ''), ('numba_cache_dir', '/var/lib/loomdb/venv/numba-cache'), ('venv', '/var/lib/loomdb/venv') ON CONFLICT (key) DO NOTHING;
+INSERT INTO loom.settings (key, value) VALUES ('extra_path', ''), ('numba_cache_dir', '/var/lib/loomdb/venv/numba-cache'), ('venv', '/var/lib/loomdb/venv') ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
 SELECT pg_catalog.pg_extension_config_dump('loom.models', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.model_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.trials', '');
@@ -297,14 +297,14 @@ REVOKE ALL ON FUNCTION loom_model_info(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_model_info(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_model_info(text) IS 'everything the catalog knows of a model, as JSON';
 
-CREATE FUNCTION loom_weights(model text) RETURNS TABLE ("feature" text, "class" double precision, "weight" double precision, "weight_standardized" double precision, "rank" integer, "odds_ratio" double precision)
+CREATE FUNCTION loom_weights(model text) RETURNS TABLE ("feature" text, "class" double precision, "weight" double precision, "weight_standardized" double precision, "rank" integer, "odds_ratio" double precision, "class_name" text)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_weights', model)
 $fn$;
 REVOKE ALL ON FUNCTION loom_weights(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_weights(text) TO loomdb_user;
-COMMENT ON FUNCTION loom_weights(text) IS 'a model''s coefficients as rows: in the features'' own units and as trained (standardised), ranked by magnitude per class, with odds ratios for logistic models; the intercept is feature ''(intercept)''';
+COMMENT ON FUNCTION loom_weights(text) IS 'a model''s coefficients as rows: in the features'' own units and as trained (standardised), ranked by magnitude per class, with odds ratios for logistic models; the intercept is feature ''(intercept)''; class_name: the class as text (a text label''s name)';
 
 CREATE FUNCTION loom_training_info(model text) RETURNS TABLE ("epoch" integer, "loss" double precision, "validation_loss" double precision, "precision" integer, "rows" bigint, "bytes" bigint, "seconds" double precision, "lr" double precision)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$

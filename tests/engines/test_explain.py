@@ -121,7 +121,7 @@ def weights_of(engine, model: str) -> dict[float | None, dict[str, tuple]]:
     """{class: {feature: (weight, weight_standardized, rank, odds_ratio)}}."""
     out: dict[float | None, dict[str, tuple]] = {}
     rows = engine.rows(f"SELECT * FROM loom_weights('{model}')")
-    for feature, cls, w, ws, rank, odds in rows:
+    for feature, cls, w, ws, rank, odds, _ in rows:
         out.setdefault(cls, {})[feature] = (w, ws, rank, odds)
     return out
 

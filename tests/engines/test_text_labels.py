@@ -74,6 +74,8 @@ def test_one_vs_rest_text_label_and_per_class_names(labelled):
     assert np.mean(np.array(predicted) == CLASS3) > 0.8
     result = json.loads(labelled.scalar("SELECT loom_evaluate('three', 'tl')"))
     assert [c["class"] for c in result["per_class"]] == sorted(NAMES.tolist())
+    named = labelled.rows("SELECT DISTINCT class, class_name FROM loom_weights('three')")
+    assert sorted(named) == [(float(i), n) for i, n in enumerate(sorted(NAMES.tolist()))]
     info = json.loads(labelled.scalar("SELECT loom_model_info('three')"))
     assert info["class_names"] == sorted(NAMES.tolist())
 

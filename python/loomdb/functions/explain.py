@@ -20,7 +20,7 @@ from loomdb.store.names import check_name
 
 INTERCEPT = "(intercept)"
 
-WeightRow = tuple[str, float | None, float, float, int | None, float | None]
+WeightRow = tuple[str, float | None, float, float, int | None, float | None, str | None]
 
 
 def _classes(model: LinearModel) -> list[float | None]:
@@ -37,7 +37,8 @@ def _ranks(w: np.ndarray) -> np.ndarray:
 
 
 def weights(db: Any, name: str) -> list[WeightRow]:
-    """(feature, class, weight, weight_standardized, rank, odds_ratio) rows, class by class."""
+    """(feature, class, weight, weight_standardized, rank, odds_ratio, class_name) rows, class
+    by class; class_name is the class as ``loom_predict_class`` names it (NULL: regression)."""
     model = model_cache.load(db, name)
     W, b = model.folded()
     logistic = model.kind == "logistic"
@@ -47,11 +48,13 @@ def weights(db: Any, name: str) -> list[WeightRow]:
         odds_b = np.exp(b) if logistic else None
     for k, cls in enumerate(_classes(model)):
         ranks = _ranks(model.W[:, k])
+        named = None if cls is None else model.names_of(np.asarray([cls]))[0]
         for j, feature in enumerate(model.features):
             ratio = float(odds[j, k]) if odds is not None else None
-            rows.append((feature, cls, float(W[j, k]), float(model.W[j, k]), int(ranks[j]), ratio))
+            w, ws = float(W[j, k]), float(model.W[j, k])
+            rows.append((feature, cls, w, ws, int(ranks[j]), ratio, named))
         ratio = float(odds_b[k]) if odds_b is not None else None
-        rows.append((INTERCEPT, cls, float(b[k]), float(model.b[k]), None, ratio))
+        rows.append((INTERCEPT, cls, float(b[k]), float(model.b[k]), None, ratio, named))
     return rows
 
 

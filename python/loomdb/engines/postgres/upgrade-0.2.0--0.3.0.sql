@@ -6,8 +6,9 @@
 -- by CREATE INDEX … USING keep their access methods (never dropped here).
 --
 -- What the appended text creates without OR REPLACE is dropped first, to be made again: the
--- row-level policies, the bootstrap and the access methods' drop trigger.  loom_trials returns
--- one more column (metric), which CREATE OR REPLACE cannot change.  Trials scored before 0.3.0
+-- row-level policies, the bootstrap and the access methods' drop trigger.  loom_trials and
+-- loom_weights return one more column (metric, class_name), which CREATE OR REPLACE cannot
+-- change.  Trials scored before 0.3.0
 -- were scored by their validation loss.
 DROP POLICY IF EXISTS models_own ON loom.models;
 DROP POLICY IF EXISTS models_granted ON loom.models;
@@ -21,5 +22,6 @@ DROP POLICY IF EXISTS index_relations_own ON loom.index_relations;
 DROP FUNCTION IF EXISTS loom._bootstrap();
 DROP EVENT TRIGGER IF EXISTS loom_index_am_drop;
 DROP FUNCTION IF EXISTS loom_trials(text);
+DROP FUNCTION IF EXISTS loom_weights(text);
 ALTER TABLE loom.trials ADD COLUMN IF NOT EXISTS metric text;
 UPDATE loom.trials SET metric = 'validation loss' WHERE metric IS NULL;
