@@ -3,7 +3,8 @@
 No paper section.  The first batches train, the last ``validation_fraction`` of them validate.
 Decoded batches are kept between epochs while they fit ``cache_mb`` (then ``bytes_read`` is 0
 and ``cached`` true in the history): a format read at one precision reads the same bytes every
-epoch, and an any-precision format is kept per precision.
+epoch, and an any-precision format is kept per precision.  An epoch found too large to keep is
+not tried again: every later epoch would hold batches up to the budget only to drop them.
 
 In a grouped (SlimML) layout a minibatch is ``groups_per_batch`` consecutive groups.  When the
 trainer passes ``choose``, it is asked, just before each minibatch is read, which of its groups
@@ -48,6 +49,7 @@ class Epochs:
         self.read_ahead = read_ahead
         self.budget = cache_bytes
         self.cached: dict[int, list[Batch]] = {}
+        self.too_large: set[int] = set()  # precisions (keys) whose epoch did not fit the budget
         self.kept_groups: dict[int, dict[int, Batch]] = {}
         self.kept_size = 0
         self.per = groups_per_batch(layout.info)
@@ -91,7 +93,8 @@ class Epochs:
         if kept is not None:
             return [dataclasses.replace(b, nbytes=0) for b in kept]
         batches = self._minibatches(self.layout.batches(0, self.train_stop, precision))
-        return self._keeping(batches, precision) if self.budget else batches
+        keep = self.budget and self._key(precision) not in self.too_large
+        return self._keeping(batches, precision) if keep else batches
 
     def _minibatches(self, units: Iterable[Batch]) -> Iterator[Batch]:
         """Consecutive stored units joined into the trainer's minibatches (as stored when a
@@ -123,8 +126,9 @@ class Epochs:
             size += _held(batch)
             if kept is not None and size <= self.budget:
                 kept.append(batch)
-            else:
+            elif kept is not None:
                 kept = None  # too large to keep: every epoch reads the layout
+                self.too_large.add(self._key(precision))
             yield batch
         if kept is not None:
             self.cached[self._key(precision)] = kept

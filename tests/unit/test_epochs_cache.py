@@ -1,0 +1,58 @@
+"""The epoch cache: kept while the epoch fits ``cache_mb``, never tried again once it did not."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from types import SimpleNamespace
+
+import numpy as np
+
+from loomdb.seams import Batch
+from loomdb.store.epochs import Epochs
+
+
+class CountingLayout:
+    """Ten 100-row minibatches of 8 kB each; counts how often the layout is read."""
+
+    grouped = False
+
+    def __init__(self) -> None:
+        self.info = SimpleNamespace(batches=10, stats={}, rows=1000, options={"batch_size": 100})
+        self.fmt = SimpleNamespace(any_precision=False)
+        self.reads = 0
+
+    def batches(self, start: int, stop: int, precision: int):
+        self.reads += 1
+        for i in range(start, stop):
+            yield Batch(X=np.full((100, 10), float(i)), y=np.zeros(100), number=i, nbytes=8000)
+
+
+def _epochs(budget: int) -> tuple[CountingLayout, Epochs]:
+    layout = CountingLayout()
+    return layout, Epochs(layout, 0.0, budget)  # type: ignore[arg-type]
+
+
+def test_an_epoch_that_fits_is_read_once():
+    layout, epochs = _epochs(10 * 8000)
+    for _ in range(3):
+        got = list(epochs.train_batches(0, 32))
+        assert [int(b.X[0, 0]) for b in got] == list(range(10))
+    assert layout.reads == 1
+    assert [b.nbytes for b in epochs.train_batches(0, 32)] == [0] * 10  # served from the cache
+
+
+def test_an_epoch_too_large_is_read_every_time_and_not_held_again():
+    layout, epochs = _epochs(5 * 8000)
+    first = epochs.train_batches(0, 32)
+    assert [int(b.X[0, 0]) for b in first] == list(range(10))
+    assert epochs.too_large == {0}
+    second = iter(epochs.train_batches(0, 32))
+    batch = next(second)
+    held = weakref.ref(batch.X)
+    del batch
+    next(second)
+    gc.collect()
+    assert held() is None  # the second epoch holds no batch it already handed over
+    assert [b.nbytes for b in second] == [8000] * 8  # read again, every batch
+    assert layout.reads == 2 and epochs.cached == {}
