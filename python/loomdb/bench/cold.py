@@ -96,8 +96,8 @@ def cold_epochs(X: np.ndarray, y: np.ndarray, dsn: str | None, epochs: int) -> B
             "epoch ms: median wall time of an epoch; epoch CPU ms: (CPU of a train of "
             f"{epochs} epochs − CPU of a train of 1) / {epochs - 1}",
             "vs dense: dense's time / this format's; above 1 this format is faster",
-            "each engine stores payloads with its own defaults (DuckDB compresses BLOBs, "
-            "PostgreSQL TOASTs bytea with pglz)",
+            "payloads are stored as the format wrote them (neither engine compresses them "
+            "again: store/storage.py); this DuckDB database is in memory",
         ],
     )
     with engines(dsn) as found:
