@@ -142,9 +142,12 @@ class LinearModel:
                 f"a {self.kind} model predicts numbers, not classes",
                 hint="use loom_predict",
             )
-        names = self.class_names or [f"{float(c):g}" for c in self.classes]
-        where = {float(c): n for c, n in zip(self.classes, names)}
-        return [None if v != v else where[float(v)] for v in labels]
+        names = np.asarray(self.class_names or [f"{float(c):g}" for c in self.classes], object)
+        labels = np.asarray(labels, dtype=np.float64)
+        out = np.full(len(labels), None, dtype=object)
+        known = ~np.isnan(labels)  # labels are the model's classes (sorted), or NaN
+        out[known] = names[np.searchsorted(np.asarray(self.classes, np.float64), labels[known])]
+        return out.tolist()
 
     def require_numbers(self, name: str) -> None:
         """Refuse a model whose classes are text where a number must come out."""
