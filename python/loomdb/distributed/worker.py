@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from loomdb.distributed import messages
-from loomdb.learn.losses import LOSSES
 from loomdb.learn.problem import Problem
+from loomdb.learn.step_kernels import KIND_CODES, residuals
 from loomdb.seams import Batch
 from loomdb.store.storage import Stored
 
@@ -120,7 +120,7 @@ def compute(key: str, numbers: list[int], down: bytes, seed: int) -> tuple[bytes
     part = _PARTS[key]
     spec = part.spec
     backend = registry.get("cpu")
-    loss = LOSSES[spec.kind]
+    kind = KIND_CODES[spec.kind]
     cols = columns_of(part, numbers)
     values, offsets, widest = messages.unpack_model(down, cols, spec.down)
     k = values.shape[1]
@@ -133,9 +133,9 @@ def compute(key: str, numbers: list[int], down: bytes, seed: int) -> tuple[bytes
         held = part.batches[n]
         with np.errstate(over="ignore", invalid="ignore"):  # the driver's guard judges
             Z = backend.margins(held.batch, Weff) + offsets
-            total += float((loss.value(Z, held.T) * held.sw[:, None]).sum())
-            G = loss.derivative(Z, held.T) * (held.sw / widest)[:, None]
-        gsum += G.sum(axis=0)
+            value, G, batch_gsum = residuals(kind, Z, held.T, held.sw, float(widest))
+        total += value
+        gsum += batch_gsum
         g = backend.gradient(held.batch, G)
         acc = g if acc is None else acc + g
         rows += held.batch.rows

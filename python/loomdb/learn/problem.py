@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -36,11 +37,15 @@ class Problem:
         m = len(self.scaling.scale)  # the layout's columns (a sparse one's observed columns)
         return np.zeros((m, self.k)), np.zeros(self.k)
 
+    @cached_property
+    def _class_values(self) -> np.ndarray:
+        return np.asarray(self.classes, dtype=np.float64)
+
     def targets(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(T, sample_weight)`` for raw labels ``y``: 0/1 one-vs-rest columns or values."""
         if not self.classes:
             return y.reshape(-1, 1).astype(np.float64), np.ones(len(y))
-        idx = np.searchsorted(np.asarray(self.classes, dtype=np.float64), y)
+        idx = np.searchsorted(self._class_values, y)
         if self.k == 1:
             T = (idx == 1).astype(np.float64).reshape(-1, 1)
         else:

@@ -53,6 +53,7 @@ from loomdb.learn.precision import precision_for
 from loomdb.learn.problem import Problem
 from loomdb.learn.schedules import Schedule
 from loomdb.learn.skipping import Policy
+from loomdb.learn.step_kernels import KIND_CODES, assemble, residuals
 from loomdb.seams import Backend, Batch, EpochStep
 
 MAX_RESTARTS = 4
@@ -242,7 +243,7 @@ def _checked(batches: Iterable[Batch], check: Callable[[], None] | None) -> Iter
 def _sgd_epoch(
     batches, W, b, problem, config, backend, optimizer, lr, check, widest, skip=None
 ) -> dict[str, Any]:
-    loss = LOSSES[config.kind]
+    kind = KIND_CODES[config.kind]
     shift, scale = problem.scaling.shift, problem.scaling.scale
     total, rows, nbytes = 0.0, 0, 0
     skipped = {"sampled": 0, "bytes_skipped": 0}
@@ -262,13 +263,11 @@ def _sgd_epoch(
             if not trained:  # read (the oracle), but every row weighs 0: no step either
                 continue
             sw = sw if weights is None else sw * weights
-        total += float((loss.value(Z, T) * sw[:, None]).sum())
         widest[0] = max(widest[0], batch.sampled)
         share = batch.sampled / widest[0]  # 1 but for a short batch
-        G = loss.derivative(Z, T) * (sw / widest[0])[:, None]
-        gsum = G.sum(axis=0)
-        gW = scale[:, None] * (backend.gradient(batch, G) - np.outer(shift, gsum))
-        gW += (config.l2 * share) * W
+        value, G, gsum = residuals(kind, Z, T, sw, float(widest[0]))
+        total += value
+        gW = assemble(backend.gradient(batch, G), scale, shift, gsum, config.l2 * share, W)
         gb = gsum if config.fit_intercept else np.zeros_like(gsum)
         optimizer.step(W, b, gW, gb, lr)
         if config.l1:

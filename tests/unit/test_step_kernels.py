@@ -1,0 +1,89 @@
+"""The fused SGD step (learn/step_kernels.py) against the numpy forms it replaces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from loomdb.learn.losses import LOSSES
+from loomdb.learn.optimizers import Nesterov
+from loomdb.learn.step_kernels import KIND_CODES, assemble, momentum_step, residuals
+
+
+def _batch(k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(scale=8.0, size=(257, k))
+    Z[:4, 0] = [0.0, -0.0, 750.0, -750.0]  # the branches' edges and exp's overflow
+    T = (rng.random((257, k)) < 0.5).astype(np.float64)
+    return Z, T, rng.random(257) * 2.0
+
+
+@pytest.mark.parametrize("kind", sorted(KIND_CODES))
+@pytest.mark.parametrize("k", [1, 3])
+def test_residuals_are_the_losses_derivative_and_sums(kind: str, k: int) -> None:
+    Z, T, sw = _batch(k)
+    loss = LOSSES[kind]
+    total, G, gsum = residuals(KIND_CODES[kind], Z, T, sw, 300.0)
+    expected = loss.derivative(Z, T) * (sw / 300.0)[:, None]
+    # element by element the numpy form's arithmetic; exp may be the C library's, not numpy's
+    np.testing.assert_allclose(G, expected, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(gsum, expected.sum(axis=0), rtol=1e-12, atol=1e-15)
+    assert total == pytest.approx(float((loss.value(Z, T) * sw[:, None]).sum()), rel=1e-12)
+    if kind != "logistic":  # no exponential: the same bits
+        assert np.array_equal(G, expected)
+
+
+def test_logistic_never_overflows_and_keeps_nan() -> None:
+    Z = np.array([[1e300], [-1e300], [np.nan], [0.0]])
+    T = np.array([[0.0], [1.0], [1.0], [1.0]])
+    total, G, _ = residuals(KIND_CODES["logistic"], Z[:2], T[:2], np.ones(2), 2.0)
+    assert np.isfinite(total) and np.array_equal(G[:, 0], [0.5, -0.5])
+    total, G, gsum = residuals(KIND_CODES["logistic"], Z, T, np.ones(4), 4.0)
+    assert np.isnan(total) and np.isnan(G[2, 0]) and np.isnan(gsum[0])
+
+
+@pytest.mark.parametrize("kind", ["linear", "svm"])
+def test_nan_margins_reach_the_loss(kind: str) -> None:
+    total, _, gsum = residuals(
+        KIND_CODES[kind], np.array([[np.nan]]), np.ones((1, 1)), np.ones(1), 1.0
+    )
+    assert np.isnan(total)
+    assert np.isnan(gsum[0]) or kind == "svm"  # hinge's step is 0 where t·z < 1 is false
+
+
+def test_assemble_is_the_standardised_gradient_plus_l2() -> None:
+    rng = np.random.default_rng(2)
+    grad, W = rng.normal(size=(6, 2)), rng.normal(size=(6, 2))
+    scale, shift, gsum = rng.random(6) + 0.5, rng.normal(size=6), rng.normal(size=2)
+    expected = scale[:, None] * (grad - np.outer(shift, gsum))
+    expected += 0.25 * W
+    assert np.array_equal(assemble(grad, scale, shift, gsum, 0.25, W), expected)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_momentum_step_is_nesterovs_update_in_place(order: str) -> None:
+    rng = np.random.default_rng(3)
+    p, g, v = (np.asarray(rng.normal(size=(5, 3)), order=order) for _ in range(3))
+    s = np.asarray(rng.normal(size=(5, 3)), order=order)
+    want_v = v * 0.6 + g
+    want_p = p - 0.1 * (g + 0.6 * want_v)
+    want_s = s + want_p
+    momentum_step(p, g, v, s, 0.6, 0.1)
+    assert np.array_equal(v, want_v) and np.array_equal(p, want_p) and np.array_equal(s, want_s)
+
+
+def test_nesterov_steps_weights_and_intercept_by_its_schedule() -> None:
+    rng = np.random.default_rng(4)
+    W, b = rng.normal(size=(3, 2)), rng.normal(size=2)
+    want_W, want_b = W.copy(), b.copy()
+    vW, vb, sW = np.zeros((3, 2)), np.zeros(2), np.zeros((3, 2))
+    opt = Nesterov(W.shape)
+    for t in range(4):
+        gW, gb = rng.normal(size=(3, 2)), rng.normal(size=2)
+        opt.step(W, b, gW, gb, 0.1)
+        beta = t / (t + 3.0)  # the numpy form of the update, written out
+        vW, vb = vW * beta + gW, vb * beta + gb
+        want_W, want_b = want_W - 0.1 * (gW + beta * vW), want_b - 0.1 * (gb + beta * vb)
+        sW += want_W
+    assert np.array_equal(W, want_W) and np.array_equal(b, want_b)
+    assert np.array_equal(opt.sW, sW) and opt.count == 4
