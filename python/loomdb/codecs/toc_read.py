@@ -25,6 +25,7 @@ from numba import njit
 LOGICAL, VALUE_INDEX = 1, 4  # toc_format's flag bits (the kernel takes them as ints)
 SECTION_FAULT = 9  # the sections are malformed: ``toc_format`` says how
 MAX_NODES = (1 << 32) - 1  # node numbers are uint32: a tree this large needs a 4 GB blob
+_ONE = np.uint64(1)
 
 
 @njit(cache=True, nogil=True)
@@ -139,57 +140,68 @@ def _tree(icol, codes, starts):  # pragma: no cover
     pruning's marks are that check.  O(|D| + |I|).
     """
     n_pairs, empty = len(icol), np.empty(0, np.uint32)
-    size = 1 + n_pairs + len(codes) - (np.diff(starts) > 0).sum()
+    nonempty = 0
+    for r in range(len(starts) - 1):
+        nonempty += starts[r + 1] > starts[r]
+    size = 1 + n_pairs + len(codes) - nonempty
     if size > MAX_NODES:
         return 4, size, 0, 0, empty, empty, empty
-    parent = np.empty(size, np.int64)  # (past the first layer, every entry is written)
-    key = np.empty(size, np.int64)  # a node's last pair
-    first = np.empty(size, np.int64)  # a node's first pair; first-layer node i is pair i
+    # Nodes index arrays as unsigned integers, so no load checks for a negative index (as in
+    # toc_products); a code is compared as the signed value it was read as first.
+    parent = np.empty(size, np.uint32)  # (past the first layer, every entry is written)
+    key = np.empty(size, np.uint32)  # a node's last pair
+    first = np.empty(size, np.uint32)  # a node's first pair; first-layer node i is pair i
+    head = np.empty(size, np.int64)  # the column of a node's first pair
     last = np.empty(size, np.int64)  # the column of a node's last pair
     keep = np.zeros(size, np.bool_)
-    for i in range(n_pairs + 1):
-        first[i] = i
-    last[1 : n_pairs + 1] = icol
-    nxt = n_pairs + 1
+    first[0], head[0], last[0] = 0, -1, -1
+    for i in range(n_pairs):
+        first[i + 1], head[i + 1], last[i + 1] = i + 1, icol[i], icol[i]
+    nxt = np.uint64(n_pairs + 1)
     for r in range(len(starts) - 1):
-        if starts[r] == starts[r + 1]:
+        at, end = np.uint64(starts[r]), np.uint64(starts[r + 1])
+        if at == end:
             continue
-        prev = codes[starts[r]]
-        if prev < 1 or prev >= nxt:
-            return 1, r, prev, nxt, empty, empty, empty
+        code = codes[at]
+        prev = np.uint64(code)
+        if code < 1 or prev >= nxt:
+            return 1, r, code, np.int64(nxt), empty, empty, empty
         keep[prev] = True
-        for j in range(starts[r] + 1, starts[r + 1]):
-            c = codes[j]
-            if c < 1 or c >= nxt:
-                return 1, r, c, nxt, empty, empty, empty
-            head = icol[first[c] - 1]
-            if head <= last[prev]:
-                return 2, r, head, last[prev], empty, empty, empty
+        for j in range(at + _ONE, end):
+            code = codes[j]
+            c = np.uint64(code)
+            if code < 1 or c >= nxt:
+                return 1, r, code, np.int64(nxt), empty, empty, empty
+            if head[c] <= last[prev]:
+                return 2, r, head[c], last[prev], empty, empty, empty
             keep[c] = True
             parent[nxt] = prev  # a new node: the previous code's sequence + c's first pair
             first[nxt] = first[prev]
+            head[nxt] = head[prev]
             key[nxt] = first[c]
-            last[nxt] = head
-            nxt += 1
+            last[nxt] = head[c]
+            nxt += _ONE
             prev = c
     # Branch-free from here on: which nodes are kept follows the data, not a pattern.
     for i in range(size - 1, n_pairs, -1):
-        keep[parent[i]] |= keep[i]
+        keep[parent[np.uint64(i)]] |= keep[np.uint64(i)]
     for i in range(1, n_pairs + 1):
         if not keep[i]:
             return 3, i - 1, icol[i - 1], 0, empty, empty, empty
     number = first  # reused: the kept nodes' new numbers (the first layer keeps its own)
     nparent = np.empty(size - n_pairs, np.uint32)
     nkey = np.empty(size - n_pairs, np.uint32)
-    kept = 0
+    kept, base = np.uint64(0), np.uint64(n_pairs + 1)
     for i in range(n_pairs + 1, size):
-        number[i] = n_pairs + 1 + kept
-        nparent[kept] = number[parent[i]]
-        nkey[kept] = key[i]
-        kept += keep[i]
+        node = np.uint64(i)
+        number[node] = base + kept
+        nparent[kept] = number[parent[node]]
+        nkey[kept] = key[node]
+        if keep[node]:
+            kept += _ONE
     renumbered = np.empty(len(codes), np.uint32)
     for j in range(len(codes)):
-        renumbered[j] = number[codes[j]]
+        renumbered[j] = number[np.uint64(codes[j])]
     return 0, 0, 0, 0, nparent[:kept], nkey[:kept], renumbered
 
 
