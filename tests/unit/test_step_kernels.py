@@ -87,3 +87,40 @@ def test_nesterov_steps_weights_and_intercept_by_its_schedule() -> None:
         sW += want_W
     assert np.array_equal(W, want_W) and np.array_equal(b, want_b)
     assert np.array_equal(opt.sW, sW) and opt.count == 4
+
+
+def _numpy_targets(y, classes, k, weights):  # the form Problem.targets had in numpy
+    idx = np.searchsorted(np.asarray(classes, dtype=np.float64), y)
+    if k == 1:
+        T = (idx == 1).astype(np.float64).reshape(-1, 1)
+    else:
+        T = np.zeros((len(y), k))
+        T[np.arange(len(y)), idx] = 1.0
+    return T, weights[idx] if weights is not None else np.ones(len(y))
+
+
+@pytest.mark.parametrize("classes", [[0.0, 1.0], [-1.0, 2.0, 7.5]])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_targets_are_one_vs_rest_columns_and_class_weights(classes, weighted) -> None:
+    from loomdb.learn.problem import Problem
+    from loomdb.learn.scaling import Scaling
+
+    rng = np.random.default_rng(5)
+    y = rng.choice(classes, size=300)
+    weights = rng.random(len(classes)) + 0.5 if weighted else None
+    problem = Problem(
+        ["a"], Scaling("none", np.zeros(1), np.ones(1)), classes, class_weights=weights
+    )
+    T, sw = problem.targets(y)
+    want_T, want_sw = _numpy_targets(y, classes, problem.k, weights)
+    assert np.array_equal(T, want_T) and np.array_equal(sw, want_sw)
+
+
+def test_a_label_above_every_class_is_refused() -> None:
+    from loomdb.errors import LoomFormatError
+    from loomdb.learn.problem import Problem
+    from loomdb.learn.scaling import Scaling
+
+    problem = Problem(["a"], Scaling("none", np.zeros(1), np.ones(1)), [0.0, 1.0, 2.0])
+    with pytest.raises(LoomFormatError, match="label 5.0 is not one of the classes"):
+        problem.targets(np.array([0.0, 5.0]))

@@ -14,8 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from loomdb.errors import LoomFormatError
 from loomdb.learn.model import LinearModel
 from loomdb.learn.scaling import Scaling
+from loomdb.learn.step_kernels import class_targets
+
+_NO_WEIGHTS = np.empty(0)
 
 
 @dataclass
@@ -45,13 +49,15 @@ class Problem:
         """``(T, sample_weight)`` for raw labels ``y``: 0/1 one-vs-rest columns or values."""
         if not self.classes:
             return y.reshape(-1, 1).astype(np.float64), np.ones(len(y))
-        idx = np.searchsorted(self._class_values, y)
-        if self.k == 1:
-            T = (idx == 1).astype(np.float64).reshape(-1, 1)
-        else:
-            T = np.zeros((len(y), self.k))
-            T[np.arange(len(y)), idx] = 1.0
-        w = self.class_weights[idx] if self.class_weights is not None else np.ones(len(y))
+        weights = self.class_weights if self.class_weights is not None else _NO_WEIGHTS
+        T, w, bad = class_targets(
+            np.asarray(y, dtype=np.float64), self._class_values, self.k, weights
+        )
+        if bad >= 0:
+            raise LoomFormatError(
+                f"label {np.asarray(y)[bad].item()!r} is not one of the classes {self.classes} this model learns",
+                hint="train on the index the classes were found in, or rebuild it (REINDEX)",
+            )
         return T, w
 
     def baseline_loss(self, kind: str) -> float:

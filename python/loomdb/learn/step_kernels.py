@@ -1,5 +1,6 @@
-"""One SGD step's arithmetic after the margins, in numba: the loss, the scaled residuals and
-their column sums in one pass over the batch; the gradient's assembly; Nesterov's update.
+"""One SGD step's arithmetic besides the products, in numba: a batch's 0/1 targets and class
+weights; the loss, the scaled residuals and their column sums in one pass over the batch; the
+gradient's assembly; Nesterov's update.
 No paper section (Bismarck's SGD step; the losses of ``losses.py``).
 
 Why: a 250-row minibatch's step made some thirty numpy calls besides its two products, each a
@@ -23,6 +24,28 @@ from numba import njit
 SQUARED, LOGISTIC, HINGE = 0, 1, 2
 KIND_CODES = {"linear": SQUARED, "logistic": LOGISTIC, "svm": HINGE}
 _LOG2 = math.log(2.0)
+
+
+@njit(cache=True, nogil=True)
+def class_targets(y, classes, k, weights):  # pragma: no cover
+    """``(T, sw, bad)``: ``Problem.targets`` of labels ``y`` over the sorted ``classes`` — row
+    i's class is ``searchsorted(classes, y[i])``; ``T`` its 0/1 column (one column, class 1,
+    when ``k`` is 1), ``sw`` its weight (``weights`` per class; 1 where there are none).  ``bad``
+    is the first row whose label lies above every class (or has no weight), else −1."""
+    n = len(y)
+    T = np.zeros((n, k))
+    sw = np.ones(n)
+    for i in range(n):
+        c = np.searchsorted(classes, y[i])
+        if c >= len(classes) or (len(weights) and c >= len(weights)):
+            return T, sw, i
+        if k == 1:
+            T[i, 0] = 1.0 if c == 1 else 0.0
+        else:
+            T[i, c] = 1.0
+        if len(weights):
+            sw[i] = weights[c]
+    return T, sw, -1
 
 
 @njit(cache=True, nogil=True, inline="always")
