@@ -24,3 +24,24 @@ def test_payloads_stay_uncompressed_through_a_checkpoint(tmp_path):
     trained = con.execute("SELECT loom_train('m', NULL, NULL, '{\"index\": \"t_toc\"}')")
     assert '"model": "m"' in trained.fetchone()[0]
     con.close()
+
+
+def test_inserted_blobs_arrive_byte_for_byte():
+    import duckdb
+
+    from loomdb.engines.duckdb.database import DuckDatabase
+    from loomdb.engines.duckdb.state import ConnectionState
+
+    raw = duckdb.connect()
+    raw.execute("CREATE TABLE s (n BIGINT, payload BLOB)")
+    payloads = [b"", b"\x00\xff" * 3, memoryview(b"view"), bytearray(b"array"), None]
+    rows = [(i, p) for i, p in enumerate(payloads)]
+    db = DuckDatabase(raw, ConnectionState("test"))
+    db.insert("s", ["n", "payload"], rows)
+    db.insert("s", ["n", "payload"], rows[:4])  # without a NULL: one joined buffer
+    got = raw.execute("SELECT n, payload FROM s ORDER BY n, payload IS NULL").fetchall()
+    want = sorted(
+        [(i, None if p is None else bytes(p)) for i, p in rows + rows[:4]],
+        key=lambda r: (r[0], r[1] is None),
+    )
+    assert got == want

@@ -396,3 +396,31 @@ def test_writers_refuse_what_readers_would_refuse(monkeypatch):
     with pytest.raises(LoomOptionError, match="too large for the zstd stage"):
         toc.encode(np.arange(1.0, 101.0).reshape(10, 10), entropy="zstd")
     toc.encode(np.arange(1.0, 101.0).reshape(10, 10))  # without the stage there is no cap
+
+
+def _sorted_first_appearance(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[order] = np.arange(1, len(uniq) + 1)
+    return uniq[order], rank[inverse.ravel()]
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        np.random.default_rng(0).random(5000).view(np.uint64),  # all distinct
+        np.random.default_rng(1).integers(0, 7, 5000).astype(np.float64).view(np.uint64),
+        np.array([np.nan, -0.0, 0.5, np.nan, -np.nan, 0.5]).view(np.uint64),
+        np.array([2**64 - 1, 0, 2**64 - 1, 1], dtype=np.uint64),  # no key is a sentinel
+        np.random.default_rng(2).integers(-50, 50, 3000),  # int64 pair keys
+        np.array([], dtype=np.uint64),
+    ],
+)
+def test_first_appearance_is_what_sorting_gives(keys: np.ndarray) -> None:
+    from loomdb.codecs.toc_kernels import first_appearance
+
+    distinct, ids = first_appearance(keys)
+    want_distinct, want_ids = _sorted_first_appearance(keys)
+    assert distinct.dtype == keys.dtype
+    assert np.array_equal(distinct, want_distinct) and np.array_equal(ids, want_ids)

@@ -51,15 +51,6 @@ ZSTD_LEVEL = 19
 MAX_DENSE = 1 << 27  # cells a full decode may allocate (1 GiB of float64)
 
 
-def _first_appearance(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct keys in first-appearance order, 1-based id of each input key)."""
-    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(len(uniq), dtype=np.int64)
-    rank[order] = np.arange(1, len(uniq) + 1)
-    return uniq[order], rank[inverse.ravel()]
-
-
 def _check_variant(variant: str) -> None:
     if variant not in VARIANTS:
         raise LoomOptionError(f"TOC variant must be one of {', '.join(VARIANTS)}; got {variant!r}")
@@ -137,8 +128,8 @@ def _encoded_pairs(
             None,
             row_starts[:-1],
         )
-    distinct, value_ids = _first_appearance(vbits)
-    pairs, pair_ids = _first_appearance(cols_idx * len(distinct) + value_ids - 1)
+    distinct, value_ids = k.first_appearance(vbits)
+    pairs, pair_ids = k.first_appearance(cols_idx * len(distinct) + value_ids - 1)
     icol, ivalue = pairs // len(distinct), pairs % len(distinct)
     codes, code_starts = k.lzw_encode(pair_ids, row_starts, len(pairs))
     if flags & VALUE_INDEX:

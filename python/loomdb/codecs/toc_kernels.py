@@ -19,6 +19,33 @@ def _slot(keys, key):  # pragma: no cover
     return h
 
 
+@njit(cache=True, nogil=True)
+def first_appearance(keys):  # pragma: no cover
+    """``(distinct keys in order of first appearance, 1-based id of each key)`` by one pass
+    over a hash table — what sorting (``np.unique`` and an argsort of first indices) gives, in
+    linear time: the values and pairs of a 1,024 × 20 batch of random floats took two thirds of
+    a toc layout's time sorted.  Keys are compared as the integers they are (a value's bits)."""
+    n = len(keys)
+    capacity, bits = 16, 4
+    while capacity < 2 * n:
+        capacity, bits = capacity * 2, bits + 1
+    held = np.empty(capacity, keys.dtype)
+    slot_id = np.zeros(capacity, np.int64)  # 0: an empty slot
+    distinct = np.empty(n, keys.dtype)
+    ids = np.empty(n, np.int64)
+    mask, shift, count = np.uint64(capacity - 1), np.uint64(64 - bits), 0
+    for i in range(n):
+        key = keys[i]
+        h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> shift  # Fibonacci hashing
+        while slot_id[h] != 0 and held[h] != key:
+            h = (h + np.uint64(1)) & mask
+        if slot_id[h] == 0:
+            count += 1
+            held[h], slot_id[h], distinct[count - 1] = key, count, key
+        ids[i] = slot_id[h]
+    return distinct[:count], ids
+
+
 @njit(cache=True)
 def lzw_encode(pair_ids, row_starts, n_pairs):  # pragma: no cover
     """Codes of every row over a tree whose first layer is pairs 1..n_pairs."""

@@ -113,12 +113,7 @@ class DuckDatabase:
             self.cur.execute(sql, list(params) if params else None).fetchall()
 
     def insert(self, relation: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
-        table = pa.table(
-            {
-                c: pa.array([r[i] for r in rows], type=_arrow_type(rows, i))
-                for i, c in enumerate(columns)
-            }
-        )
+        table = pa.table({c: _arrow_array([r[i] for r in rows]) for i, c in enumerate(columns)})
         name = "loom_insert_rows"
         with translated():
             self.cur.register(name, table)
@@ -303,10 +298,18 @@ def _python_values(column: pa.ChunkedArray) -> list[Any]:
     return out
 
 
-def _arrow_type(rows: Sequence[tuple], i: int) -> Any:
-    sample = rows[0][i] if rows else None
+def _arrow_array(values: list[Any]) -> Any:
+    """One column of rows to insert.  BLOBs are joined into one buffer with their offsets:
+    ``pa.array`` over Python bytes took 0.8 s for 160 MB of payloads (a join takes 0.07 s)."""
+    sample = values[0] if values else None
     if isinstance(sample, (bytes, bytearray, memoryview)):
-        return pa.binary()
-    if isinstance(sample, int):
-        return pa.int64()
-    return None
+        if any(v is None for v in values):
+            return pa.array(values, type=pa.binary())
+        data = b"".join(values)
+        offsets = np.zeros(len(values) + 1, dtype=np.int64)
+        np.cumsum([len(memoryview(v).cast("B")) for v in values], out=offsets[1:])
+        large = offsets[-1] >= 1 << 31  # binary's offsets are int32
+        kind, width = (pa.large_binary(), np.int64) if large else (pa.binary(), np.int32)
+        buffers = [None, pa.py_buffer(offsets.astype(width)), pa.py_buffer(data)]
+        return pa.Array.from_buffers(kind, len(values), buffers)
+    return pa.array(values, type=pa.int64() if isinstance(sample, int) else None)
