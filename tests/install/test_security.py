@@ -75,6 +75,7 @@ def roles(pg_dsn) -> Iterator[tuple[Role, Role, Role]]:
         r.conn.close()
     for name in (ALICE, BOB):
         admin.rows(f"DELETE FROM loom.models WHERE owner = '{name}'")
+        admin.rows(f"DELETE FROM loom.model_versions WHERE owner = '{name}'")
         admin.rows(f"DELETE FROM loom.indexes WHERE owner = '{name}'")
         admin.rows(f"DELETE FROM loom.grants WHERE owner = '{name}'")
         admin.rows(f"DELETE FROM loom.deployments WHERE owner = '{name}'")
