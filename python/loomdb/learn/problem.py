@@ -54,8 +54,9 @@ class Problem:
             np.asarray(y, dtype=np.float64), self._class_values, self.k, weights
         )
         if bad >= 0:
+            label = np.asarray(y)[bad].item()
             raise LoomFormatError(
-                f"label {np.asarray(y)[bad].item()!r} is not one of the classes {self.classes} this model learns",
+                f"label {label!r} is not one of the classes {self.classes} this model learns",
                 hint="train on the index the classes were found in, or rebuild it (REINDEX)",
             )
         return T, w
