@@ -49,14 +49,13 @@ class Problem:
         """``(T, sample_weight)`` for raw labels ``y``: 0/1 one-vs-rest columns or values."""
         if not self.classes:
             return y.reshape(-1, 1).astype(np.float64), np.ones(len(y))
+        labels = np.asarray(y, dtype=np.float64)
         weights = self.class_weights if self.class_weights is not None else _NO_WEIGHTS
-        T, w, bad = class_targets(
-            np.asarray(y, dtype=np.float64), self._class_values, self.k, weights
-        )
+        T, w, bad = class_targets(labels, self._class_values, self.k, weights)
         if bad >= 0:
-            label = np.asarray(y)[bad].item()
             raise LoomFormatError(
-                f"label {label!r} is not one of the classes {self.classes} this model learns",
+                f"label {labels[bad].item()!r} is not one of the classes {self.classes} "
+                "this model learns",
                 hint="train on the index the classes were found in, or rebuild it (REINDEX)",
             )
         return T, w

@@ -307,7 +307,7 @@ def _arrow_array(values: list[Any]) -> Any:
             return pa.array(values, type=pa.binary())
         data = b"".join(values)
         offsets = np.zeros(len(values) + 1, dtype=np.int64)
-        np.cumsum([len(memoryview(v).cast("B")) for v in values], out=offsets[1:])
+        np.cumsum([memoryview(v).nbytes for v in values], out=offsets[1:])
         large = offsets[-1] >= 1 << 31  # binary's offsets are int32
         kind, width = (pa.large_binary(), np.int64) if large else (pa.binary(), np.int32)
         buffers = [None, pa.py_buffer(offsets.astype(width)), pa.py_buffer(data)]
