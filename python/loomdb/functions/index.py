@@ -59,8 +59,7 @@ def create_index(
             return _summary(catalog.get_index(db, name))
         catalog.require_absent(db, name, "index")
     started = time.perf_counter()
-    with db.atomic():
-        info = layout.build(db, name, source or "", label or "", opts, f"loom_create_index {name}")
+    info = layout.build(db, name, source or "", label or "", opts, f"loom_create_index {name}")
     seconds = time.perf_counter() - started
     db.notice(
         f"index {name}: {info.rows} rows ({info.skipped} skipped) laid out as {info.format} "
@@ -85,6 +84,5 @@ def drop_index(db: Any, name: str) -> str:
 def reindex(db: Any, name: str) -> str:
     check_name(name, "index")
     started = time.perf_counter()
-    with db.atomic():
-        info = layout.rebuild(db, name, f"loom_reindex {name}")
+    info = layout.rebuild(db, name, f"loom_reindex {name}")
     return _summary(info, time.perf_counter() - started)

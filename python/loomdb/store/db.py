@@ -70,6 +70,13 @@ class Database(Queryable, Protocol):
         """A (sub)transaction: everything inside commits together or not at all."""
         ...
 
+    def staged(self, relation: str) -> AbstractContextManager[None]:
+        """A block that creates and fills the new table ``relation``; if it fails, the table is
+        gone.  Outside :meth:`atomic`, DuckDB commits each write as it goes (it holds an
+        uncommitted table's BLOBs in memory, beyond ``memory_limit``) and drops the table on
+        failure; PostgreSQL runs the block in a subtransaction (its writes go to disk)."""
+        ...
+
     def notice(self, message: str) -> None:
         """Report progress (a NOTICE in PostgreSQL, a log line or stderr in DuckDB)."""
         ...

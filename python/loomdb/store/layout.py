@@ -345,26 +345,36 @@ def build(
     opts: dict[str, Any],
     what: str,
     quiet: bool = False,
+    replacing: bool = False,
 ) -> IndexInfo:
-    """Profile ``source``, write its minibatches as index ``name``, record it in the catalog."""
+    """Profile ``source``, write its minibatches as index ``name``, record it in the catalog
+    (``replacing``: in place of index ``name``, dropped when the new one is complete).  The
+    minibatches go to a table of their own, which becomes the index's storage table in the
+    one transaction that records it: in bounded memory on every engine (``Database.staged``),
+    nothing visible as the index until it is whole, and the old index readable meanwhile."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
     grouped.check(opts)
     prof = fmt.profile(db, source, label, opts)
     info = _info(name, prof, fmt, opts)
-    relation = catalog.storage_relation(name)
-    storage.create(db, relation, keyed=bool(opts.get("slimml")))
-    _lay_out(
-        db,
-        info,
-        prof,
-        fmt,
-        opts,
-        lambda rows: storage.write(db, relation, rows),
-        Progress(db, what, prof.rows, quiet),
-    )
-    info.source_signature = _signature(db, info, prof.kinds)
-    catalog.put_index(db, info)
+    staged = storage.staged_relation(info.uid)
+    with db.staged(staged):
+        storage.create(db, staged, keyed=bool(opts.get("slimml")))
+        _lay_out(
+            db,
+            info,
+            prof,
+            fmt,
+            opts,
+            lambda rows: storage.write(db, staged, rows),
+            Progress(db, what, prof.rows, quiet),
+        )
+        info.source_signature = _signature(db, info, prof.kinds)
+        with db.atomic():
+            if replacing:
+                drop(db, name)
+            db.execute(f"ALTER TABLE {staged} RENAME TO {quote_ident(name)}")
+            catalog.put_index(db, info)
     return catalog.get_index(db, name)
 
 
@@ -496,10 +506,10 @@ def drop(db: Database, name: str) -> IndexInfo:
 
 def rebuild(db: Database, name: str, what: str) -> IndexInfo:
     """Lay index ``name`` out again from its source, as its owner, with the same options."""
-    info = drop(db, name)
+    info = catalog.get_index(db, name)
     fmt = formats.get(info.format)
     given = {k: v for k, v in info.options.items() if k in options_of(fmt).names()}
     features = feature_columns(info)
     opts = options_of(fmt).parse({**given, "features": features, "format": fmt.name})
     with db.as_role(info.owner):
-        return build(db, name, info.source, info.label, opts, what)
+        return build(db, name, info.source, info.label, opts, what, replacing=True)

@@ -81,6 +81,12 @@ def scratch_relation(db: Database, uid: str) -> str:
     return f"{TEMP_SCHEMAS[db.dialect]}loom_scratch_{uid}"
 
 
+def staged_relation(uid: str) -> str:
+    """The table an index's minibatches are written to, renamed to the index's storage table
+    when complete (``layout.build``): no index can take the name (``$`` is not allowed)."""
+    return f'loom_data."staged${uid}"'
+
+
 def shared_scratch_relation(db: Database, uid: str) -> str:
     """A table for one train's layout that the engine's parallel workers can read (they cannot
     read a temporary table): in the storage schema, named so no index can take the name

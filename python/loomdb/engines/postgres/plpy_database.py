@@ -153,6 +153,9 @@ class PlpyDatabase:
     def atomic(self) -> AbstractContextManager[Any]:
         return self.plpy.subtransaction()
 
+    def staged(self, relation: str) -> AbstractContextManager[Any]:
+        return self.plpy.subtransaction()
+
     def notice(self, message: str) -> None:
         self.plpy.notice(message)
 
