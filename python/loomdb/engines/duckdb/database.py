@@ -38,6 +38,8 @@ TYPES = {
     "bytes": "BLOB",
     "timestamp": "TIMESTAMP",
 }
+STAGED_NAME = re.compile(r"^staged\$[0-9a-f]{32}$")  # storage.staged_relation's tables
+_STAGING: set[tuple[str, str]] = set()  # (database, relation) of the layouts this process runs
 KINDS = {"BOOLEAN": "boolean", "BLOB": "bytes", "VARCHAR": "text"}
 NUMERIC = re.compile(
     r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
@@ -147,6 +149,9 @@ class DuckDatabase:
         # An uncommitted table's BLOBs stay in memory until COMMIT, whatever memory_limit says
         # (measured: 1.6 GB of payloads inserted in one transaction took 2.8 GB with a 1 GB
         # limit, 1.2 GB in autocommit), so outside a transaction each write commits at once.
+        self._drop_abandoned()
+        key = (self.identity, relation)
+        _STAGING.add(key)
         try:
             yield
         except BaseException:
@@ -154,6 +159,19 @@ class DuckDatabase:
                 with contextlib.suppress(duckdb.Error):
                     self.cur.execute(f"DROP TABLE IF EXISTS {relation}")
             raise
+        finally:
+            _STAGING.discard(key)
+
+    def _drop_abandoned(self) -> None:
+        """Drop the staged tables of layouts whose process ended mid-way: one process at a time
+        writes a DuckDB file, so a staged table this process is not filling is abandoned."""
+        for (name,) in self.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'loom_data' "
+            "AND table_catalog = current_database() AND starts_with(table_name, 'staged$')"
+        ):
+            relation = f"loom_data.{quote_ident(name)}"
+            if STAGED_NAME.match(name) and (self.identity, relation) not in _STAGING:
+                self.execute(f"DROP TABLE IF EXISTS {relation}")
 
     def notice(self, message: str) -> None:
         self.state.notice(message)
