@@ -69,9 +69,11 @@ def clean(error: BaseException) -> str:
 
 def translate(error: duckdb.Error) -> LoomError:
     message = clean(error)
-    if isinstance(error, duckdb.TransactionException) or (
-        isinstance(error, duckdb.ConstraintException) and "PRIMARY KEY" in message.upper()
-    ):
+    # A transaction error is a race only where DuckDB says so ("write-write conflict", "Conflict
+    # on update"): a commit that failed for want of disk space is not one, and running the
+    # call again would not help.
+    race = isinstance(error, duckdb.TransactionException) and "CONFLICT" in message.upper()
+    if race or (isinstance(error, duckdb.ConstraintException) and "PRIMARY KEY" in message.upper()):
         return LoomConflictError(
             f"another loomdb call changed the same catalog rows first: {message}",
             hint="nothing was written; run the call again",
