@@ -162,3 +162,18 @@ def test_the_numpy_floor_is_the_trainers_algorithm(optimizer):
     v, c = model()
     np.testing.assert_allclose(v, trained.W[:, 0], rtol=1e-7, atol=1e-10)
     assert c == pytest.approx(float(trained.b[0]), rel=1e-7, abs=1e-10)
+
+
+def test_bench_options_are_refused_where_a_suite_cannot_honour_them():
+    from loomdb.bench import scale
+    from loomdb.cli.bench import run_suite, sizes
+    from loomdb.errors import LoomOptionError
+
+    assert sizes("1000000,1e8") == [1_000_000, 100_000_000]
+    with pytest.raises(LoomOptionError, match="--formats is for bench scale"):
+        run_suite("toc", quick=True, json_path=None, dsn=None, formats="dense")
+    with pytest.raises(LoomOptionError, match="--rows is for bench scale"):
+        run_suite("toc", quick=True, json_path=None, dsn=None, rows="1000")
+    for wrong in (["dense", "csv"], []):
+        with pytest.raises(LoomOptionError, match="bench scale lays out dense, toc, mlweaving"):
+            scale.run(formats=wrong)

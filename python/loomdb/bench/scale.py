@@ -20,6 +20,7 @@ import tempfile
 from typing import Any
 
 from loomdb.bench.table import BenchTable
+from loomdb.errors import LoomOptionError
 
 FORMATS = ["dense", "toc", "mlweaving"]
 FEATURES = 20
@@ -27,8 +28,19 @@ DUCKDB_MEMORY = "3GB"  # DuckDB's own memory_limit in the bench (its default is 
 FETCH_PEAK_PER_RAW = 3  # the fetch peer's peak memory ÷ raw MB, measured at 10M rows (2.96)
 
 
-def run(quick: bool = False, dsn: str | None = None, rows: list[int] | None = None):
+def run(
+    quick: bool = False,
+    dsn: str | None = None,
+    rows: list[int] | None = None,
+    formats: list[str] | None = None,
+):
     sizes = rows or ([200_000] if quick else [1_000_000, 10_000_000])
+    unknown = sorted(set(formats or []) - set(FORMATS))
+    if unknown or formats == []:
+        raise LoomOptionError(
+            f"bench scale lays out {', '.join(FORMATS)}; got {', '.join(unknown) or 'none'}",
+            hint="e.g. --formats dense,toc",
+        )
     table = BenchTable(
         f"scale: {FEATURES} features, logistic, 3 epochs",
         ["engine", "rows", "format", "raw MB", "peak MB", "peak ÷ raw", "layout s"]
@@ -69,8 +81,9 @@ def run(quick: bool = False, dsn: str | None = None, rows: list[int] | None = No
                         f"{_memory_mb() / 1024:.0f} GB: about {FETCH_PEAK_PER_RAW}x raw MB at 10M "
                         "rows (the rows as columns, then stacked)"
                     )
-                for fmt in FORMATS:
+                for fmt in formats or FORMATS:
                     got = _child({**where, "step": "train", "rows": n, "format": fmt})
+                    print(f"bench scale {engine} {n} {fmt}: {json.dumps(got)}", file=sys.stderr)
                     table.add(
                         engine,
                         n,

@@ -29,7 +29,13 @@ def sizes(text: str) -> list[int]:
 
 
 def run_suite(
-    suite: str, *, quick: bool, json_path: str | None, dsn: str | None, rows: str | None = None
+    suite: str,
+    *,
+    quick: bool,
+    json_path: str | None,
+    dsn: str | None,
+    rows: str | None = None,
+    formats: str | None = None,
 ) -> int:
     module = importlib.import_module(SUITES[suite])
     kwargs: dict[str, Any] = {"quick": quick}
@@ -43,6 +49,13 @@ def run_suite(
                 hint=f"run loomdb bench {suite} without --rows",
             )
         kwargs["rows"] = sizes(rows)
+    if formats is not None:
+        if "formats" not in takes:
+            raise LoomOptionError(
+                f"bench {suite} measures fixed formats: --formats is for bench scale",
+                hint=f"run loomdb bench {suite} without --formats",
+            )
+        kwargs["formats"] = [f.strip() for f in formats.split(",") if f.strip()]
     tables = module.run(**kwargs)
     for table in tables:
         print(table.render())

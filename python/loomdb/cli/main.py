@@ -49,7 +49,12 @@ def _bench(args: argparse.Namespace) -> int:
     from loomdb.cli.bench import run_suite
 
     return run_suite(
-        args.suite, quick=args.quick, json_path=args.json, dsn=args.dsn, rows=args.rows
+        args.suite,
+        quick=args.quick,
+        json_path=args.json,
+        dsn=args.dsn,
+        rows=args.rows,
+        formats=args.formats,
     )
 
 
@@ -118,6 +123,11 @@ def parser() -> argparse.ArgumentParser:
         "--rows",
         metavar="N[,N…]",
         help="table sizes for suites that scale (scale: default 1000000,10000000)",
+    )
+    b.add_argument(
+        "--formats",
+        metavar="F[,F…]",
+        help="storage formats to lay out (scale: default dense,toc,mlweaving)",
     )
     b.set_defaults(func=_bench)
 
