@@ -97,6 +97,7 @@ def encoded(
             f"stratify needs a class label; '{prof.label}' has too many distinct values",
             hint="leave stratify out for a continuous label",
         )
+    progress.phase(f"dividing {len(y):,} rows into SlimML groups (SVD, median splits)")
     grouping = groups.divide(
         X, y, prof.stats, opts["aggregation_ratio"], opts["stratify"], opts["seed"]
     )

@@ -150,6 +150,12 @@ class Progress:
         if not self.quiet:
             self.db.notice(f"{self.what}: laying out {self.total:,} rows of {source} as {fmt}")
 
+    def phase(self, text: str) -> None:
+        """A step that reports no rows while it runs (SlimML's aggregation)."""
+        if not self.quiet:
+            self.db.notice(f"{self.what}: {text}")
+        self.last = time.monotonic()
+
     def rows(self, done: int) -> None:
         self.db.check_interrupt()
         now = time.monotonic()
