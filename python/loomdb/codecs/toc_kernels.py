@@ -7,15 +7,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-EMPTY = -1
+
+@njit(cache=True, nogil=True)
+def _table(n):  # pragma: no cover
+    """``(capacity, shift)`` of an open-addressing table for ``n`` keys: a power of two at
+    least twice ``n``, and the shift that takes a 64-bit product's top log2(capacity) bits."""
+    capacity, bits = 16, 4
+    while capacity < 2 * n:
+        capacity, bits = capacity * 2, bits + 1
+    return capacity, np.uint64(64 - bits)
 
 
-@njit(cache=True)
-def _slot(keys, key):  # pragma: no cover
-    mask = len(keys) - 1
-    h = (key * np.int64(-7046029254386353131)) & mask  # multiplicative hashing
-    while keys[h] != EMPTY and keys[h] != key:
-        h = (h + 1) & mask
+@njit(cache=True, nogil=True)
+def _slot(keys, filled, key, shift):  # pragma: no cover
+    """The slot holding ``key`` in the table ``keys`` (taken where ``filled`` ≠ 0), or the empty
+    slot where it goes: Fibonacci hashing — the product's top bits, so keys that differ only
+    in their high bits (a float's) spread — then linear probing."""
+    mask = np.uint64(len(keys) - 1)
+    h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> shift
+    while filled[h] != 0 and keys[h] != key:
+        h = (h + np.uint64(1)) & mask
     return h
 
 
@@ -26,19 +37,15 @@ def first_appearance(keys):  # pragma: no cover
     linear time: the values and pairs of a 1,024 × 20 batch of random floats took two thirds of
     a toc layout's time sorted.  Keys are compared as the integers they are (a value's bits)."""
     n = len(keys)
-    capacity, bits = 16, 4
-    while capacity < 2 * n:
-        capacity, bits = capacity * 2, bits + 1
+    capacity, shift = _table(n)
     held = np.empty(capacity, keys.dtype)
     slot_id = np.zeros(capacity, np.int64)  # 0: an empty slot
     distinct = np.empty(n, keys.dtype)
     ids = np.empty(n, np.int64)
-    mask, shift, count = np.uint64(capacity - 1), np.uint64(64 - bits), 0
+    count = 0
     for i in range(n):
         key = keys[i]
-        h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> shift  # Fibonacci hashing
-        while slot_id[h] != 0 and held[h] != key:
-            h = (h + np.uint64(1)) & mask
+        h = _slot(held, slot_id, key, shift)
         if slot_id[h] == 0:
             count += 1
             held[h], slot_id[h], distinct[count - 1] = key, count, key
@@ -50,11 +57,9 @@ def first_appearance(keys):  # pragma: no cover
 def lzw_encode(pair_ids, row_starts, n_pairs):  # pragma: no cover
     """Codes of every row over a tree whose first layer is pairs 1..n_pairs."""
     nnz = len(pair_ids)
-    capacity = 16
-    while capacity < 2 * nnz + 16:
-        capacity *= 2
-    keys = np.full(capacity, EMPTY, dtype=np.int64)
-    children = np.zeros(capacity, dtype=np.int64)
+    capacity, shift = _table(nnz + 8)
+    keys = np.empty(capacity, dtype=np.int64)
+    children = np.zeros(capacity, dtype=np.int64)  # 0: an empty slot (node ids start at 1)
     stride = np.int64(n_pairs + 1)
     codes = np.empty(nnz, dtype=np.int64)
     code_starts = np.empty(len(row_starts) - 1, dtype=np.int64)
@@ -67,15 +72,15 @@ def lzw_encode(pair_ids, row_starts, n_pairs):  # pragma: no cover
             node = pair_ids[i]
             j = i + 1
             while j < end:
-                h = _slot(keys, node * stride + pair_ids[j])
-                if keys[h] == EMPTY:
+                h = _slot(keys, children, node * stride + pair_ids[j], shift)
+                if children[h] == 0:
                     break
                 node = children[h]
                 j += 1
             codes[ncodes] = node
             ncodes += 1
             if j < end:  # a new node: the match plus the next pair, never across rows
-                h = _slot(keys, node * stride + pair_ids[j])
+                h = _slot(keys, children, node * stride + pair_ids[j], shift)
                 keys[h] = node * stride + pair_ids[j]
                 children[h] = next_id
                 next_id += 1
