@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from loomdb.learn.step_kernels import momentum_step
+from loomdb.learn.step_kernels import momentum_step, shrink
 
 
 class SGD:
@@ -109,8 +109,8 @@ class Adam:
 
 
 def soft_threshold(W: np.ndarray, amount: float) -> None:
-    """Proximal operator of amount·‖W‖₁, in place."""
-    np.copyto(W, np.sign(W) * np.maximum(np.abs(W) - amount, 0.0))
+    """Proximal operator of amount·‖W‖₁, in place (``step_kernels.shrink``)."""
+    shrink(W, amount)
 
 
 OPTIMIZERS = {"nesterov": Nesterov, "sgd": SGD, "adam": Adam}

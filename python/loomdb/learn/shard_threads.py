@@ -4,34 +4,37 @@ out by number.  No paper section of its own (Bismarck §3.3 runs segments in pro
 share the decoded minibatches kept between epochs instead of reading them n times).
 
 Threads run Python one at a time but for code that lets go of the interpreter lock — numpy's
-matrix products and ufuncs on large enough arrays, numba kernels compiled ``nogil`` (TOC's):
-a shard's step overlaps another's in those and waits for the lock in the rest, so the speed-up
-grows with the work per minibatch (features × classes).  Each shard reads its minibatches
-from a short queue of its own (``DEPTH``), so memory holds a few minibatches per shard beyond
-what the epoch cache keeps.  BLAS runs one thread per call while the train holds the shards'
-threads (threadpoolctl; process-wide, as BLAS's setting is): the shards are the parallelism,
-and OpenBLAS's own threads serialise concurrent callers and oversubscribe the cores.  The
-caller's ``check`` (a cancel) runs here, between minibatches and while the shards finish; a
-cancel stops every shard before it takes its next minibatch.
-"""
+matrix products and ufuncs on large enough arrays, numba kernels compiled ``nogil`` (TOC's): a
+shard's step overlaps another's in those and waits for the lock in the rest, so the speed-up
+grows with the work per minibatch (features × classes).  A narrow model's dense minibatches step
+``learn/dense_steps``' runs of them in one such kernel call.  Each shard reads its minibatches
+``DEAL`` at a time from a short queue of its own (``DEPTH`` hands), so memory holds a few
+hundred minibatches per shard beyond what the epoch cache keeps, and a hand costs one queue
+operation instead of one per minibatch.  BLAS runs one thread per call while the train holds the
+shards' threads (threadpoolctl; process-wide, as BLAS's setting is): the shards are the
+parallelism, and OpenBLAS's own threads serialise concurrent callers and oversubscribe the
+cores.  The caller's ``check`` (a cancel) runs here, between minibatches and while the shards
+finish; a cancel stops every shard before it takes its next minibatch. """
 
 from __future__ import annotations
 
 import contextlib
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from threadpoolctl import threadpool_limits
 
+from loomdb.learn import dense_steps
 from loomdb.learn.averaging import Start, begin, merge, shard_of, train
 from loomdb.learn.problem import Problem
 from loomdb.learn.trainer import EpochSource, TrainConfig
 from loomdb.seams import Batch
 
-DEPTH = 4  # minibatches waiting per shard
+DEAL = dense_steps.RUN  # minibatches handed to a shard at a time
+DEPTH = 4  # hands waiting per shard
 POLL_S = 0.05
 _END = object()
 
@@ -77,10 +80,9 @@ class ThreadedShards:
             for r, f in zip(results, feeds)
         ]
         try:
-            for i, batch in enumerate(self.source.train_batches(epoch, precision)):
+            for j, hand in _hands(self.source.train_batches(epoch, precision), self.shards):
                 self.check()
-                j = shard_of(i, self.shards)  # the epoch's i-th minibatch (its number)
-                _put(feeds[j], batch, futures[j])
+                _put(feeds[j], hand, futures[j])
             for feed, future in zip(feeds, futures):
                 _put(feed, _END, future)
             while wait(futures, timeout=POLL_S).not_done:
@@ -98,6 +100,26 @@ class ThreadedShards:
         return totals
 
 
+def _hands(batches: Iterable[Batch], shards: int) -> Iterator[tuple[int, list[Batch]]]:
+    """``(shard, minibatches)``: the epoch's minibatches dealt by number, ``DEAL`` at a time
+    per shard — a list (the epoch cache) by slices, a stream as it is read."""
+    if isinstance(batches, list):
+        mine = [batches[j::shards] for j in range(shards)]
+        for first in range(0, len(mine[0]), DEAL):
+            for j in range(shards):
+                if mine[j][first : first + DEAL]:
+                    yield j, mine[j][first : first + DEAL]
+        return
+    dealt: list[list[Batch]] = [[] for _ in range(shards)]
+    for i, batch in enumerate(batches):
+        j = shard_of(i, shards)  # the epoch's i-th minibatch (its number)
+        dealt[j].append(batch)
+        if len(dealt[j]) == DEAL:
+            yield j, dealt[j]
+            dealt[j] = []
+    yield from ((j, rest) for j, rest in enumerate(dealt) if rest)
+
+
 def _train(start: Start, result, batches: Iterator[Batch], shards: int) -> None:
     train(start, result, batches, shards)
     for _ in batches:  # a shard that stopped early (diverged) still empties its queue
@@ -109,7 +131,7 @@ def _drained(feed: queue.Queue, stop: threading.Event) -> Iterator[Batch]:
         item = feed.get()
         if item is _END:
             return
-        yield item
+        yield from item
 
 
 def _put(feed: queue.Queue, item: Any, future: Future) -> None:

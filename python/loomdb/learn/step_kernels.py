@@ -36,16 +36,29 @@ def class_targets(y, classes, k, weights):  # pragma: no cover
     T = np.zeros((n, k))
     sw = np.ones(n)
     for i in range(n):
-        c = np.searchsorted(classes, y[i])
-        if c >= len(classes) or (len(weights) and c >= len(weights)):
+        c, w = class_of(y[i], classes, weights)
+        if c < 0:
             return T, sw, i
-        if k == 1:
-            T[i, 0] = 1.0 if c == 1 else 0.0
-        else:
-            T[i, c] = 1.0
-        if len(weights):
-            sw[i] = weights[c]
+        T[i, 0 if k == 1 else c] = target(c, 0 if k == 1 else c, k)
+        sw[i] = w
     return T, sw, -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def class_of(label, classes, weights):  # pragma: no cover
+    """``(c, weight)``: label's class ``searchsorted(classes, label)`` and its weight (1 where
+    there are none); ``c`` is −1 for a label above every class (or without a weight)."""
+    c = np.searchsorted(classes, label)
+    if c >= len(classes) or (len(weights) and c >= len(weights)):
+        return -1, 1.0
+    return c, (weights[c] if len(weights) else 1.0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def target(c, j, k):  # pragma: no cover
+    """Target column ``j``'s 0/1 value for class ``c``: class 1's column when ``k`` is 1,
+    otherwise column c's (one-vs-rest)."""
+    return 1.0 if c == (1 if k == 1 else j) else 0.0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -61,6 +74,21 @@ def _logistic(z, t):  # pragma: no cover
     return soft - t * z, e / (1.0 + e) - t
 
 
+@njit(cache=True, nogil=True, inline="always")
+def loss_at(kind, z, t):  # pragma: no cover
+    """``(loss, loss′)`` of margin ``z`` against target ``t``: ``losses.py``'s value and
+    derivative for one element."""
+    if kind == SQUARED:
+        r = z - t
+        return 0.5 * r**2, r
+    if kind == LOGISTIC:
+        return _logistic(z, t)
+    u = 2.0 * t - 1.0  # HINGE, with t ∈ {0, 1} taken to ±1
+    m = 1.0 - u * z
+    value = m if not m <= 0.0 else 0.0  # np.maximum(0, m): NaN stays NaN
+    return value, (-u if u * z < 1.0 else 0.0)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def residuals(kind, Z, T, sw, widest):  # pragma: no cover
     """``(Σ loss·sw, G, G's column sums)`` where ``G = loss′(Z, T) · (sw / widest)``: the
@@ -74,18 +102,7 @@ def residuals(kind, Z, T, sw, widest):  # pragma: no cover
         w = sw[i]
         s = w / widest
         for j in range(k):
-            z, t = Z[i, j], T[i, j]
-            if kind == SQUARED:
-                r = z - t
-                value = 0.5 * r**2
-                d = r
-            elif kind == LOGISTIC:
-                value, d = _logistic(z, t)
-            else:  # HINGE, with t ∈ {0, 1} taken to ±1
-                u = 2.0 * t - 1.0
-                m = 1.0 - u * z
-                value = m if not m <= 0.0 else 0.0  # np.maximum(0, m): NaN stays NaN
-                d = -u if u * z < 1.0 else 0.0
+            value, d = loss_at(kind, Z[i, j], T[i, j])
             total += value * w
             g = d * s
             G[i, j] = g
@@ -115,3 +132,13 @@ def momentum_step(p, g, v, s, beta, lr):  # pragma: no cover
         pi = p.flat[i] - lr * (g.flat[i] + beta * vi)
         p.flat[i] = pi
         s.flat[i] += pi
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def shrink(W, amount):  # pragma: no cover
+    """The proximal step of ``amount·‖W‖₁`` in place: ``sign(W) · max(|W| − amount, 0)``,
+    element by element as numpy computes it (NaN stays NaN)."""
+    for i in range(W.size):
+        w = W.flat[i]
+        a = abs(w) - amount
+        W.flat[i] = np.sign(w) * (a if a >= 0.0 or a != a else 0.0)

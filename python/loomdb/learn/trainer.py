@@ -45,6 +45,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from loomdb.errors import LoomDivergedError, LoomOptionError
+from loomdb.learn import dense_steps
 from loomdb.learn.losses import LOSSES
 from loomdb.learn.metrics import tune_score
 from loomdb.learn.model import LinearModel
@@ -247,7 +248,18 @@ def _sgd_epoch(
     shift, scale = problem.scaling.shift, problem.scaling.scale
     total, rows, nbytes = 0.0, 0, 0
     skipped = {"sampled": 0, "bytes_skipped": 0}
-    for batch in _checked(batches, check):
+    stream = _checked(batches, check)
+    fused = skip is None and dense_steps.serves(backend, optimizer, W)
+    for batch in dense_steps.runs(stream) if fused else stream:
+        if isinstance(batch, list):  # consecutive dense minibatches: one nogil call
+            total, trained, diverged = dense_steps.step(
+                batch, total, W, b, problem, config, optimizer, lr, widest
+            )
+            if diverged:
+                raise Diverged(f"the model became non-finite at lr {lr:g}")
+            rows += trained
+            nbytes += sum(one.nbytes for one in batch)
+            continue
         skipped["sampled"] += batch.sampled
         skipped["bytes_skipped"] += batch.removed_bytes
         nbytes += batch.nbytes

@@ -49,6 +49,7 @@ class Epochs:
         self.read_ahead = read_ahead
         self.budget = cache_bytes
         self.cached: dict[int, list[Batch]] = {}
+        self.held = 0  # what the kept epochs cost (``_held``)
         self.too_large: set[int] = set()  # precisions (keys) whose epoch did not fit the budget
         self.kept_groups: dict[int, dict[int, Batch]] = {}
         self.kept_size = 0
@@ -91,7 +92,7 @@ class Epochs:
             return self._chosen(precision, choose)
         kept = self.cached.get(self._key(precision))
         if kept is not None:
-            return [dataclasses.replace(b, nbytes=0) for b in kept]
+            return list(kept)  # kept with nbytes 0: nothing is read
         batches = self._minibatches(self.layout.batches(0, self.train_stop, precision))
         keep = self.budget and self._key(precision) not in self.too_large
         return self._keeping(batches, precision) if keep else batches
@@ -121,17 +122,18 @@ class Epochs:
 
     def _keeping(self, batches: Iterable[Batch], precision: int) -> Iterator[Batch]:
         kept: list[Batch] | None = []
-        size = sum(_held(b) for cached in self.cached.values() for b in cached)
+        size = self.held
         for batch in batches:
             size += _held(batch)
             if kept is not None and size <= self.budget:
-                kept.append(batch)
+                kept.append(dataclasses.replace(batch, nbytes=0))  # later epochs read nothing
             elif kept is not None:
                 kept = None  # too large to keep: every epoch reads the layout
                 self.too_large.add(self._key(precision))
             yield batch
         if kept is not None:
             self.cached[self._key(precision)] = kept
+            self.held = size
 
     def _chosen(self, precision: int, choose: Chooser) -> Iterator[Batch]:
         points = self.layout.aggregates()
