@@ -54,21 +54,22 @@ class ThreadedShards:
         self.source, self.problem, self.config = source, problem, config
         self.shards, self.check = shards, check or (lambda: None)
         self._stack = contextlib.ExitStack()
-        self._pool: ThreadPoolExecutor | None = None
+        self._threads: list[ThreadPoolExecutor] = []  # shard j's thread: j's own, every epoch
 
     def __enter__(self) -> ThreadedShards:
         self._stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
-        self._pool = self._stack.enter_context(
-            ThreadPoolExecutor(self.shards, thread_name_prefix="loomdb-shard")
-        )
+        self._threads = [
+            self._stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="loomdb-shard"))
+            for _ in range(self.shards)
+        ]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._pool = None
+        self._threads = []
         self._stack.close()
 
     def __call__(self, epoch, precision, W, b, optimizer, lr, widest) -> dict[str, Any]:
-        if self._pool is None:
+        if not self._threads:
             with self:
                 return self(epoch, precision, W, b, optimizer, lr, widest)
         start = Start.of(self.problem, self.config, W, b, optimizer, lr, widest[0])
@@ -76,8 +77,8 @@ class ThreadedShards:
         feeds: list[queue.Queue] = [queue.Queue(DEPTH) for _ in range(self.shards)]
         stop = threading.Event()
         futures = [
-            self._pool.submit(_train, start, r, _drained(f, stop), self.shards)
-            for r, f in zip(results, feeds)
+            thread.submit(_train, start, r, _drained(f, stop), self.shards)
+            for thread, r, f in zip(self._threads, results, feeds)
         ]
         try:
             for j, hand in _hands(self.source.train_batches(epoch, precision), self.shards):
