@@ -99,7 +99,7 @@ def test_the_oracle_finds_slimmls_removed_rows_mostly_non_critical(separable):
     assert np.allclose([e["removed"] for e in alone], [e["removed"] for e in history], atol=0.03)
 
 
-def test_keeping_every_group_trains_exactly_as_without_skipping(separable):
+def test_keeping_every_group_trains_as_without_skipping(separable):
     _index(separable, "sl_k")
     _train(separable, "sl_a", index="sl_k", model="logistic", cache_mb=0)
     _train(separable, "sl_b", index="sl_k", model="logistic", skip="random", skip_fraction=0.0)
@@ -107,7 +107,9 @@ def test_keeping_every_group_trains_exactly_as_without_skipping(separable):
         json.loads(separable.scalar(f"SELECT coefficients FROM loom.models WHERE name = '{m}'"))
         for m in ("sl_a", "sl_b")
     )
-    assert a == b
+    # the same steps; without skipping they run fused (learn/dense_steps), whose products add
+    # row by row where the skipping path's BLAS adds in its own order: equal to the last bits
+    np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
 
 
 @pytest.mark.parametrize("skip", ["random", "coreset", "importance"])

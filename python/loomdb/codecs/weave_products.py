@@ -19,7 +19,8 @@ Words come as uint64 (chunks, rows, s) — chunk-major, so one chunk's tables st
 its rows stream by, and a row's s planes of a chunk are adjacent (``WovenMatrix`` arranges
 them once per batch).  Results equal the dense product of ``weave.values`` up to the order of
 floating-point summation (no fastmath: the order is fixed, a run repeats itself bit for bit);
-``TOLERANCE`` is the bound the tests hold them to.
+``TOLERANCE`` is the bound the tests hold them to.  They are ``nogil``: a parallel train's
+shard threads (``learn/shard_threads``) multiply side by side.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ TOLERANCE = 1e-11
 COPIES = 2  # histogram copies, alternating by plane: halves the chains of adds to one entry
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _subset_sums(w: np.ndarray, chunks: int) -> np.ndarray:  # pragma: no cover
     """T[c, b, v] = Σ of w[64c + 8b + i] over the bits i set in v (w past its end reads 0)."""
     m = w.shape[0]
@@ -54,7 +55,7 @@ def _subset_sums(w: np.ndarray, chunks: int) -> np.ndarray:  # pragma: no cover
     return T
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _lookup(t: np.ndarray, x: np.uint64) -> float:  # pragma: no cover
     """S(x): the sum of the eight byte tables ``t`` (8, 256) at the bytes of x."""
     return (
@@ -62,7 +63,7 @@ def _lookup(t: np.ndarray, x: np.uint64) -> float:  # pragma: no cover
     ) + ((t[4, (x >> 32) & 255] + t[5, (x >> 40) & 255]) + (t[6, (x >> 48) & 255] + t[7, x >> 56]))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _scatter(h: np.ndarray, x: np.uint64, a: float) -> None:  # pragma: no cover
     """Add a to the entry of each byte of x in the eight byte histograms ``h`` (8, 256)."""
     h[0, x & 255] += a
@@ -75,7 +76,7 @@ def _scatter(h: np.ndarray, x: np.uint64, a: float) -> None:  # pragma: no cover
     h[7, x >> 56] += a
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def matmul(words: np.ndarray, W: np.ndarray) -> np.ndarray:  # pragma: no cover
     """uint64 (C, rows, s) planes · float64 (m ≤ 64·C, k) → (rows, k), a column at a time."""
     out = np.zeros((words.shape[1], W.shape[1]))
@@ -84,7 +85,7 @@ def matmul(words: np.ndarray, W: np.ndarray) -> np.ndarray:  # pragma: no cover
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rmatmul(words: np.ndarray, G: np.ndarray) -> np.ndarray:  # pragma: no cover
     """(Gᵀ·A)ᵀ: float64 (n ≤ rows, k) and uint64 (C, rows, s) planes → (64·C, k)."""
     out = np.empty((words.shape[0] * 64, G.shape[1]))
@@ -93,7 +94,7 @@ def rmatmul(words: np.ndarray, G: np.ndarray) -> np.ndarray:  # pragma: no cover
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _matvec(words: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
     chunks, rows, s = words.shape
     T = _subset_sums(w, chunks)
@@ -114,7 +115,7 @@ def _matvec(words: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragm
                 out[r] += total + mid * _lookup(t, nz)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rmatvec(words: np.ndarray, g: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
     chunks, _, s = words.shape
     H = np.zeros((COPIES, 8, 256))
@@ -138,7 +139,7 @@ def _rmatvec(words: np.ndarray, g: np.ndarray, out: np.ndarray) -> None:  # prag
         _fold(H, out[c * 64 : c * 64 + 64])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fold(H: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
     """out[8b + i] = Σ over the copies and the v with bit i set of H[·, b, v]: halve 256 → 1."""
     buf = np.empty(256)
@@ -156,7 +157,7 @@ def _fold(H: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
             size = half
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def arrange(stack: np.ndarray) -> np.ndarray:  # pragma: no cover
     """uint64 (s, groups, C, 8) planes as stored → (C, groups·8, s), the kernels' order."""
     s, groups, chunks, _ = stack.shape
