@@ -107,7 +107,7 @@ def test_keeping_every_group_trains_as_without_skipping(separable):
         json.loads(separable.scalar(f"SELECT coefficients FROM loom.models WHERE name = '{m}'"))
         for m in ("sl_a", "sl_b")
     )
-    # the same steps; without skipping they run fused (learn/dense_steps), whose products add
+    # the same steps; without skipping they run fused (learn/fused_steps), whose products add
     # row by row where the skipping path's BLAS adds in its own order: equal to the last bits
     np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
 

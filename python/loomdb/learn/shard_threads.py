@@ -6,15 +6,16 @@ share the decoded minibatches kept between epochs instead of reading them n time
 Threads run Python one at a time but for code that lets go of the interpreter lock — numpy's
 matrix products and ufuncs on large enough arrays, numba kernels compiled ``nogil`` (TOC's and
 MLWeaving's products): a shard's step overlaps another's in those and waits for the lock in the
-rest, so the speed-up grows with the work per minibatch (features × classes). A narrow model's
-dense minibatches step ``learn/dense_steps``' runs of them in one such kernel call. Each shard
-reads its minibatches ``DEAL`` at a time from a short queue of its own (``DEPTH`` hands), so
-memory holds a few hundred minibatches per shard beyond what the epoch cache keeps, and a hand
-costs one queue operation instead of one per minibatch. BLAS runs one thread per call while the
-train holds the shards' threads (threadpoolctl; process-wide, as BLAS's setting is): the shards
-are the parallelism, and OpenBLAS's own threads serialise concurrent callers and oversubscribe
-the cores. The caller's ``check`` (a cancel) runs here, between minibatches and while the shards
-finish; a cancel stops every shard before it takes its next minibatch.
+rest, so the speed-up grows with the work per minibatch (features × classes). Dense minibatches
+of a narrow model and TOC minibatches step in runs, one such kernel call each
+(``learn/fused_steps``). Each shard reads its minibatches ``DEAL`` at a time from a short queue
+of its own (``DEPTH`` hands), so memory holds a few hundred minibatches per shard beyond what
+the epoch cache keeps, and a hand costs one queue operation instead of one per minibatch. BLAS
+runs one thread per call while the train holds the shards' threads (threadpoolctl; process-wide,
+as BLAS's setting is): the shards are the parallelism, and OpenBLAS's own threads serialise
+concurrent callers and oversubscribe the cores. The caller's ``check`` (a cancel) runs here,
+between minibatches and while the shards finish; a cancel stops every shard before it takes its
+next minibatch.
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
-from loomdb.learn import dense_steps
+from loomdb.learn import fused_steps
 from loomdb.learn.averaging import Start, begin, merge, shard_of, train
 from loomdb.learn.problem import Problem
 from loomdb.learn.trainer import EpochSource, TrainConfig
 from loomdb.seams import Batch
 
-DEAL = dense_steps.RUN  # minibatches handed to a shard at a time
+DEAL = fused_steps.RUN  # minibatches handed to a shard at a time
 DEPTH = 4  # hands waiting per shard
 POLL_S = 0.05
 _END = object()

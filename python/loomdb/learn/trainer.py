@@ -45,7 +45,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from loomdb.errors import LoomDivergedError, LoomOptionError
-from loomdb.learn import dense_steps
+from loomdb.learn import fused_steps
 from loomdb.learn.losses import LOSSES
 from loomdb.learn.metrics import tune_score
 from loomdb.learn.model import LinearModel
@@ -249,10 +249,10 @@ def _sgd_epoch(
     total, rows, nbytes = 0.0, 0, 0
     skipped = {"sampled": 0, "bytes_skipped": 0}
     stream = _checked(batches, check)
-    fused = skip is None and dense_steps.serves(backend, optimizer, W)
-    for batch in dense_steps.runs(stream) if fused else stream:
-        if isinstance(batch, list):  # consecutive dense minibatches: one nogil call
-            total, trained, diverged = dense_steps.step(
+    fused = skip is None and fused_steps.serves(backend, optimizer)
+    for batch in fused_steps.runs(stream, W.size) if fused else stream:
+        if isinstance(batch, list):  # consecutive minibatches stepped in one nogil call
+            total, trained, diverged = fused_steps.step(
                 batch, total, W, b, problem, config, optimizer, lr, widest
             )
             if diverged:

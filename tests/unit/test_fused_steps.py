@@ -1,5 +1,6 @@
-"""The fused dense steps (learn/dense_steps.py) against the trainer's per-batch path: the same
-training in the last bits, whatever the runs, the same errors and restarts."""
+"""The fused steps (learn/fused_steps.py) over dense and TOC minibatches against the trainer's
+per-batch path: the same training in the last bits, whatever the runs, the same errors and
+restarts."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import numpy as np
 import pytest
 
 from loomdb.accel.cpu import CpuBackend
+from loomdb.codecs.toc import TocMatrix, encode
 from loomdb.errors import LoomFormatError
-from loomdb.learn import dense_steps
+from loomdb.learn import fused_steps
 from loomdb.learn.optimizers import OPTIMIZERS
 from loomdb.learn.trainer import TrainConfig, fit
 from loomdb.seams import Batch
@@ -16,9 +18,12 @@ from support.arrays import problem
 
 
 class Source:
-    def __init__(self, X, y, batch_size=32):
+    def __init__(self, X, y, batch_size=32, payload="dense"):
+        def stored(part):
+            return part if payload == "dense" else TocMatrix.from_bytes(encode(part))
+
         self.batches = [
-            Batch(X[i : i + batch_size], y[i : i + batch_size], number=n, nbytes=8)
+            Batch(stored(X[i : i + batch_size]), y[i : i + batch_size], number=n, nbytes=8)
             for n, i in enumerate(range(0, len(y), batch_size))
         ]
 
@@ -31,7 +36,7 @@ class Source:
 
 def _data(classes: int, rows=301, features=7, seed=3):
     rng = np.random.default_rng(seed)
-    X = rng.normal(1.0, 2.0, size=(rows, features))
+    X = np.round(rng.normal(1.0, 2.0, size=(rows, features)))  # values TOC compresses
     score = X @ rng.normal(size=(features, max(classes, 1)))
     if classes == 0:  # regression
         return X, score[:, 0] + rng.normal(size=rows), []
@@ -39,15 +44,15 @@ def _data(classes: int, rows=301, features=7, seed=3):
     return X, y, [float(c) for c in range(classes)]
 
 
-def _fit(X, y, classes, cfg, monkeypatch, widest=None, run=None, weights=None):
+def _fit(X, y, classes, cfg, monkeypatch, fused=True, run=None, weights=None, payload="dense"):
     with monkeypatch.context() as patch:
-        if widest is not None:
-            patch.setattr(dense_steps, "WIDEST", widest)
+        if not fused:
+            patch.setattr(fused_steps, "serves", lambda backend, optimizer: False)
         if run is not None:
-            patch.setattr(dense_steps, "RUN", run)
+            patch.setattr(fused_steps, "RUN", run)
         prob = problem(X, classes, "zscore", y)
         prob.class_weights = weights
-        return fit(Source(X, y), prob, cfg, CpuBackend())
+        return fit(Source(X, y, payload=payload), prob, cfg, CpuBackend())
 
 
 CASES = [
@@ -58,23 +63,25 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("payload", ["dense", "toc"])
 @pytest.mark.parametrize("optimizer", ["sgd", "nesterov"])
 @pytest.mark.parametrize("kind,classes,extra", CASES)
 def test_fused_steps_train_what_the_per_batch_path_trains(
-    monkeypatch, optimizer, kind, classes, extra
+    monkeypatch, payload, optimizer, kind, classes, extra
 ):
     X, y, labels = _data(classes)
     cfg = TrainConfig(kind=kind, epochs=5, optimizer=optimizer, lr=0.02, **extra)
     calls = []
-    step = dense_steps.step
+    step = fused_steps.step
     monkeypatch.setattr(
-        dense_steps, "step", lambda run, *a: calls.append(len(run)) or step(run, *a)
+        fused_steps, "step", lambda run, *a: calls.append(len(run)) or step(run, *a)
     )
-    fused, h1 = _fit(X, y, labels, cfg, monkeypatch)
+    fused, h1 = _fit(X, y, labels, cfg, monkeypatch, payload=payload)
     assert sum(calls) == 5 * 10  # every minibatch of every epoch stepped here
-    per_batch, h2 = _fit(X, y, labels, cfg, monkeypatch, widest=0)
+    per_batch, h2 = _fit(X, y, labels, cfg, monkeypatch, fused=False, payload=payload)
     assert sum(calls) == 5 * 10
-    # only the products' order of addition differs (BLAS's against row by row)
+    # only the order of some additions differs (dense products: BLAS's against row by row;
+    # the offset shift·W: BLAS's against a loop)
     np.testing.assert_allclose(fused.W, per_batch.W, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(fused.b, per_batch.b, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose([e["loss"] for e in h1], [e["loss"] for e in h2], rtol=1e-12)
@@ -87,18 +94,19 @@ def test_class_weights_weigh_the_rows(monkeypatch):
     cfg = TrainConfig(kind="logistic", epochs=3, optimizer="nesterov", lr=0.05)
     weights = np.array([1.0, 4.0, 0.5])
     fused, _ = _fit(X, y, labels, cfg, monkeypatch, weights=weights)
-    per_batch, _ = _fit(X, y, labels, cfg, monkeypatch, widest=0, weights=weights)
+    per_batch, _ = _fit(X, y, labels, cfg, monkeypatch, fused=False, weights=weights)
     unweighted, _ = _fit(X, y, labels, cfg, monkeypatch)
     np.testing.assert_allclose(fused.W, per_batch.W, rtol=1e-10, atol=1e-13)
     assert not np.allclose(fused.W, unweighted.W)
 
 
+@pytest.mark.parametrize("payload", ["dense", "toc"])
 @pytest.mark.parametrize("run", [1, 3, 1000])
-def test_how_minibatches_are_grouped_never_changes_a_bit(monkeypatch, run):
-    X, y, labels = _data(2)
+def test_how_minibatches_are_grouped_never_changes_a_bit(monkeypatch, run, payload):
+    X, y, labels = _data(3)
     cfg = TrainConfig(kind="logistic", epochs=4, optimizer="nesterov", lr=0.05, l1=1e-4)
-    model, history = _fit(X, y, labels, cfg, monkeypatch)
-    again, other = _fit(X, y, labels, cfg, monkeypatch, run=run)
+    model, history = _fit(X, y, labels, cfg, monkeypatch, payload=payload)
+    again, other = _fit(X, y, labels, cfg, monkeypatch, run=run, payload=payload)
     assert np.array_equal(model.W, again.W) and np.array_equal(model.b, again.b)
     assert [e["loss"] for e in history] == [e["loss"] for e in other]
 
@@ -108,27 +116,29 @@ def test_a_label_outside_the_classes_is_the_per_batch_error(monkeypatch):
     y = y.copy()
     y[100] = 7.0
     cfg = TrainConfig(kind="logistic", epochs=1, optimizer="sgd")
-    for widest in (None, 0):
-        with pytest.raises(LoomFormatError, match="label 7.0 is not one of the classes"):
-            _fit(X, y, labels, cfg, monkeypatch, widest=widest)
+    for fused in (True, False):
+        for payload in ("dense", "toc"):
+            with pytest.raises(LoomFormatError, match="label 7.0 is not one of the classes"):
+                _fit(X, y, labels, cfg, monkeypatch, fused=fused, payload=payload)
 
 
 def test_a_diverging_step_restarts_as_the_per_batch_path_does(monkeypatch):
     X, y, labels = _data(0)
     cfg = TrainConfig(kind="linear", epochs=3, optimizer="sgd", lr=300.0, l2=0.0)
     _, fused = _fit(X, y, labels, cfg, monkeypatch)
-    _, per_batch = _fit(X, y, labels, cfg, monkeypatch, widest=0)
+    _, per_batch = _fit(X, y, labels, cfg, monkeypatch, fused=False)
     restarts = [e for e in fused if "restart" in e]
     assert restarts and restarts == [e for e in per_batch if "restart" in e]
 
 
 def test_what_it_serves_and_how_it_groups():
-    W = np.zeros((10, 2))
-    assert dense_steps.serves(CpuBackend(), OPTIMIZERS["nesterov"](W.shape), W)
-    assert not dense_steps.serves(CpuBackend(), OPTIMIZERS["adam"](W.shape), W)
-    wide = np.zeros((dense_steps.WIDEST + 1, 1))
-    assert not dense_steps.serves(CpuBackend(), OPTIMIZERS["sgd"](wide.shape), wide)
-    dense = [Batch(np.zeros((2, 3)), np.zeros(2), number=i) for i in range(3)]
+    shape = (10, 2)
+    assert fused_steps.serves(CpuBackend(), OPTIMIZERS["nesterov"](shape))
+    assert not fused_steps.serves(CpuBackend(), OPTIMIZERS["adam"](shape))
+    dense = [Batch(np.zeros((2, 3)), np.zeros(2), number=i) for i in range(4)]
+    toc = Batch(TocMatrix.from_bytes(encode(np.eye(2, 3))), np.zeros(2), number=7)
     other = Batch(np.zeros((2, 3), dtype=np.float32), np.zeros(2), number=9)
-    grouped = list(dense_steps.runs([dense[0], other, dense[1], dense[2]]))
-    assert grouped == [[dense[0]], other, [dense[1], dense[2]]]
+    grouped = list(fused_steps.runs([dense[0], other, dense[1], dense[2], toc, dense[3]], 20))
+    assert grouped == [[dense[0]], other, [dense[1], dense[2]], [toc], [dense[3]]]
+    wide = fused_steps.WIDEST + 1  # a wide dense model keeps BLAS; TOC is stepped at any width
+    assert list(fused_steps.runs([dense[0], toc], wide)) == [dense[0], [toc]]

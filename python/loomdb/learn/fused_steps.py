@@ -1,0 +1,339 @@
+"""Consecutive minibatches' SGD steps in one numba call: the cpu backend's serial loop and every
+parallel shard, for dense minibatches of models narrow enough that Python's per-minibatch work
+outweighs the arithmetic, and for TOC minibatches of any width.  No paper section (Bismarck's
+SGD step, ``trainer``'s steps 1–4; TOC §4's products).
+
+Why: a 256-row × 20-feature minibatch's step is a few thousand multiply-adds, and the per-batch
+path around them (a dozen numpy and numba calls, each holding the interpreter lock) took
+22 µs of its ~25 µs, so a warm epoch over 1M rows cost 90 ms and two shard threads, each
+waiting for the lock, ran slower than one; a TOC minibatch's products are numba already, and
+the same Python around them was a third of a cold census-like epoch.  Here a run of minibatches
+is one ``nogil`` call, so shard threads run side by side.  A dense minibatch is stepped in one
+pass per row (its margins, loss and gradient while the row is in cache); a TOC minibatch with
+TOC's own passes (``toc_products``: A·v, then v·A of the residuals).
+
+What it computes is the trainer's step, with the same kernels for the parts that are not
+products — ``class_of``, ``target``, ``loss_at``, ``assemble``, ``momentum_step``,
+``shrink`` — in the same order: targets, margins at ``W∘scale`` with the shift folded into the
+offset, the loss and residuals scaled by ``sw / widest``, the gradient plus
+``l2 · rows/widest · W``, the optimiser's update, the proximal L1 step, and a stop at the first
+non-finite model.  Departures, in the last bits only (tests/unit/test_fused_steps.py holds the
+models within 1e-10): dense products add row by row instead of in BLAS's order, and the offset
+``b − shift·(W∘scale)`` is summed here, not by BLAS.  Which path runs depends only on the
+payload, the model's width, the backend and the optimiser, never on a thread or the machine's
+load, so a train is reproducible run to run and a parallel train with one shard is the serial
+loop bit for bit.
+
+Wider dense models (features × classes above ``WIDEST``: MNIST's 784 × 10) keep the per-batch
+path, whose BLAS products outrun these loops and release the lock themselves.  So do skip
+policies (the batch's weights), other backends, Adam (its ``β**t`` is Python's ``pow``, whose
+bits this kernel does not promise) and other payloads (MLWeaving, sparse, pcr).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+from numba import njit, typed, types
+from numba.extending import overload
+
+from loomdb.codecs import toc_products
+from loomdb.codecs.toc import TocMatrix
+from loomdb.learn.step_kernels import (
+    KIND_CODES,
+    assemble,
+    class_of,
+    loss_at,
+    momentum_step,
+    shrink,
+    target,
+)
+from loomdb.seams import Batch
+
+# dense features × classes served here; wider models' products are BLAS's.  Measured (a serial
+# warm epoch, 256-row minibatches): 1.8x the per-batch path at 20 × 1, 1.2x at 256 × 1 and
+# 128 × 4, even at 512 × 1, 0.87x at 100 × 10, 0.76x at 200 × 8.
+WIDEST = 512
+RUN = 64  # minibatches per call: what a shard holds beyond its queue, and a cancel's delay
+DENSE, TOC = "dense", "toc"
+_U32, _U64 = types.Array(types.uint32, 1, "C"), types.Array(types.uint64, 1, "C")
+_PAYLOADS = {
+    DENSE: types.Array(types.float64, 2, "C", readonly=True),
+    # a TocMatrix's tree: first-layer columns, values, kept parents, keys, codes, row starts
+    TOC: types.Tuple((_U32, types.Array(types.float64, 1, "C"), _U32, _U32, _U32, _U64)),
+}
+_TREE = (np.uint32, np.float64, np.uint32, np.uint32, np.uint32, np.uint64)
+_NONE_2D, _NONE_1D = np.zeros((0, 0)), np.zeros(0)
+
+
+def serves(backend: Any, optimizer: Any) -> bool:
+    """Whether a train on ``backend`` with ``optimizer`` steps here (what its payloads allow)."""
+    return getattr(backend, "name", None) == "cpu" and getattr(optimizer, "name", None) in (
+        "sgd",
+        "nesterov",
+    )
+
+
+def runs(batches: Iterable[Batch], width: int) -> Iterator[list[Batch] | Batch]:
+    """``batches`` as lists of up to ``RUN`` consecutive minibatches of one payload this module
+    steps (for a model of ``width`` features × classes), each other batch alone, in order."""
+    run: list[Batch] = []
+    kind = None
+    for batch in batches:
+        this = payload_of(batch, width)
+        if run and (this != kind or len(run) == RUN):
+            yield run
+            run = []
+        if this is None:
+            yield batch
+            continue
+        run.append(batch)
+        kind = this
+    if run:
+        yield run
+
+
+def payload_of(batch: Batch, width: int) -> str | None:
+    """``DENSE``, ``TOC``, or None: the per-batch path steps it."""
+    if batch.weights is not None or batch.removed:
+        return None
+    X = batch.X
+    if type(X) is TocMatrix:
+        tree = X._tree()
+        return (
+            TOC if all(a.dtype == d and a.flags.c_contiguous for a, d in zip(tree, _TREE)) else None
+        )
+    if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.flags.c_contiguous:
+        return DENSE if width <= WIDEST else None
+    return None
+
+
+def step(
+    run: list[Batch], total: float, W, b, problem, config, optimizer, lr, widest
+) -> tuple[float, int, bool]:
+    """Train ``run`` (one payload, ``runs``) in order, updating ``W``, ``b``, ``optimizer`` and
+    ``widest`` in place; ``(total + each minibatch's Σ loss·weight, rows, diverged)`` — the
+    sums added minibatch by minibatch, as the per-batch path adds them, so how minibatches are
+    grouped into runs never changes a bit; diverged: the model turned non-finite and the run
+    stopped there.  A label outside the classes raises what the per-batch path raises."""
+    kind = payload_of(run[0], W.size) or DENSE  # runs() made it: every batch one payload
+    payloads = typed.List.empty_list(_PAYLOADS[kind])
+    for batch in run:
+        payloads.append(batch.X if kind == DENSE else batch.X._tree())
+    labels = np.concatenate([batch.y for batch in run]).astype(np.float64, copy=False)
+    momentum = optimizer.name == "nesterov"
+    state = (
+        (optimizer.vW, optimizer.sW, optimizer.vb, optimizer.sb)
+        if momentum
+        else (_NONE_2D, _NONE_2D, _NONE_1D, _NONE_1D)
+    )
+    tmax = -1 if not momentum or optimizer.tmax is None else int(optimizer.tmax)
+    weights = problem.class_weights if problem.class_weights is not None else _NONE_1D
+    total, rows, steps, wide, t, failed, diverged = _steps(
+        payloads,
+        labels,
+        float(total),
+        KIND_CODES[config.kind],
+        problem._class_values if problem.classes else _NONE_1D,
+        problem.k,
+        np.asarray(weights, dtype=np.float64),
+        W,
+        b,
+        problem.scaling.scale,
+        problem.scaling.shift,
+        float(lr),
+        float(config.l1),
+        float(config.l2),
+        bool(config.fit_intercept),
+        float(widest[0]),
+        momentum,
+        *state,
+        int(optimizer.t) if momentum else 0,
+        tmax,
+    )
+    widest[0] = int(wide)
+    if momentum:
+        optimizer.t = int(t)
+        optimizer.count += steps
+    if failed >= 0:
+        problem.targets(run[failed].y)  # raises the label's error, as the per-batch path does
+    return total, rows, bool(diverged)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _steps(
+    payloads, labels, total, kind, classes, k, weights, W, b, scale, shift, lr, l1, l2,
+    fit_intercept, widest, momentum, vW, sW, vb, sb, t, tmax,
+):  # pragma: no cover  # fmt: skip
+    """The trainer's steps over the minibatches ``payloads`` in order, whose labels follow each
+    other in ``labels``; ``(total + their losses, rows, steps, widest, t, failed, diverged)``
+    — ``failed``: the minibatch whose label lies outside ``classes`` (−1), ``diverged``: the
+    model turned non-finite (training stops at either)."""
+    m = W.shape[0]
+    Weff, grad = np.empty((k, m)), np.empty((k, m))  # by class: each row a contiguous vector
+    offset, gsum, no_intercept = np.empty(k), np.empty(k), np.zeros(k)
+    rows, steps, first = 0, 0, 0
+    for s in range(len(payloads)):
+        payload = payloads[s]
+        n = rows_of(payload)
+        y = labels[first : first + n]
+        first += n
+        if n == 0:
+            continue
+        for f in range(m):
+            for c in range(k):
+                Weff[c, f] = W[f, c] * scale[f]
+        for c in range(k):
+            offset[c] = b[c] - _dot(shift, Weff[c])
+        widest = max(widest, float(n))
+        loss, known = gradient(
+            payload, kind, y, classes, k, weights, Weff, offset, widest, grad, gsum
+        )
+        if not known:
+            return total, rows, steps, widest, t, s, False
+        total += loss
+        gW = assemble(grad.T, scale, shift, gsum, l2 * (n / widest), W)
+        t = _update(
+            W, b, gW, gsum if fit_intercept else no_intercept, lr, momentum, vW, sW, vb, sb, t, tmax
+        )
+        if l1:
+            shrink(W, lr * l1)
+        steps += 1
+        rows += n
+        if not np.isfinite(W).all():
+            return total, rows, steps, widest, t, -1, True
+    return total, rows, steps, widest, t, -1, False
+
+
+def rows_of(payload):  # pragma: no cover
+    """A payload's rows (numba: ``_rows_of``)."""
+
+
+def gradient(
+    payload, kind, y, classes, k, weights, Weff, offset, widest, grad, gsum
+):  # pragma: no cover
+    """One minibatch's ``(Σ loss·sw, every label known)``, and into ``grad`` and ``gsum``
+    (Xᵀ·G)ᵀ and ΣG for ``G = loss′ · sw / widest`` (``residuals``); ``Weff`` holds a row of
+    weights per class (numba: ``_gradient``, by payload)."""
+
+
+@overload(rows_of, jit_options={"cache": True})
+def _rows_of(payload):  # pragma: no cover
+    if isinstance(payload, types.Array):
+        return lambda payload: payload.shape[0]
+    return lambda payload: len(payload[5]) - 1
+
+
+@overload(gradient, jit_options={"cache": True})
+def _gradient(
+    payload, kind, y, classes, k, weights, Weff, offset, widest, grad, gsum
+):  # pragma: no cover
+    return _dense_gradient if isinstance(payload, types.Array) else _toc_gradient
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _label(y, i, classes, weights):  # pragma: no cover
+    """Row i's class (−2 in regression, −1 unknown) and weight."""
+    if len(classes):
+        return class_of(y[i], classes, weights)
+    return -2, 1.0  # regression: the value is the target, every row weighs 1
+
+
+def _dense_gradient(
+    payload, kind, y, classes, k, weights, Weff, offset, widest, grad, gsum
+):  # pragma: no cover
+    """A dense minibatch, row by row: each row's margins, loss and its share of the gradient
+    while the row is in cache."""
+    X = payload
+    grad[:] = 0.0
+    gsum[:] = 0.0
+    loss = 0.0
+    m = X.shape[1]
+    for i in range(X.shape[0]):
+        label, w = _label(y, i, classes, weights)
+        if label == -1:
+            return loss, False
+        ws = w / widest
+        x = X[i]
+        for c in range(k):
+            z = _dot(x, Weff[c]) + offset[c]
+            value, d = loss_at(kind, z, y[i] if label == -2 else target(label, c, k))
+            loss += value * w
+            g = d * ws
+            gsum[c] += g
+            into = grad[c]
+            for f in range(m):
+                into[f] += x[f] * g
+    return loss, True
+
+
+def _toc_gradient(
+    payload, kind, y, classes, k, weights, Weff, offset, widest, grad, gsum
+):  # pragma: no cover
+    """A TOC minibatch: A·(W∘scale) by TOC's forward pass, the residuals row by row, then
+    their product with A by its backward pass — what ``TocMatrix``'s ``@`` does."""
+    icol, values, nparent, nkey, codes, starts = payload
+    n, cols = len(starts) - 1, grad.shape[1]
+    if k == 1:
+        Z = toc_products.matvec(icol, values, nparent, nkey, codes, starts, Weff[0]).reshape(n, 1)
+    else:
+        Z = toc_products.matmat(
+            icol, values, nparent, nkey, codes, starts, np.ascontiguousarray(Weff.T)
+        )
+    G = np.empty((k, n))
+    gsum[:] = 0.0
+    loss = 0.0
+    for i in range(n):
+        label, w = _label(y, i, classes, weights)
+        if label == -1:
+            return loss, False
+        ws = w / widest
+        for c in range(k):
+            value, d = loss_at(
+                kind, Z[i, c] + offset[c], y[i] if label == -2 else target(label, c, k)
+            )
+            loss += value * w
+            g = d * ws
+            G[c, i] = g
+            gsum[c] += g
+    if k == 1:
+        grad[0] = toc_products.rmatvec(icol, values, nparent, nkey, codes, starts, G[0], cols)
+    else:
+        grad[:] = toc_products.rmatmat(icol, values, nparent, nkey, codes, starts, G, cols)
+    return loss, True
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _dot(a, b):  # pragma: no cover
+    """``a · b`` in four running sums (elements f mod 4), added pairwise at the end: a fixed
+    order that keeps four additions in flight where one sum would wait on each."""
+    s0 = s1 = s2 = s3 = 0.0
+    n = len(a)
+    whole = n - n % 4
+    for f in range(0, whole, 4):
+        s0 += a[f] * b[f]
+        s1 += a[f + 1] * b[f + 1]
+        s2 += a[f + 2] * b[f + 2]
+        s3 += a[f + 3] * b[f + 3]
+    for f in range(whole, n):
+        s0 += a[f] * b[f]
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _update(W, b, gW, gb, lr, momentum, vW, sW, vb, sb, t, tmax):  # pragma: no cover
+    """The optimiser's step in place (``optimizers.SGD`` or ``Nesterov``); the next ``t``."""
+    if momentum:
+        now = t if tmax < 0 else min(t, tmax)
+        beta = now / (now + 3.0)
+        momentum_step(W, gW, vW, sW, beta, lr)
+        momentum_step(b, gb, vb, sb, beta, lr)
+        return t + 1
+    for f in range(W.shape[0]):
+        for c in range(W.shape[1]):
+            W[f, c] -= lr * gW[f, c]
+    for c in range(len(b)):
+        b[c] -= lr * gb[c]
+    return t
