@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from loomdb.accel.cpu import CpuBackend
+from loomdb.codecs import weave
 from loomdb.codecs.toc import TocMatrix, encode
 from loomdb.errors import LoomFormatError
 from loomdb.learn import fused_steps
@@ -19,8 +20,15 @@ from support.arrays import problem
 
 class Source:
     def __init__(self, X, y, batch_size=32, payload="dense"):
+        ranges = weave.column_ranges(X)
+
         def stored(part):
-            return part if payload == "dense" else TocMatrix.from_bytes(encode(part))
+            if payload == "toc":
+                return TocMatrix.from_bytes(encode(part))
+            if payload == "mlweaving":  # read at 4 of its 32 bits
+                planes = [bytes(p) for p in weave.weave_block(weave.quantize(part, *ranges))]
+                return weave.WovenMatrix(planes, *part.shape, 4)
+            return part
 
         self.batches = [
             Batch(stored(X[i : i + batch_size]), y[i : i + batch_size], number=n, nbytes=8)
@@ -63,7 +71,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("payload", ["dense", "toc"])
+@pytest.mark.parametrize("payload", ["dense", "toc", "mlweaving"])
 @pytest.mark.parametrize("optimizer", ["sgd", "nesterov"])
 @pytest.mark.parametrize("kind,classes,extra", CASES)
 def test_fused_steps_train_what_the_per_batch_path_trains(
@@ -100,7 +108,7 @@ def test_class_weights_weigh_the_rows(monkeypatch):
     assert not np.allclose(fused.W, unweighted.W)
 
 
-@pytest.mark.parametrize("payload", ["dense", "toc"])
+@pytest.mark.parametrize("payload", ["dense", "toc", "mlweaving"])
 @pytest.mark.parametrize("run", [1, 3, 1000])
 def test_how_minibatches_are_grouped_never_changes_a_bit(monkeypatch, run, payload):
     X, y, labels = _data(3)
@@ -117,7 +125,7 @@ def test_a_label_outside_the_classes_is_the_per_batch_error(monkeypatch):
     y[100] = 7.0
     cfg = TrainConfig(kind="logistic", epochs=1, optimizer="sgd")
     for fused in (True, False):
-        for payload in ("dense", "toc"):
+        for payload in ("dense", "toc", "mlweaving"):
             with pytest.raises(LoomFormatError, match="label 7.0 is not one of the classes"):
                 _fit(X, y, labels, cfg, monkeypatch, fused=fused, payload=payload)
 

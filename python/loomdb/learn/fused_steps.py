@@ -1,16 +1,17 @@
 """Consecutive minibatches' SGD steps in one numba call: the cpu backend's serial loop and every
 parallel shard, for dense minibatches of models narrow enough that Python's per-minibatch work
-outweighs the arithmetic, and for TOC minibatches of any width.  No paper section (Bismarck's
-SGD step, ``trainer``'s steps 1–4; TOC §4's products).
+outweighs the arithmetic, and for TOC and MLWeaving minibatches of any width.  No paper section
+(Bismarck's SGD step, ``trainer``'s steps 1–4; the products of TOC §4 and MLWeaving §4.2).
 
 Why: a 256-row × 20-feature minibatch's step is a few thousand multiply-adds, and the per-batch
-path around them (a dozen numpy and numba calls, each holding the interpreter lock) took
-22 µs of its ~25 µs, so a warm epoch over 1M rows cost 90 ms and two shard threads, each
-waiting for the lock, ran slower than one; a TOC minibatch's products are numba already, and
-the same Python around them was a third of a cold census-like epoch.  Here a run of minibatches
-is one ``nogil`` call, so shard threads run side by side.  A dense minibatch is stepped in one
-pass per row (its margins, loss and gradient while the row is in cache); a TOC minibatch with
-TOC's own passes (``toc_products``: A·v, then v·A of the residuals).
+path around them (a dozen numpy and numba calls, each holding the interpreter lock) took 22 µs
+of its ~25 µs, so a warm epoch over 1M rows cost 90 ms and two shard threads, each waiting for
+the lock, ran slower than one; a TOC or MLWeaving minibatch's products are numba already, and
+the same Python around them was a third of a cold census-like TOC epoch and most of an MLWeaving
+epoch at 4 bits. Here a run of minibatches is one ``nogil`` call, so shard threads run side by
+side. A dense minibatch is stepped in one pass per row (its margins, loss and gradient while the
+row is in cache); a TOC minibatch with TOC's own passes (``toc_products``: A·v, then v·A of the
+residuals), an MLWeaving one with the bit-sliced products of its planes (``weave_products``).
 
 What it computes is the trainer's step, with the same kernels for the parts that are not
 products — ``class_of``, ``target``, ``loss_at``, ``assemble``, ``momentum_step``,
@@ -27,7 +28,7 @@ loop bit for bit.
 Wider dense models (features × classes above ``WIDEST``: MNIST's 784 × 10) keep the per-batch
 path, whose BLAS products outrun these loops and release the lock themselves.  So do skip
 policies (the batch's weights), other backends, Adam (its ``β**t`` is Python's ``pow``, whose
-bits this kernel does not promise) and other payloads (MLWeaving, sparse, pcr).
+bits this kernel does not promise) and other payloads (sparse, pcr).
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ import numpy as np
 from numba import njit, typed, types
 from numba.extending import overload
 
-from loomdb.codecs import toc_products
+from loomdb.codecs import toc_products, weave_products
 from loomdb.codecs.toc import TocMatrix
+from loomdb.codecs.weave import WovenMatrix
 from loomdb.learn.step_kernels import (
     KIND_CODES,
     assemble,
@@ -57,12 +59,14 @@ from loomdb.seams import Batch
 # 128 × 4, even at 512 × 1, 0.87x at 100 × 10, 0.76x at 200 × 8.
 WIDEST = 512
 RUN = 64  # minibatches per call: what a shard holds beyond its queue, and a cancel's delay
-DENSE, TOC = "dense", "toc"
+DENSE, TOC, WOVEN = "dense", "toc", "mlweaving"
 _U32, _U64 = types.Array(types.uint32, 1, "C"), types.Array(types.uint64, 1, "C")
 _PAYLOADS = {
     DENSE: types.Array(types.float64, 2, "C", readonly=True),
     # a TocMatrix's tree: first-layer columns, values, kept parents, keys, codes, row starts
     TOC: types.Tuple((_U32, types.Array(types.float64, 1, "C"), _U32, _U32, _U32, _U64)),
+    # a WovenMatrix's planes as the bit-sliced kernels read them, and its rows
+    WOVEN: types.Tuple((types.Array(types.uint64, 3, "C"), types.int64)),
 }
 _TREE = (np.uint32, np.float64, np.uint32, np.uint32, np.uint32, np.uint64)
 _NONE_2D, _NONE_1D = np.zeros((0, 0)), np.zeros(0)
@@ -96,7 +100,7 @@ def runs(batches: Iterable[Batch], width: int) -> Iterator[list[Batch] | Batch]:
 
 
 def payload_of(batch: Batch, width: int) -> str | None:
-    """``DENSE``, ``TOC``, or None: the per-batch path steps it."""
+    """``DENSE``, ``TOC``, ``WOVEN``, or None: the per-batch path steps it."""
     if batch.weights is not None or batch.removed:
         return None
     X = batch.X
@@ -105,6 +109,8 @@ def payload_of(batch: Batch, width: int) -> str | None:
         return (
             TOC if all(a.dtype == d and a.flags.c_contiguous for a, d in zip(tree, _TREE)) else None
         )
+    if type(X) is WovenMatrix:
+        return WOVEN
     if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.flags.c_contiguous:
         return DENSE if width <= WIDEST else None
     return None
@@ -121,7 +127,7 @@ def step(
     kind = payload_of(run[0], W.size) or DENSE  # runs() made it: every batch one payload
     payloads = typed.List.empty_list(_PAYLOADS[kind])
     for batch in run:
-        payloads.append(batch.X if kind == DENSE else batch.X._tree())
+        payloads.append(_payload(kind, batch.X))
     labels = np.concatenate([batch.y for batch in run]).astype(np.float64, copy=False)
     momentum = optimizer.name == "nesterov"
     state = (
@@ -160,6 +166,13 @@ def step(
     if failed >= 0:
         problem.targets(run[failed].y)  # raises the label's error, as the per-batch path does
     return total, rows, bool(diverged)
+
+
+def _payload(kind: str, X: Any) -> Any:
+    """What the kernel reads of a minibatch's payload ``X`` (``_PAYLOADS``)."""
+    if kind == DENSE:
+        return X
+    return X._tree() if kind == TOC else (X.words(), X.shape[0])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -223,6 +236,8 @@ def gradient(
 def _rows_of(payload):  # pragma: no cover
     if isinstance(payload, types.Array):
         return lambda payload: payload.shape[0]
+    if len(payload) == 2:  # WOVEN
+        return lambda payload: payload[1]
     return lambda payload: len(payload[5]) - 1
 
 
@@ -230,7 +245,9 @@ def _rows_of(payload):  # pragma: no cover
 def _gradient(
     payload, kind, y, classes, k, weights, Weff, offset, widest, grad, gsum
 ):  # pragma: no cover
-    return _dense_gradient if isinstance(payload, types.Array) else _toc_gradient
+    if isinstance(payload, types.Array):
+        return _dense_gradient
+    return _woven_gradient if len(payload) == 2 else _toc_gradient
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -283,9 +300,43 @@ def _toc_gradient(
             icol, values, nparent, nkey, codes, starts, np.ascontiguousarray(Weff.T)
         )
     G = np.empty((k, n))
+    loss, known = _residuals(kind, Z, y, classes, k, weights, offset, widest, G, gsum)
+    if not known:
+        return loss, False
+    if k == 1:
+        grad[0] = toc_products.rmatvec(icol, values, nparent, nkey, codes, starts, G[0], cols)
+    else:
+        grad[:] = toc_products.rmatmat(icol, values, nparent, nkey, codes, starts, G, cols)
+    return loss, True
+
+
+def _woven_gradient(
+    payload, kind, y, classes, k, weights, Weff, offset, widest, grad, gsum
+):  # pragma: no cover
+    """An MLWeaving minibatch: A·(W∘scale) and the residuals' product with A straight from its
+    planes, a class at a time (``weave_products``) — what ``WovenMatrix``'s ``@`` does."""
+    words, n = payload
+    Z = np.zeros((words.shape[1], k))  # rows padded to 8: the rows past n are never read
+    for c in range(k):
+        weave_products._matvec(words, Weff[c], Z[:, c])
+    G = np.empty((k, n))
+    loss, known = _residuals(kind, Z, y, classes, k, weights, offset, widest, G, gsum)
+    if not known:
+        return loss, False
+    out = np.empty(words.shape[0] * 64)
+    for c in range(k):
+        weave_products._rmatvec(words, G[c], out)
+        grad[c] = out[: grad.shape[1]]
+    return loss, True
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _residuals(kind, Z, y, classes, k, weights, offset, widest, G, gsum):  # pragma: no cover
+    """``(Σ loss·sw, every label known)`` of margins ``Z + offset`` over ``G``'s rows, and into
+    ``G`` (by class) and ``gsum`` the residuals ``loss′ · sw / widest`` and their sums."""
     gsum[:] = 0.0
     loss = 0.0
-    for i in range(n):
+    for i in range(G.shape[1]):
         label, w = _label(y, i, classes, weights)
         if label == -1:
             return loss, False
@@ -298,10 +349,6 @@ def _toc_gradient(
             g = d * ws
             G[c, i] = g
             gsum[c] += g
-    if k == 1:
-        grad[0] = toc_products.rmatvec(icol, values, nparent, nkey, codes, starts, G[0], cols)
-    else:
-        grad[:] = toc_products.rmatmat(icol, values, nparent, nkey, codes, starts, G, cols)
     return loss, True
 
 

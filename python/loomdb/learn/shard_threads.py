@@ -7,7 +7,7 @@ Threads run Python one at a time but for code that lets go of the interpreter lo
 matrix products and ufuncs on large enough arrays, numba kernels compiled ``nogil`` (TOC's and
 MLWeaving's products): a shard's step overlaps another's in those and waits for the lock in the
 rest, so the speed-up grows with the work per minibatch (features × classes). Dense minibatches
-of a narrow model and TOC minibatches step in runs, one such kernel call each
+of a narrow model, TOC and MLWeaving minibatches step in runs, one such kernel call each
 (``learn/fused_steps``). Each shard reads its minibatches ``DEAL`` at a time from a short queue
 of its own (``DEPTH`` hands), so memory holds a few hundred minibatches per shard beyond what
 the epoch cache keeps, and a hand costs one queue operation instead of one per minibatch. BLAS
