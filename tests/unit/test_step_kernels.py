@@ -7,7 +7,7 @@ import pytest
 
 from loomdb.learn.losses import LOSSES
 from loomdb.learn.optimizers import Nesterov
-from loomdb.learn.step_kernels import KIND_CODES, assemble, momentum_step, residuals
+from loomdb.learn.step_kernels import KIND_CODES, assemble, momentum_step, residuals, shrink
 
 
 def _batch(k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -124,3 +124,11 @@ def test_a_label_above_every_class_is_refused() -> None:
     problem = Problem(["a"], Scaling("none", np.zeros(1), np.ones(1)), [0.0, 1.0, 2.0])
     with pytest.raises(LoomFormatError, match="label 5.0 is not one of the classes"):
         problem.targets(np.array([0.0, 5.0]))
+
+
+def test_shrink_is_numpys_soft_threshold() -> None:
+    W = np.array([[0.5, -0.5], [0.05, -0.05], [0.0, -0.0], [np.nan, np.inf], [-np.inf, 0.1]])
+    expected = np.sign(W) * np.maximum(np.abs(W) - 0.1, 0.0)
+    shrink(W, 0.1)
+    assert np.array_equal(W, expected, equal_nan=True)
+    assert np.array_equal(np.signbit(W), np.signbit(expected))

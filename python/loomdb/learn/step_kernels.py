@@ -39,7 +39,8 @@ def class_targets(y, classes, k, weights):  # pragma: no cover
         c, w = class_of(y[i], classes, weights)
         if c < 0:
             return T, sw, i
-        T[i, 0 if k == 1 else c] = target(c, 0 if k == 1 else c, k)
+        j = 0 if k == 1 else c  # the column this row's class sets
+        T[i, j] = target(c, j, k)
         sw[i] = w
     return T, sw, -1
 
@@ -141,4 +142,5 @@ def shrink(W, amount):  # pragma: no cover
     for i in range(W.size):
         w = W.flat[i]
         a = abs(w) - amount
-        W.flat[i] = np.sign(w) * (a if a >= 0.0 or a != a else 0.0)
+        sign = 1.0 if w > 0.0 else (-1.0 if w < 0.0 else w - w)  # np.sign: +0 at ±0, NaN kept
+        W.flat[i] = sign * (a if a >= 0.0 or a != a else 0.0)
