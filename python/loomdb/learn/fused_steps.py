@@ -60,13 +60,20 @@ from loomdb.seams import Batch
 WIDEST = 512
 RUN = 64  # minibatches per call: what a shard holds beyond its queue, and a cancel's delay
 DENSE, TOC, WOVEN = "dense", "toc", "mlweaving"
-_U32, _U64 = types.Array(types.uint32, 1, "C"), types.Array(types.uint64, 1, "C")
+
+
+def _read(dtype: Any, ndim: int) -> types.Array:
+    """The type of a C-ordered array the kernel only reads (writable ones are taken too)."""
+    return types.Array(dtype, ndim, "C", readonly=True)
+
+
+_U32, _U64 = _read(types.uint32, 1), _read(types.uint64, 1)
 _PAYLOADS = {
-    DENSE: types.Array(types.float64, 2, "C", readonly=True),
+    DENSE: _read(types.float64, 2),
     # a TocMatrix's tree: first-layer columns, values, kept parents, keys, codes, row starts
-    TOC: types.Tuple((_U32, types.Array(types.float64, 1, "C"), _U32, _U32, _U32, _U64)),
+    TOC: types.Tuple((_U32, _read(types.float64, 1), _U32, _U32, _U32, _U64)),
     # a WovenMatrix's planes as the bit-sliced kernels read them, and its rows
-    WOVEN: types.Tuple((types.Array(types.uint64, 3, "C"), types.int64)),
+    WOVEN: types.Tuple((_read(types.uint64, 3), types.int64)),
 }
 _TREE = (np.uint32, np.float64, np.uint32, np.uint32, np.uint32, np.uint64)
 _NONE_2D, _NONE_1D = np.zeros((0, 0)), np.zeros(0)
