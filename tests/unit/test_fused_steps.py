@@ -82,7 +82,7 @@ def test_fused_steps_train_what_the_per_batch_path_trains(
     calls = []
     step = fused_steps.step
     monkeypatch.setattr(
-        fused_steps, "step", lambda run, *a: calls.append(len(run)) or step(run, *a)
+        fused_steps, "step", lambda kind, run, *a: calls.append(len(run)) or step(kind, run, *a)
     )
     fused, h1 = _fit(X, y, labels, cfg, monkeypatch, payload=payload)
     assert sum(calls) == 5 * 10  # every minibatch of every epoch stepped here
@@ -119,6 +119,19 @@ def test_how_minibatches_are_grouped_never_changes_a_bit(monkeypatch, run, paylo
     assert [e["loss"] for e in history] == [e["loss"] for e in other]
 
 
+def test_an_epoch_mixing_fused_and_per_batch_minibatches_trains_as_the_per_batch_path(monkeypatch):
+    X, y, labels = _data(3)
+    cfg = TrainConfig(kind="logistic", epochs=4, optimizer="nesterov", lr=0.05)
+    prob = problem(X, labels, "zscore", y)
+    source = Source(X, y)
+    for batch in source.batches[1::3]:  # Fortran-ordered: these step one at a time
+        batch.X = np.asfortranarray(batch.X)
+    mixed, h1 = fit(source, prob, cfg, CpuBackend())
+    per_batch, h2 = _fit(X, y, labels, cfg, monkeypatch, fused=False)
+    np.testing.assert_allclose(mixed.W, per_batch.W, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose([e["loss"] for e in h1], [e["loss"] for e in h2], rtol=1e-12)
+
+
 def test_a_label_outside_the_classes_is_the_per_batch_error(monkeypatch):
     X, y, labels = _data(2)
     y = y.copy()
@@ -147,6 +160,13 @@ def test_what_it_serves_and_how_it_groups():
     toc = Batch(TocMatrix.from_bytes(encode(np.eye(2, 3))), np.zeros(2), number=7)
     other = Batch(np.zeros((2, 3), dtype=np.float32), np.zeros(2), number=9)
     grouped = list(fused_steps.runs([dense[0], other, dense[1], dense[2], toc, dense[3]], 20))
-    assert grouped == [[dense[0]], other, [dense[1], dense[2]], [toc], [dense[3]]]
+    D, T = fused_steps.DENSE, fused_steps.TOC
+    assert grouped == [
+        (D, [dense[0]]),
+        other,
+        (D, [dense[1], dense[2]]),
+        (T, [toc]),
+        (D, [dense[3]]),
+    ]
     wide = fused_steps.WIDEST + 1  # a wide dense model keeps BLAS; TOC is stepped at any width
-    assert list(fused_steps.runs([dense[0], toc], wide)) == [dense[0], [toc]]
+    assert list(fused_steps.runs([dense[0], toc], wide)) == [dense[0], (T, [toc])]

@@ -209,7 +209,8 @@ class TocMatrix:
     def shape(self) -> tuple[int, int]:
         return (self.rows, self.cols)
 
-    def _tree(self) -> tuple[Any, ...]:
+    def tree(self) -> tuple[Any, ...]:
+        """The checked decode tree the product passes read (``toc_products``)."""
         return (self.icol, self.values, self.nparent, self.nkey, self.codes, self.starts)
 
     def __matmul__(self, other: Any) -> np.ndarray:
@@ -217,18 +218,18 @@ class TocMatrix:
         if v.shape[0] != self.cols or v.ndim not in (1, 2):
             raise LoomOptionError(f"cannot multiply a {self.shape} TOC matrix by {v.shape}")
         if v.ndim == 2 and v.shape[1] == 1:  # a one-column model: the vector pass is tighter
-            return p.matvec(*self._tree(), np.ascontiguousarray(v[:, 0]))[:, None]
-        return p.matvec(*self._tree(), v) if v.ndim == 1 else p.matmat(*self._tree(), v)
+            return p.matvec(*self.tree(), np.ascontiguousarray(v[:, 0]))[:, None]
+        return p.matvec(*self.tree(), v) if v.ndim == 1 else p.matmat(*self.tree(), v)
 
     def __rmatmul__(self, other: Any) -> np.ndarray:
         u = np.ascontiguousarray(other, dtype=np.float64)
         if u.shape[-1] != self.rows or u.ndim not in (1, 2):
             raise LoomOptionError(f"cannot multiply {u.shape} by a {self.shape} TOC matrix")
         if u.ndim == 1:
-            return p.rmatvec(*self._tree(), u, self.cols)
+            return p.rmatvec(*self.tree(), u, self.cols)
         if u.shape[0] == 1:
-            return p.rmatvec(*self._tree(), np.ascontiguousarray(u[0]), self.cols)[None, :]
-        return p.rmatmat(*self._tree(), u, self.cols)
+            return p.rmatvec(*self.tree(), np.ascontiguousarray(u[0]), self.cols)[None, :]
+        return p.rmatmat(*self.tree(), u, self.cols)
 
     def held_columns(self) -> np.ndarray:
         """The columns holding a stored value, increasing: where v·A can be nonzero (the keys
@@ -261,7 +262,7 @@ class TocMatrix:
                 f"{self.rows * self.cols * 8:,} bytes; at most {MAX_DENSE * 8:,} are allowed",
                 hint="multiply the compressed matrix (m @ v, v @ m) instead of decoding it",
             )
-        return p.decode_dense(*self._tree(), self.cols)
+        return p.decode_dense(*self.tree(), self.cols)
 
 
 def _fault(kind: int, row: int, a: int, b: int) -> LoomFormatError:

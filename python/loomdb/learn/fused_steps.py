@@ -87,15 +87,16 @@ def serves(backend: Any, optimizer: Any) -> bool:
     )
 
 
-def runs(batches: Iterable[Batch], width: int) -> Iterator[list[Batch] | Batch]:
-    """``batches`` as lists of up to ``RUN`` consecutive minibatches of one payload this module
-    steps (for a model of ``width`` features × classes), each other batch alone, in order."""
+def runs(batches: Iterable[Batch], width: int) -> Iterator[tuple[str, list[Batch]] | Batch]:
+    """``batches`` as ``(payload, minibatches)``: up to ``RUN`` consecutive minibatches of one
+    payload this module steps (for a model of ``width`` features × classes), and each other
+    batch alone, in order."""
     run: list[Batch] = []
-    kind = None
+    kind = ""  # the run's payload
     for batch in batches:
         this = payload_of(batch, width)
         if run and (this != kind or len(run) == RUN):
-            yield run
+            yield kind, run
             run = []
         if this is None:
             yield batch
@@ -103,7 +104,7 @@ def runs(batches: Iterable[Batch], width: int) -> Iterator[list[Batch] | Batch]:
         run.append(batch)
         kind = this
     if run:
-        yield run
+        yield kind, run
 
 
 def payload_of(batch: Batch, width: int) -> str | None:
@@ -112,7 +113,7 @@ def payload_of(batch: Batch, width: int) -> str | None:
         return None
     X = batch.X
     if type(X) is TocMatrix:
-        tree = X._tree()
+        tree = X.tree()
         return (
             TOC if all(a.dtype == d and a.flags.c_contiguous for a, d in zip(tree, _TREE)) else None
         )
@@ -124,14 +125,14 @@ def payload_of(batch: Batch, width: int) -> str | None:
 
 
 def step(
-    run: list[Batch], total: float, W, b, problem, config, optimizer, lr, widest
+    kind: str, run: list[Batch], total: float, W, b, problem, config, optimizer, lr, widest
 ) -> tuple[float, int, bool]:
-    """Train ``run`` (one payload, ``runs``) in order, updating ``W``, ``b``, ``optimizer`` and
-    ``widest`` in place; ``(total + each minibatch's Σ loss·weight, rows, diverged)`` — the
-    sums added minibatch by minibatch, as the per-batch path adds them, so how minibatches are
-    grouped into runs never changes a bit; diverged: the model turned non-finite and the run
-    stopped there.  A label outside the classes raises what the per-batch path raises."""
-    kind = payload_of(run[0], W.size) or DENSE  # runs() made it: every batch one payload
+    """Train ``run`` (minibatches of payload ``kind``, from ``runs``) in order, updating ``W``,
+    ``b``, ``optimizer`` and ``widest`` in place; ``(total + each minibatch's Σ loss·weight,
+    rows, diverged)`` — the sums added minibatch by minibatch, as the per-batch path adds them,
+    so how minibatches are grouped into runs never changes a bit; diverged: the model turned
+    non-finite and the run stopped there. A label outside the classes raises what the per-batch
+    path raises."""
     payloads = typed.List.empty_list(_PAYLOADS[kind])
     for batch in run:
         payloads.append(_payload(kind, batch.X))
@@ -149,7 +150,7 @@ def step(
         labels,
         float(total),
         KIND_CODES[config.kind],
-        problem._class_values if problem.classes else _NONE_1D,
+        problem.class_values if problem.classes else _NONE_1D,
         problem.k,
         np.asarray(weights, dtype=np.float64),
         W,
@@ -179,7 +180,7 @@ def _payload(kind: str, X: Any) -> Any:
     """What the kernel reads of a minibatch's payload ``X`` (``_PAYLOADS``)."""
     if kind == DENSE:
         return X
-    return X._tree() if kind == TOC else (X.words(), X.shape[0])
+    return X.tree() if kind == TOC else (X.words(), X.shape[0])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -268,27 +269,23 @@ def _label(y, i, classes, weights):  # pragma: no cover
 def _dense_gradient(
     payload, kind, y, classes, k, weights, Weff, offset, widest, grad, gsum
 ):  # pragma: no cover
-    """A dense minibatch, row by row: each row's margins, loss and its share of the gradient
-    while the row is in cache."""
+    """A dense minibatch in one pass over its rows: each row's margins, residuals and share of
+    the gradient while the row is in cache."""
     X = payload
     grad[:] = 0.0
     gsum[:] = 0.0
     loss = 0.0
-    m = X.shape[1]
     for i in range(X.shape[0]):
         label, w = _label(y, i, classes, weights)
         if label == -1:
             return loss, False
-        ws = w / widest
         x = X[i]
         for c in range(k):
-            z = _dot(x, Weff[c]) + offset[c]
-            value, d = loss_at(kind, z, y[i] if label == -2 else target(label, c, k))
-            loss += value * w
-            g = d * ws
+            value, g = _residual(kind, _dot(x, Weff[c]) + offset[c], y, i, label, c, k, w, widest)
+            loss += value
             gsum[c] += g
             into = grad[c]
-            for f in range(m):
+            for f in range(len(x)):
                 into[f] += x[f] * g
     return loss, True
 
@@ -323,17 +320,12 @@ def _woven_gradient(
     """An MLWeaving minibatch: A·(W∘scale) and the residuals' product with A straight from its
     planes, a class at a time (``weave_products``) — what ``WovenMatrix``'s ``@`` does."""
     words, n = payload
-    Z = np.zeros((words.shape[1], k))  # rows padded to 8: the rows past n are never read
-    for c in range(k):
-        weave_products._matvec(words, Weff[c], Z[:, c])
+    Z = weave_products.matmul(words, Weff.T)  # rows padded to 8: those past n are never read
     G = np.empty((k, n))
     loss, known = _residuals(kind, Z, y, classes, k, weights, offset, widest, G, gsum)
     if not known:
         return loss, False
-    out = np.empty(words.shape[0] * 64)
-    for c in range(k):
-        weave_products._rmatvec(words, G[c], out)
-        grad[c] = out[: grad.shape[1]]
+    grad[:] = weave_products.rmatmul(words, G.T)[: grad.shape[1]].T
     return loss, True
 
 
@@ -347,16 +339,20 @@ def _residuals(kind, Z, y, classes, k, weights, offset, widest, G, gsum):  # pra
         label, w = _label(y, i, classes, weights)
         if label == -1:
             return loss, False
-        ws = w / widest
         for c in range(k):
-            value, d = loss_at(
-                kind, Z[i, c] + offset[c], y[i] if label == -2 else target(label, c, k)
-            )
-            loss += value * w
-            g = d * ws
+            value, g = _residual(kind, Z[i, c] + offset[c], y, i, label, c, k, w, widest)
+            loss += value
             G[c, i] = g
             gsum[c] += g
     return loss, True
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _residual(kind, z, y, i, label, c, k, w, widest):  # pragma: no cover
+    """Row i's ``(loss·w, loss′·w / widest)`` at margin ``z`` for target column ``c``: its
+    value in regression (``label`` −2), else the 0/1 of its class."""
+    value, d = loss_at(kind, z, y[i] if label == -2 else target(label, c, k))
+    return value * w, d * (w / widest)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")

@@ -42,7 +42,7 @@ class Problem:
         return np.zeros((m, self.k)), np.zeros(self.k)
 
     @cached_property
-    def _class_values(self) -> np.ndarray:
+    def class_values(self) -> np.ndarray:
         return np.asarray(self.classes, dtype=np.float64)
 
     def targets(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -51,7 +51,7 @@ class Problem:
             return y.reshape(-1, 1).astype(np.float64), np.ones(len(y))
         labels = np.asarray(y, dtype=np.float64)
         weights = self.class_weights if self.class_weights is not None else _NO_WEIGHTS
-        T, w, bad = class_targets(labels, self._class_values, self.k, weights)
+        T, w, bad = class_targets(labels, self.class_values, self.k, weights)
         if bad >= 0:
             raise LoomFormatError(
                 f"label {labels[bad].item()!r} is not one of the classes {self.classes} "

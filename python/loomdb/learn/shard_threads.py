@@ -109,9 +109,9 @@ def _hands(batches: Iterable[Batch], shards: int) -> Iterator[tuple[int, list[Ba
     if isinstance(batches, list):
         mine = [batches[j::shards] for j in range(shards)]
         for first in range(0, len(mine[0]), DEAL):
-            for j in range(shards):
-                if mine[j][first : first + DEAL]:
-                    yield j, mine[j][first : first + DEAL]
+            for j, hand in enumerate(own[first : first + DEAL] for own in mine):
+                if hand:
+                    yield j, hand
         return
     dealt: list[list[Batch]] = [[] for _ in range(shards)]
     for i, batch in enumerate(batches):

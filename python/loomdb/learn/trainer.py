@@ -251,14 +251,15 @@ def _sgd_epoch(
     stream = _checked(batches, check)
     fused = skip is None and fused_steps.serves(backend, optimizer)
     for batch in fused_steps.runs(stream, W.size) if fused else stream:
-        if isinstance(batch, list):  # consecutive minibatches stepped in one nogil call
+        if isinstance(batch, tuple):  # consecutive minibatches stepped in one nogil call
+            payload, run = batch
             total, trained, diverged = fused_steps.step(
-                batch, total, W, b, problem, config, optimizer, lr, widest
+                payload, run, total, W, b, problem, config, optimizer, lr, widest
             )
             if diverged:
                 raise Diverged(f"the model became non-finite at lr {lr:g}")
             rows += trained
-            nbytes += sum(one.nbytes for one in batch)
+            nbytes += sum(one.nbytes for one in run)
             continue
         skipped["sampled"] += batch.sampled
         skipped["bytes_skipped"] += batch.removed_bytes
