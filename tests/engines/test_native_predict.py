@@ -151,6 +151,12 @@ def _python(conn, name: str = "m") -> float:
     return float(row[0])
 
 
+def _same(c: float, python: float) -> bool:
+    """The C answer is the Python path's within the last bits: C adds the dot product in
+    feature order, numpy's BLAS in an order of its own (a full run once saw them differ)."""
+    return abs(c - python) <= 1e-12 * max(1.0, abs(python))
+
+
 def test_a_change_in_this_session_is_seen_by_the_next_call(pg):
     _load(pg, 4)
     conn = pg.conn
@@ -158,7 +164,7 @@ def test_a_change_in_this_session_is_seen_by_the_next_call(pg):
     first = _value(conn)
     _train(pg, "m", "yr", {"model": "linear", "epochs": 5})  # retrain: version 2
     second = _value(conn)
-    assert second != first and second == _python(conn)
+    assert second != first and _same(second, _python(conn))
     pg.scalar("""SELECT loom_deploy('m', '{"version": 1}')""")  # back to version 1
     assert _value(conn) == first
     pg.scalar("""SELECT loom_deploy('m', '{"version": "latest"}')""")
@@ -166,7 +172,7 @@ def test_a_change_in_this_session_is_seen_by_the_next_call(pg):
     with conn.transaction():  # a retrain rolled back: the cache forgets what it saw inside
         _train(pg, "m", "yr", {"model": "linear", "epochs": 2})
         inside = _value(conn)
-        assert inside not in (first, second) and inside == _python(conn)
+        assert inside not in (first, second) and _same(inside, _python(conn))
         raise psycopg.Rollback()
     assert _value(conn) == second
     pg.scalar("SELECT loom_drop_model('m')")
@@ -182,7 +188,7 @@ def test_a_change_committed_by_another_session_is_seen(pg, pg_dsn):
         first = _value(reader)
         _train(pg, "m", "yr", {"model": "linear", "epochs": 4})
         second = _value(reader)
-        assert second != first and second == _python(reader)
+        assert second != first and _same(second, _python(reader))
         with reader.transaction():  # READ COMMITTED: a later statement sees a later commit
             assert _value(reader) == second
             pg.scalar("""SELECT loom_deploy('m', '{"version": 1}')""")

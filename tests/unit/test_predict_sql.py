@@ -84,3 +84,51 @@ def test_the_loom_finite_form_equals_the_model_and_nulls_non_finite_rows():
         want = model.predict(np.array(rows))
         for label, w in zip(got, want):
             assert (label is None) if np.isnan(w) else abs(label - w) <= 1e-12 * max(1, abs(w))
+
+
+@pytest.mark.parametrize(
+    "classes, arithmetic",
+    [
+        ((0.0, 1.0), True),
+        ((1.0, 2.0), True),
+        ((-1.0, 1.0), True),
+        ((2.0, -3.5), True),
+        ((1e16, 1.0), False),  # 1 − 1e16 rounds to −1e16: 1e16 + (1 − 1e16) is 0
+        ((-0.0, 1.0), False),  # -0.0 + 1.0·0 is +0.0
+    ],
+)
+def test_a_binary_class_is_exact_arithmetic_on_the_sign_or_a_case(classes, arithmetic):
+    """Each form gives the model's classes bit for bit (±0 told apart), NULL for non-finite rows,
+    on both dialects' text (PostgreSQL's run here with loom.finite as a macro)."""
+    model = _model()
+    model.classes = list(classes)
+    rows = [(1.0, 2.0, 3.0), (2.5, -1.0, 0.0), (-3.0, 0.5, 7.0), (float("nan"), 1.0, 1.0)]
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA loom")
+    con.execute("CREATE MACRO loom.finite(x) AS CASE WHEN isfinite(x) THEN x END")
+    con.execute('CREATE TABLE t ("we""ird" DOUBLE, b DOUBLE, unused DOUBLE)')
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
+    want = model.predict(np.array(rows))
+    assert len(set(want[:3])) == 2  # both classes are chosen
+    forms = {
+        "duckdb": predict_expression(model, "duckdb"),
+        "postgres": predict_expression(model, "postgres"),
+        "loom.finite": predict_expression(model, "postgres", finite=True),
+    }
+    for form, expression in forms.items():
+        guards = {"duckdb": 1, "postgres": 1, "loom.finite": 0}[form]
+        assert expression.count("CASE") == guards + (not arithmetic), (form, expression)
+        got = [r[0] for r in con.execute(f"SELECT {expression} FROM t").fetchall()]
+        assert got[3] is None, form
+        for label, w in zip(got[:3], want[:3]):
+            assert label == w and np.copysign(1.0, label) == np.copysign(1.0, w), (form, got)
+
+
+def test_text_classes_stay_a_case():
+    model = _model()
+    model.class_names = ["no", "yes"]
+    for expression in (
+        predict_expression(model, "duckdb"),
+        predict_expression(model, "postgres", finite=True),
+    ):
+        assert "THEN 'yes'" in expression and "CAST(" in expression

@@ -29,7 +29,8 @@ from loomdb.bench.table import BenchTable
 M = 16
 
 
-SLOW_S = 5.0  # a method slower than this at its first run is timed once more, not three times
+ROUNDS = 7  # each method's time is its best of 1 + ROUNDS runs, interleaved (_interleaved)
+SLOW_S = 5.0  # a method slower than this at its first run is timed once more only
 PARALLEL = {  # a parallel plan whatever the table's size (the deployed function is parallel safe)
     "parallel_setup_cost": "0",
     "parallel_tuple_cost": "0",
@@ -46,7 +47,7 @@ def run(
     X = rng.normal(size=(n, M))
     y = (X @ rng.normal(size=M) + 0.3 * rng.normal(size=n) > 0).astype(float)
     table = BenchTable(
-        f"predict: {n:,} rows × {M} features, best of 3, seconds and speed vs native",
+        f"predict: {n:,} rows × {M} features, best of 8, seconds and speed vs native",
         ["engine", "method", "seconds", "rows/s", "vs native"],
     )
     cols = [f"x{i}" for i in range(M)]
@@ -80,23 +81,31 @@ def run(
                 first[k] = time.perf_counter() - started
             if len({float(v) for v in answers.values()}) != 1:
                 table.notes.append(f"{engine.name}: methods disagree: {answers}")
-            repeat = 3
-            # one more run only of what is slow (PostgreSQL's per-row Python without the C module)
-            times = {
-                k: min(first[k], engine.timed(q, 1 if first[k] > SLOW_S else repeat))
-                for k, q in queries.items()
-            }
+            times = _interleaved(engine, queries, first)
             for method, seconds in times.items():
                 table.add(engine.name, method, seconds, n / seconds, times["native"] / seconds)
             if engine.name == "postgres":
-                _parallel(engine, table, {k: queries[k] for k in ("native", "deployed")}, n, repeat)
+                _parallel(engine, table, {k: queries[k] for k in ("native", "deployed")}, n)
             engine.run("SELECT loom_drop_model('bench_p')")
         if len(found) == 1:
             table.notes.append("PostgreSQL not measured: pass --dsn to include it")
     return [table]
 
 
-def _parallel(engine: Any, table: BenchTable, queries: dict[str, str], n: int, repeat: int) -> None:
+def _interleaved(engine: Any, queries: dict[str, str], first: dict[str, float]) -> dict[str, float]:
+    """Each query's best time over ``ROUNDS`` rounds that run every query once in turn, so a
+    machine that slows down for a while slows every method alike; ``first`` is a run each
+    already had.  What is slow (PostgreSQL's per-row Python without the C module) runs once
+    more only."""
+    best = dict(first)
+    for r in range(ROUNDS):
+        for method, query in queries.items():
+            if r == 0 or first[method] <= SLOW_S:
+                best[method] = min(best[method], engine.timed(query))
+    return best
+
+
+def _parallel(engine: Any, table: BenchTable, queries: dict[str, str], n: int) -> None:
     """Native and deployed in a forced parallel plan, each row naming the workers its
     ``EXPLAIN ANALYZE`` launched under a Gather; a note when there were none."""
     for name, value in PARALLEL.items():
@@ -113,7 +122,8 @@ def _parallel(engine: Any, table: BenchTable, queries: dict[str, str], n: int, r
                 table.notes.append("postgres: the deployed function was not inlined")
             workers = f"{launched.group(1)} of {planned.group(1)}" if launched and planned else "no"
             labels[method] = f"{method}, Gather ({workers} workers)"
-            times[method] = engine.timed(query, repeat)
+            times[method] = engine.timed(query)
+        times = _interleaved(engine, queries, times)
         for method, seconds in times.items():
             table.add(engine.name, labels[method], seconds, n / seconds, times["native"] / seconds)
     finally:

@@ -26,10 +26,14 @@ calls ``loom.finite``: pasted into another PostgreSQL, create it there first —
 AS 'SELECT CASE WHEN x - x = 0 THEN x END'`` computes the same (``x - x`` is NaN for NaN and ±∞).
 One departure from ``loom_predict``: a margin that overflows to ±∞ from finite features gives
 NULL here (as DuckDB's ``isfinite`` guard does), a class or ±∞ there.
+A binary model's class is arithmetic on the margin's sign where that gives its classes exactly
+(:func:`_binary`): ``CAST(m > 0 AS FLOAT8)`` for classes 0 and 1, so the row costs the guard's
+one CASE (DuckDB) or none (``loom.finite``) instead of two.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from loomdb.learn.model import LinearModel, require_probabilities
@@ -98,12 +102,47 @@ def predict_expression(model: LinearModel, dialect: str = "postgres", finite: bo
     margins = [_margin(model, j, dialect, zeros) for j in range(k)]
     if not model.classifier:
         return _guarded(model, margins[0], dialect)
-    classes = _classes(model)
     if k == 1:
-        chosen = f"CASE WHEN {margins[0]} > 0 THEN {classes[1]} ELSE {classes[0]} END"
-        return _guarded(model, chosen, dialect)
+        return _guarded(model, _binary(model, f"{margins[0]} > 0", dialect), dialect)
+    classes = _classes(model)
     whens = " ".join(f"WHEN {m} THEN {c}" for m, c in zip(margins, classes))
     return _guarded(model, f"CASE greatest({', '.join(margins)}) {whens} END", dialect)
+
+
+def _binary(model: LinearModel, positive: str, dialect: str) -> str:
+    """A binary model's class given ``positive``, its margin > 0 (NULL gives NULL).
+
+    Numeric classes c₀, c₁ are c₀ + (c₁ − c₀)·[positive] where that gives each class exactly,
+    sign of zero included (checked here in doubles, which the engines add and multiply alike):
+    ``CAST(positive AS FLOAT8)`` for classes 0 and 1.  Other classes, text ones included, are a
+    CASE.  Measured over 1M–10M rows of 16 features in DuckDB, a CASE inside the guard's cost
+    the deployed MACRO 5–10% of the hand-written query; the cast cost nothing measurable.
+    """
+    if not model.class_names:
+        low, high = (float(c) for c in model.classes)
+        step = high - low
+        if _same(low + step * 0.0, low) and _same(low + step * 1.0, high):
+            # PostgreSQL casts a boolean to integers only
+            cast = (
+                "CAST(CAST({} AS INTEGER) AS FLOAT8)"
+                if dialect == "postgres"
+                else "CAST({} AS FLOAT8)"
+            )
+            indicator = cast.format(positive)
+            if _same(low, 0.0) and step == 1.0:
+                return indicator
+            return (
+                f"(CAST({literal(low)} AS FLOAT8) + CAST({literal(step)} AS FLOAT8) * {indicator})"
+            )
+    classes = _classes(model, typed=dialect == "postgres")
+    if dialect == "postgres":  # a simple CASE: ``positive`` is evaluated once
+        return f"CASE {positive} WHEN true THEN {classes[1]} WHEN false THEN {classes[0]} END"
+    return f"CASE WHEN {positive} THEN {classes[1]} ELSE {classes[0]} END"
+
+
+def _same(a: float, b: float) -> bool:
+    """The same double, ±0 told apart."""
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
 def _classes(model: LinearModel, typed: bool = False) -> list[str]:
@@ -121,9 +160,9 @@ def _finite_expression(model: LinearModel) -> str:
     first = FINITE + "(" + _margin(model, 0, "postgres", zeros=True) + ")"
     if not model.classifier:
         return f"({first})"
-    classes = _classes(model, typed=True)
     if model.W.shape[1] == 1:
-        return f"(CASE {first} > 0 WHEN true THEN {classes[1]} WHEN false THEN {classes[0]} END)"
+        return f"({_binary(model, f'{first} > 0', 'postgres')})"
+    classes = _classes(model, typed=True)
     margins = [_margin(model, j, "postgres") for j in range(model.W.shape[1])]
     whens = " ".join(f"WHEN {m} THEN {c}" for m, c in zip(margins, classes))
     chosen = f"CASE greatest({', '.join(margins)}) {whens} END"
