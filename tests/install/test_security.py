@@ -294,6 +294,76 @@ def test_deployed_functions_are_made_and_dropped_with_the_owners_rights(roles):
     assert alice.rows(owned, ["predict_m_alice"]) == []
 
 
+def test_a_role_made_again_under_a_dropped_roles_name_inherits_nothing(roles, pg_dsn):
+    """carol trains, builds an index, deploys, is granted alice's model; carol is dropped
+    (DROP OWNED, DROP ROLE) and a new role takes her name: it sees none of it, and her model's
+    name stays taken, as another role's model's is."""
+    admin, alice, _ = roles
+    carol = f"carol_{SUFFIX}"
+
+    def make_carol() -> Role:
+        admin.rows(f"CREATE ROLE {carol} LOGIN")
+        admin.rows(f"GRANT loomdb_user TO {carol}")
+        admin.rows(f"GRANT USAGE, CREATE ON SCHEMA loomsec TO {carol}")
+        return Role(pg_dsn, carol)
+
+    old = make_carol()
+    try:
+        old.rows(
+            "CREATE TABLE carol_t AS SELECT g::float8 AS x, (g % 2)::float8 AS y "
+            "FROM generate_series(1, 200) AS g"
+        )
+        old.rows("SELECT loom_train('m_carol', 'carol_t', 'y', '{\"epochs\": 2}')")
+        old.rows(
+            "SELECT loom_train('m_carol', 'carol_t', 'y', '{\"epochs\": 3, \"replace\": true}')"
+        )  # a version kept
+        old.rows("SELECT loom_create_index('ix_carol', 'carol_t', 'y', '{}')")
+        old.rows("SELECT loom_deploy('m_carol')")
+        alice.rows("SELECT loom_grant('m_alice', %s)", [carol])
+        assert old.scalar("SELECT loom_predict('m_alice', ARRAY[3.0, 1.0])") in (0.0, 1.0)
+        old.conn.close()
+        admin.rows(f"DROP OWNED BY {carol} CASCADE")
+        admin.rows(f"DROP ROLE {carol}")
+        new = make_carol()
+        for table, count in (
+            ("models", 0),
+            ("model_versions", 0),
+            ("indexes", 0),
+            ("deployments", 0),
+            ("grants", 0),
+        ):
+            assert new.scalar(f"SELECT count(*) FROM loom.{table}") == count, table
+        assert "does not exist" in new.error("SELECT loom_predict('m_carol', ARRAY[1.0])")
+        assert "does not exist" in new.error("SELECT loom_predict('m_alice', ARRAY[3.0, 1.0])")
+        assert "does not exist" in new.error("SELECT loom_drop_index('ix_carol')")
+        new.rows(
+            "CREATE TABLE carol_t AS SELECT g::float8 AS x, (g % 2)::float8 AS y FROM generate_series(1, 9) g"
+        )
+        taken = new.error("SELECT loom_train('m_carol', 'carol_t', 'y', '{\"replace\": true}')")
+        assert "another role" in taken, taken
+        orphans = (
+            "SELECT count(*) FROM loom.{} AS t "
+            "WHERE t.owner = %s AND NOT EXISTS (SELECT FROM pg_roles r WHERE r.oid = t.owner_role)"
+        )
+        assert admin.scalar(orphans.format("models"), [carol]) == 1  # kept for superusers
+        assert admin.scalar(orphans.format("model_versions"), [carol]) == 1
+        granted = admin.rows(
+            "SELECT grantee_role IS NOT NULL, EXISTS (SELECT FROM pg_roles r "
+            "WHERE r.oid = grantee_role) FROM loom.grants WHERE grantee = %s",
+            [carol],
+        )
+        assert granted == [(True, False)]  # the grant names the dropped carol, not this one
+        new.conn.close()
+    finally:
+        for table in ("models", "model_versions", "trials", "indexes", "deployments"):
+            admin.rows(f"DELETE FROM loom.{table} WHERE owner = %s", [carol])
+        admin.rows("DELETE FROM loom.grants WHERE grantee = %s OR owner = %s", [carol, carol])
+        admin.rows("DROP TABLE IF EXISTS loom_data.ix_carol")
+        if admin.rows("SELECT 1 FROM pg_roles WHERE rolname = %s", [carol]):
+            admin.rows(f"DROP OWNED BY {carol} CASCADE")
+            admin.rows(f"DROP ROLE {carol}")
+
+
 def test_a_superuser_sees_everything(roles):
     admin, _, _ = roles
     owners = {r[0] for r in admin.rows("SELECT owner FROM loom.models")}

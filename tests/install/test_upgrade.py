@@ -1,7 +1,9 @@
 """``ALTER EXTENSION loomdb UPDATE`` from each released version to this one.  From 0.1.0: models
 kept, 0.1.0's indexes dropped with a warning, the multi-user rules and every function in place.
 From 0.2.0: models, trials and the access methods (with the indexes made by them) kept, the
-multi-user rules made again, trials gaining the metric they were scored by."""
+multi-user rules made again, trials gaining the metric they were scored by.  From 0.3.0 (and the
+others): every row kept gains its owner by identity, and a grant its grantee's, where a role of
+that name exists; a row whose role is gone is seen by superusers only."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 
 pytestmark = pytest.mark.postgres
 OLD = Path(__file__).resolve().parents[1] / "fixtures" / "extension" / "loomdb--0.1.0.sql"
+CURRENT = "0.4.0"
 
 
 def _from(pg_dsn: str, old: Path, check) -> None:
@@ -47,6 +50,10 @@ def test_a_0_2_0_catalog_is_upgraded(pg_dsn):
     _from(pg_dsn, OLD.with_name("loomdb--0.2.0.sql"), upgraded_from_0_2_0)
 
 
+def test_a_0_3_0_catalog_is_upgraded(pg_dsn):
+    _from(pg_dsn, OLD.with_name("loomdb--0.3.0.sql"), upgraded_from_0_3_0)
+
+
 def upgraded(pg_dsn: str, database: str) -> None:
     notices: list[str] = []
     model = {
@@ -72,14 +79,15 @@ def upgraded(pg_dsn: str, database: str) -> None:
             "INSERT INTO loom.indexes (name, storage_table) "
             "VALUES ('old_ix', 'loom.\"ix_old_ix\"; DROP TABLE loom.models')"
         )
-        conn.execute("ALTER EXTENSION loomdb UPDATE TO '0.3.0'")
+        conn.execute(f"ALTER EXTENSION loomdb UPDATE TO '{CURRENT}'")
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
-        assert version.fetchone() == ("0.3.0",)
+        assert version.fetchone() == (CURRENT,)
         assert any("index old_ix is dropped" in n for n in notices), notices
         assert conn.execute("SELECT count(*) FROM loom.indexes").fetchone() == (0,)
         gone = conn.execute("SELECT to_regclass('loom.ix_old_ix')").fetchone()
         assert gone == (None,)
-        assert conn.execute("SELECT owner FROM loom.models").fetchone() == ("postgres",)
+        owners = conn.execute("SELECT owner, owner_role::text FROM loom.models").fetchall()
+        assert owners == [("postgres", "postgres")]
         assert conn.execute("SELECT loom_predict('old_m', ARRAY[1.0, 0.0])").fetchone() == (1.0,)
         weights = conn.execute("SELECT feature, weight, rank FROM loom_weights('old_m')")
         assert weights.fetchall() == [("a", 1.5, 2), ("b", -2.0, 1), ("(intercept)", 0.25, None)]
@@ -132,7 +140,7 @@ def upgraded_from_0_2_0(pg_dsn: str, database: str) -> None:
             conn.execute("CREATE INDEX t_dense ON t USING dense (a, b) WITH (label = n)")
         conn.execute("ALTER EXTENSION loomdb UPDATE")
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
-        assert version.fetchone() == ("0.3.0",)
+        assert version.fetchone() == (CURRENT,)
         assert sorted(r[0] for r in conn.execute(methods)) == before  # never dropped
         assert conn.execute("SELECT loom_predict('old_m', ARRAY[1.0, 0.0])").fetchone() == (1.0,)
         trials = conn.execute("SELECT trial, score, metric FROM loom_trials('old_m')")
@@ -147,3 +155,53 @@ def upgraded_from_0_2_0(pg_dsn: str, database: str) -> None:
         assert {r[0] for r in predicted} <= {"even", "odd"}
         if before:  # the index survived the update, and trains
             conn.execute("SELECT loom_train('ix_m', NULL, NULL, '{\"index\": \"t_dense\"}')")
+
+
+def upgraded_from_0_3_0(pg_dsn: str, database: str) -> None:
+    """Rows of a role that exists gain it, and keep working for it; rows of a name no role has
+    (the role was dropped) gain none: a role made later under that name does not see them."""
+    suffix = uuid.uuid4().hex[:6]
+    kept, gone = f"kept_{suffix}", f"gone_{suffix}"
+    model = (
+        "INSERT INTO loom.models (name, owner, uid, kind, coefficients, intercept, "
+        "feature_names, classes, standardization, options, history, version) VALUES (%s, %s, "
+        "'u1', 'logistic', '[[1.5], [-2.0]]', '[0.25]', '[\"a\", \"b\"]', '[0.0, 1.0]', "
+        '\'{"method": "none", "shift": [0.0, 0.0], "scale": [1.0, 1.0]}\', \'{}\', \'[]\', 1)'
+    )
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {kept} LOGIN")  # type: ignore[arg-type]
+    try:
+        with psycopg.connect(f"{pg_dsn} dbname={database}", autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION plpython3u")
+            conn.execute("CREATE EXTENSION loomdb VERSION '0.3.0'")
+            conn.execute(f"GRANT loomdb_user TO {kept}")  # type: ignore[arg-type]
+            conn.execute(model, [f"m_{kept}", kept])
+            conn.execute(model, [f"m_{gone}", gone])
+            conn.execute(
+                "INSERT INTO loom.grants (model, owner, grantee, granted_at) "
+                "VALUES (%s, %s, %s, now()), (%s, %s, %s, now())",
+                [f"m_{kept}", kept, gone, f"m_{gone}", gone, kept],
+            )
+            conn.execute("ALTER EXTENSION loomdb UPDATE")
+            version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
+            assert version.fetchone() == (CURRENT,)
+            roles = "SELECT name, owner_role::text FROM loom.models ORDER BY name"
+            assert conn.execute(roles).fetchall() == [(f"m_{gone}", None), (f"m_{kept}", kept)]
+            grants = "SELECT grantee, grantee_role::text FROM loom.grants ORDER BY grantee"
+            assert conn.execute(grants).fetchall() == [(gone, None), (kept, kept)]
+        with psycopg.connect(f"{pg_dsn} dbname={database} user={kept}", autocommit=True) as own:
+            seen = own.execute("SELECT name FROM loom.models").fetchall()
+            assert seen == [(f"m_{kept}",)]  # not m_gone, although it was granted to this name
+            assert own.execute(f"SELECT loom_predict('m_{kept}', ARRAY[1.0, 0.0])").fetchone() == (
+                1.0,
+            )
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(f"CREATE ROLE {gone} LOGIN")  # type: ignore[arg-type]
+        with psycopg.connect(f"{pg_dsn} dbname={database}", autocommit=True) as conn:
+            conn.execute(f"GRANT loomdb_user TO {gone}")  # type: ignore[arg-type]
+        with psycopg.connect(f"{pg_dsn} dbname={database} user={gone}", autocommit=True) as late:
+            assert late.execute("SELECT name FROM loom.models").fetchall() == []
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            for role in (kept, gone):
+                admin.execute(f"DROP ROLE IF EXISTS {role}")  # type: ignore[arg-type]

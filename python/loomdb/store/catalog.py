@@ -303,8 +303,9 @@ def _mine(dialect: str) -> str:
 
 
 def _move(db: Queryable, source: str, target: str, where: str, params: list[Any]) -> None:
-    """Move the rows of ``source`` matching ``where`` (and :func:`_mine`) into ``target``."""
-    cols = [c for c, _ in TABLES["models"]]
+    """Move the rows of ``source`` matching ``where`` (and :func:`_mine`) into ``target``, with
+    their owner (PostgreSQL: by identity too, ``owner_role``, which security.sql adds)."""
+    cols = [c for c, _ in TABLES["models"]] + (["owner_role"] if db.dialect == "postgres" else [])
     picked = ", ".join("COALESCE(version, 1)" if c == "version" else c for c in cols)
     condition = f"{where} AND {_mine(db.dialect)}"
     db.execute(
@@ -420,12 +421,17 @@ def require_absent(db: Queryable, name: str, what: str) -> None:
 
 
 def grant(db: Queryable, model: str, grantee: str) -> None:
-    record = get_model(db, model)
+    """Grant ``model`` to role ``grantee`` (or public), on its owner's behalf.  The row names
+    the model's owner and the grantee by identity too (``owner_role``, ``grantee_role``:
+    security.sql), so the grant never passes to a role created later under either name."""
+    get_model(db, model)
     db.execute(f"DELETE FROM {SCHEMA}.grants WHERE model = $1 AND grantee = $2", [model, grantee])
     db.execute(
-        f"INSERT INTO {SCHEMA}.grants (model, owner, grantee, granted_at) "
-        "VALUES ($1, $2, $3, CURRENT_TIMESTAMP)",
-        [model, record.owner, grantee],
+        f"INSERT INTO {SCHEMA}.grants (model, owner, owner_role, grantee, grantee_role, "
+        "granted_at) SELECT m.name, m.owner, m.owner_role, $2, "
+        "(SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles AS r WHERE r.rolname = $2), "
+        f"CURRENT_TIMESTAMP FROM {SCHEMA}.models AS m WHERE m.name = $1",
+        [model, grantee],
     )
 
 

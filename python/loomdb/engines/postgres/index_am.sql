@@ -10,11 +10,16 @@ CREATE TABLE IF NOT EXISTS loom.index_relations (
     name text NOT NULL UNIQUE CHECK (name ~ '^{name_pattern}$'),
     owner name NOT NULL DEFAULT current_user
 );
+-- the owner by identity too, as every catalog row (security.sql)
+ALTER TABLE loom.index_relations ADD COLUMN IF NOT EXISTS owner_role regrole;
+ALTER TABLE loom.index_relations ALTER COLUMN owner_role SET DEFAULT loom._current_role();
 REVOKE ALL ON loom.index_relations FROM PUBLIC;
 GRANT SELECT, INSERT, UPDATE, DELETE ON loom.index_relations TO loomdb_user;
 ALTER TABLE loom.index_relations ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS index_relations_own ON loom.index_relations;  -- an update makes it again
 CREATE POLICY index_relations_own ON loom.index_relations
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
 
 -- The Python half of the access methods (loomdb.engines.postgres.index_am).
 CREATE OR REPLACE FUNCTION loom._index_am_build(index oid, OUT heap_tuples float8, OUT index_tuples float8)
@@ -49,7 +54,7 @@ DECLARE
     gone record;
 BEGIN
     FOR gone IN
-        SELECT DISTINCT r.name, r.owner
+        SELECT DISTINCT r.name, r.owner, r.owner_role
         FROM pg_catalog.pg_event_trigger_dropped_objects() AS d
         JOIN loom.index_relations AS r
           ON r.relation = d.objid
@@ -60,7 +65,8 @@ BEGIN
         WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.object_type = 'index'
     LOOP
         DELETE FROM loom.index_relations WHERE name = gone.name;
-        DELETE FROM loom.indexes WHERE name = gone.name AND owner = gone.owner;
+        DELETE FROM loom.indexes
+        WHERE name = gone.name AND owner = gone.owner AND owner_role = gone.owner_role;
         IF FOUND THEN
             EXECUTE format('DROP TABLE IF EXISTS loom_data.%I', gone.name);
         END IF;

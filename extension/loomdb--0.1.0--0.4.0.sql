@@ -1,33 +1,38 @@
--- loomdb 0.3.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
+-- loomdb 0.4.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
 \echo Use "ALTER EXTENSION loomdb UPDATE" to load this file. \quit
 
--- loomdb 0.2.0 → 0.3.0: what the catalog gains; the generator appends the catalog's tables
--- (CREATE TABLE / ADD COLUMN IF NOT EXISTS), the multi-user rules (security.sql), the
--- bootstrap, every function (CREATE OR REPLACE) and the access methods (made only where absent).
+-- loomdb 0.1.0 → 0.4.0: what the catalog gains and loses; the generator appends the multi-user
+-- rules (security.sql), the bootstrap and every function (CREATE OR REPLACE).
 --
--- Models, versions, trials, grants, deployments and indexes are kept as they are; indexes made
--- by CREATE INDEX … USING keep their access methods (never dropped here).
---
--- What the appended text creates without OR REPLACE is dropped first, to be made again: the
--- row-level policies, the bootstrap and the access methods' drop trigger.  loom_trials and
--- loom_weights return one more column (metric, class_name), which CREATE OR REPLACE cannot
--- change.  Trials scored before 0.3.0
--- were scored by their validation loss.
-DROP POLICY IF EXISTS models_own ON loom.models;
-DROP POLICY IF EXISTS models_granted ON loom.models;
-DROP POLICY IF EXISTS model_versions_own ON loom.model_versions;
-DROP POLICY IF EXISTS trials_own ON loom.trials;
-DROP POLICY IF EXISTS indexes_own ON loom.indexes;
-DROP POLICY IF EXISTS deployments_own ON loom.deployments;
-DROP POLICY IF EXISTS grants_own ON loom.grants;
-DROP POLICY IF EXISTS grants_received ON loom.grants;
-DROP POLICY IF EXISTS index_relations_own ON loom.index_relations;
+-- Indexes: 0.1.0 stored them in loom."ix_<name>" in a layout 0.4.0 does not read (no checks,
+-- no parts); they are dropped here and must be rebuilt from their sources with
+-- loom_create_index.  A WARNING names each (extension scripts hide NOTICEs).  Storage tables are derived from the (quoted) index
+-- name, never from the storage_table text a 0.1.0 catalog row held.
+-- Models keep their coefficients and standardisation; their owner becomes the role running
+-- ALTER EXTENSION (0.1.0 recorded none).
+DO $do$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT name FROM loom.indexes LOOP
+        RAISE WARNING 'loomdb 0.4.0: index % is dropped; rebuild it with loom_create_index', r.name;
+        EXECUTE format('DROP TABLE IF EXISTS loom.%I', 'ix_' || r.name);
+    END LOOP;
+END
+$do$;
+DELETE FROM loom.indexes;
+ALTER TABLE loom.indexes
+    DROP COLUMN storage_table,
+    ADD COLUMN owner name NOT NULL DEFAULT current_user,
+    ADD COLUMN uid text,
+    ADD COLUMN format_version integer,
+    ADD CONSTRAINT indexes_name_check CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$');
+DELETE FROM loom.models WHERE name !~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$';
+ALTER TABLE loom.models
+    ADD COLUMN owner name NOT NULL DEFAULT current_user,
+    ADD CONSTRAINT models_name_check CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$');
 DROP FUNCTION IF EXISTS loom._bootstrap();
-DROP EVENT TRIGGER IF EXISTS loom_index_am_drop;
-DROP FUNCTION IF EXISTS loom_trials(text);
-DROP FUNCTION IF EXISTS loom_weights(text);
-ALTER TABLE loom.trials ADD COLUMN IF NOT EXISTS metric text;
-UPDATE loom.trials SET metric = 'validation loss' WHERE metric IS NULL;
+CREATE SCHEMA IF NOT EXISTS loom_data;
 
 CREATE SCHEMA IF NOT EXISTS loom;
 CREATE SCHEMA IF NOT EXISTS loom_data;
@@ -53,6 +58,12 @@ SELECT pg_catalog.pg_extension_config_dump('loom.deployments', '');
 -- (loom.grants, through loom_grant).  Superusers see everything.  Storage tables live in
 -- loom_data, owned by their creator, with no PUBLIC access.  loom.settings (where the server
 -- imports loomdb from) is written only by the superuser who installed loomdb.
+--
+-- A row names its owner twice: ``owner`` (the name, as loomdb reads it) and ``owner_role`` (the
+-- role itself: a regrole is the role's OID, dumped and restored as its name), and every policy
+-- asks both.  A role dropped and created again under the same name is another role: it sees
+-- none of the old role's rows, nor what was granted to the old one (``grantee_role``).  Rows of
+-- a dropped role stay, seen by superusers only (their owner_role no longer names a role).
 DO $do$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'loomdb_user') THEN
@@ -69,36 +80,69 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON loom.models, loom.model_versions, loom.t
     loom.indexes, loom.grants, loom.deployments TO loomdb_user;
 GRANT SELECT ON loom.settings TO loomdb_user;
 
+CREATE OR REPLACE FUNCTION loom._current_role() RETURNS regrole
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $fn$SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user$fn$;
+COMMENT ON FUNCTION loom._current_role() IS 'the role loomdb acts as, by identity (the default of owner_role)';
+DO $do$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['models', 'model_versions', 'trials', 'indexes', 'grants',
+                             'deployments'] LOOP
+        EXECUTE format('ALTER TABLE loom.%I ADD COLUMN IF NOT EXISTS owner_role regrole', t);
+        EXECUTE format('ALTER TABLE loom.%I ALTER COLUMN owner_role SET DEFAULT loom._current_role()', t);
+    END LOOP;
+END
+$do$;
+ALTER TABLE loom.grants ADD COLUMN IF NOT EXISTS grantee_role regrole;  -- NULL: public
+
 ALTER TABLE loom.models ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.model_versions ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.trials ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.indexes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.grants ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.deployments ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS models_own ON loom.models;  -- an update makes it again
 CREATE POLICY models_own ON loom.models
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
+DROP POLICY IF EXISTS models_granted ON loom.models;
 CREATE POLICY models_granted ON loom.models FOR SELECT USING (EXISTS (
     SELECT 1 FROM loom.grants g
-    WHERE g.model = models.name AND g.owner = models.owner
+    WHERE g.model = models.name AND g.owner = models.owner AND g.owner_role = models.owner_role
       AND (g.grantee = 'public' OR EXISTS (
           SELECT 1 FROM pg_catalog.pg_roles r
-          WHERE r.rolname = g.grantee AND pg_catalog.pg_has_role(r.oid, 'USAGE')))));
+          WHERE r.oid = g.grantee_role AND r.rolname = g.grantee
+            AND pg_catalog.pg_has_role(r.oid, 'USAGE')))));
 -- a model's old versions and its trials are its owner's alone (a grant shares the current one)
+DROP POLICY IF EXISTS model_versions_own ON loom.model_versions;
 CREATE POLICY model_versions_own ON loom.model_versions
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
 -- a model's trials are its owner's alone (a grant shares the model, not how it was searched)
+DROP POLICY IF EXISTS trials_own ON loom.trials;
 CREATE POLICY trials_own ON loom.trials
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
+DROP POLICY IF EXISTS indexes_own ON loom.indexes;
 CREATE POLICY indexes_own ON loom.indexes
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
+DROP POLICY IF EXISTS deployments_own ON loom.deployments;
 CREATE POLICY deployments_own ON loom.deployments
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
+DROP POLICY IF EXISTS grants_own ON loom.grants;
 CREATE POLICY grants_own ON loom.grants
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
+DROP POLICY IF EXISTS grants_received ON loom.grants;
 CREATE POLICY grants_received ON loom.grants FOR SELECT USING (
     grantee = 'public' OR EXISTS (
         SELECT 1 FROM pg_catalog.pg_roles r
-        WHERE r.rolname = grantee AND pg_catalog.pg_has_role(r.oid, 'USAGE')));
+        WHERE r.oid = grantee_role AND r.rolname = grantee
+          AND pg_catalog.pg_has_role(r.oid, 'USAGE')));
 
 CREATE FUNCTION loom._bootstrap() RETURNS void
 LANGUAGE plpython3u VOLATILE AS $fn$
@@ -504,11 +548,16 @@ CREATE TABLE IF NOT EXISTS loom.index_relations (
     name text NOT NULL UNIQUE CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'),
     owner name NOT NULL DEFAULT current_user
 );
+-- the owner by identity too, as every catalog row (security.sql)
+ALTER TABLE loom.index_relations ADD COLUMN IF NOT EXISTS owner_role regrole;
+ALTER TABLE loom.index_relations ALTER COLUMN owner_role SET DEFAULT loom._current_role();
 REVOKE ALL ON loom.index_relations FROM PUBLIC;
 GRANT SELECT, INSERT, UPDATE, DELETE ON loom.index_relations TO loomdb_user;
 ALTER TABLE loom.index_relations ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS index_relations_own ON loom.index_relations;  -- an update makes it again
 CREATE POLICY index_relations_own ON loom.index_relations
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
 
 -- The Python half of the access methods (loomdb.engines.postgres.index_am).
 CREATE OR REPLACE FUNCTION loom._index_am_build(index oid, OUT heap_tuples float8, OUT index_tuples float8)
@@ -543,7 +592,7 @@ DECLARE
     gone record;
 BEGIN
     FOR gone IN
-        SELECT DISTINCT r.name, r.owner
+        SELECT DISTINCT r.name, r.owner, r.owner_role
         FROM pg_catalog.pg_event_trigger_dropped_objects() AS d
         JOIN loom.index_relations AS r
           ON r.relation = d.objid
@@ -554,7 +603,8 @@ BEGIN
         WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.object_type = 'index'
     LOOP
         DELETE FROM loom.index_relations WHERE name = gone.name;
-        DELETE FROM loom.indexes WHERE name = gone.name AND owner = gone.owner;
+        DELETE FROM loom.indexes
+        WHERE name = gone.name AND owner = gone.owner AND owner_role = gone.owner_role;
         IF FOUND THEN
             EXECUTE format('DROP TABLE IF EXISTS loom_data.%I', gone.name);
         END IF;
@@ -696,3 +746,24 @@ BEGIN
         LANGUAGE c STABLE PARALLEL UNSAFE STRICT AS '$libdir/loomdb_predict', 'loomdb_predict_proba';
 END
 $do$;
+
+-- An update from a version before 0.4.0, last: the rows it kept name their owner (and a grant
+-- its grantee) by name only.  Each gains the role of that name, where one exists now; a row
+-- whose role is gone keeps no role, and no role sees it but a superuser.
+DO $do$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['models', 'model_versions', 'trials', 'indexes', 'grants',
+                             'deployments', 'index_relations'] LOOP
+        IF pg_catalog.to_regclass('loom.' || t) IS NOT NULL THEN
+            EXECUTE format('UPDATE loom.%I AS x SET owner_role = r.oid::pg_catalog.regrole '
+                           'FROM pg_catalog.pg_roles AS r '
+                           'WHERE x.owner_role IS NULL AND r.rolname = x.owner', t);
+        END IF;
+    END LOOP;
+END
+$do$;
+UPDATE loom.grants AS g SET grantee_role = r.oid::pg_catalog.regrole
+FROM pg_catalog.pg_roles AS r
+WHERE g.grantee_role IS NULL AND g.grantee <> 'public' AND r.rolname = g.grantee;

@@ -1,52 +1,22 @@
--- loomdb 0.3.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
-\echo Use "ALTER EXTENSION loomdb UPDATE" to load this file. \quit
-
--- loomdb 0.1.0 → 0.3.0: what the catalog gains and loses; the generator appends the multi-user
--- rules (security.sql), the bootstrap and every function (CREATE OR REPLACE).
---
--- Indexes: 0.1.0 stored them in loom."ix_<name>" in a layout 0.3.0 does not read (no checks,
--- no parts); they are dropped here and must be rebuilt from their sources with
--- loom_create_index.  A WARNING names each (extension scripts hide NOTICEs).  Storage tables are derived from the (quoted) index
--- name, never from the storage_table text a 0.1.0 catalog row held.
--- Models keep their coefficients and standardisation; their owner becomes the role running
--- ALTER EXTENSION (0.1.0 recorded none).
-DO $do$
-DECLARE
-    r record;
-BEGIN
-    FOR r IN SELECT name FROM loom.indexes LOOP
-        RAISE WARNING 'loomdb 0.3.0: index % is dropped; rebuild it with loom_create_index', r.name;
-        EXECUTE format('DROP TABLE IF EXISTS loom.%I', 'ix_' || r.name);
-    END LOOP;
-END
-$do$;
-DELETE FROM loom.indexes;
-ALTER TABLE loom.indexes
-    DROP COLUMN storage_table,
-    ADD COLUMN owner name NOT NULL DEFAULT current_user,
-    ADD COLUMN uid text,
-    ADD COLUMN format_version integer,
-    ADD CONSTRAINT indexes_name_check CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$');
-DELETE FROM loom.models WHERE name !~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$';
-ALTER TABLE loom.models
-    ADD COLUMN owner name NOT NULL DEFAULT current_user,
-    ADD CONSTRAINT models_name_check CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$');
-DROP FUNCTION IF EXISTS loom._bootstrap();
-CREATE SCHEMA IF NOT EXISTS loom_data;
+-- loomdb 0.4.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
+\echo Use "CREATE EXTENSION loomdb" to load this file. \quit
 
 CREATE SCHEMA IF NOT EXISTS loom;
 CREATE SCHEMA IF NOT EXISTS loom_data;
 CREATE TABLE IF NOT EXISTS loom.models (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name));
 ALTER TABLE loom.models ADD COLUMN IF NOT EXISTS version integer;
-CREATE TABLE IF NOT EXISTS loom.model_versions (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name, version));
 CREATE TABLE IF NOT EXISTS loom.trials (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, trial integer, status text, options text, score double precision, seconds double precision, error text, created_at timestamptz, metric text, PRIMARY KEY (owner, model, trial));
 ALTER TABLE loom.trials ADD COLUMN IF NOT EXISTS metric text;
+CREATE TABLE IF NOT EXISTS loom.indexes (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, source text, label text, columns text, format text, format_version integer, options text, stats text, label_counts text, rows bigint, skipped bigint, batches bigint, bytes bigint, source_signature text, built_at timestamptz, PRIMARY KEY (name));
 CREATE TABLE IF NOT EXISTS loom.grants (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, grantee text, granted_at timestamptz, PRIMARY KEY (owner, model, grantee));
 CREATE TABLE IF NOT EXISTS loom.deployments (schema_name text, function text, owner name NOT NULL DEFAULT current_user, model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), kind text, arity integer, deployed_at timestamptz, PRIMARY KEY (owner, schema_name, function));
 CREATE TABLE IF NOT EXISTS loom.settings (key text, value text, PRIMARY KEY (key));
+CREATE TABLE IF NOT EXISTS loom.model_versions (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name, version));
 INSERT INTO loom.settings (key, value) VALUES ('extra_path', ''), ('numba_cache_dir', '/var/lib/loomdb/venv/numba-cache'), ('venv', '/var/lib/loomdb/venv') ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
+SELECT pg_catalog.pg_extension_config_dump('loom.models', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.model_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.trials', '');
+SELECT pg_catalog.pg_extension_config_dump('loom.indexes', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.grants', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.deployments', '');
 
@@ -58,6 +28,12 @@ SELECT pg_catalog.pg_extension_config_dump('loom.deployments', '');
 -- (loom.grants, through loom_grant).  Superusers see everything.  Storage tables live in
 -- loom_data, owned by their creator, with no PUBLIC access.  loom.settings (where the server
 -- imports loomdb from) is written only by the superuser who installed loomdb.
+--
+-- A row names its owner twice: ``owner`` (the name, as loomdb reads it) and ``owner_role`` (the
+-- role itself: a regrole is the role's OID, dumped and restored as its name), and every policy
+-- asks both.  A role dropped and created again under the same name is another role: it sees
+-- none of the old role's rows, nor what was granted to the old one (``grantee_role``).  Rows of
+-- a dropped role stay, seen by superusers only (their owner_role no longer names a role).
 DO $do$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'loomdb_user') THEN
@@ -74,36 +50,69 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON loom.models, loom.model_versions, loom.t
     loom.indexes, loom.grants, loom.deployments TO loomdb_user;
 GRANT SELECT ON loom.settings TO loomdb_user;
 
+CREATE OR REPLACE FUNCTION loom._current_role() RETURNS regrole
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $fn$SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user$fn$;
+COMMENT ON FUNCTION loom._current_role() IS 'the role loomdb acts as, by identity (the default of owner_role)';
+DO $do$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['models', 'model_versions', 'trials', 'indexes', 'grants',
+                             'deployments'] LOOP
+        EXECUTE format('ALTER TABLE loom.%I ADD COLUMN IF NOT EXISTS owner_role regrole', t);
+        EXECUTE format('ALTER TABLE loom.%I ALTER COLUMN owner_role SET DEFAULT loom._current_role()', t);
+    END LOOP;
+END
+$do$;
+ALTER TABLE loom.grants ADD COLUMN IF NOT EXISTS grantee_role regrole;  -- NULL: public
+
 ALTER TABLE loom.models ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.model_versions ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.trials ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.indexes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.grants ENABLE ROW LEVEL SECURITY;
 ALTER TABLE loom.deployments ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS models_own ON loom.models;  -- an update makes it again
 CREATE POLICY models_own ON loom.models
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
+DROP POLICY IF EXISTS models_granted ON loom.models;
 CREATE POLICY models_granted ON loom.models FOR SELECT USING (EXISTS (
     SELECT 1 FROM loom.grants g
-    WHERE g.model = models.name AND g.owner = models.owner
+    WHERE g.model = models.name AND g.owner = models.owner AND g.owner_role = models.owner_role
       AND (g.grantee = 'public' OR EXISTS (
           SELECT 1 FROM pg_catalog.pg_roles r
-          WHERE r.rolname = g.grantee AND pg_catalog.pg_has_role(r.oid, 'USAGE')))));
+          WHERE r.oid = g.grantee_role AND r.rolname = g.grantee
+            AND pg_catalog.pg_has_role(r.oid, 'USAGE')))));
 -- a model's old versions and its trials are its owner's alone (a grant shares the current one)
+DROP POLICY IF EXISTS model_versions_own ON loom.model_versions;
 CREATE POLICY model_versions_own ON loom.model_versions
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
 -- a model's trials are its owner's alone (a grant shares the model, not how it was searched)
+DROP POLICY IF EXISTS trials_own ON loom.trials;
 CREATE POLICY trials_own ON loom.trials
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
+DROP POLICY IF EXISTS indexes_own ON loom.indexes;
 CREATE POLICY indexes_own ON loom.indexes
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
+DROP POLICY IF EXISTS deployments_own ON loom.deployments;
 CREATE POLICY deployments_own ON loom.deployments
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
+DROP POLICY IF EXISTS grants_own ON loom.grants;
 CREATE POLICY grants_own ON loom.grants
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
+DROP POLICY IF EXISTS grants_received ON loom.grants;
 CREATE POLICY grants_received ON loom.grants FOR SELECT USING (
     grantee = 'public' OR EXISTS (
         SELECT 1 FROM pg_catalog.pg_roles r
-        WHERE r.rolname = grantee AND pg_catalog.pg_has_role(r.oid, 'USAGE')));
+        WHERE r.oid = grantee_role AND r.rolname = grantee
+          AND pg_catalog.pg_has_role(r.oid, 'USAGE')));
 
 CREATE FUNCTION loom._bootstrap() RETURNS void
 LANGUAGE plpython3u VOLATILE AS $fn$
@@ -129,7 +138,7 @@ REVOKE ALL ON FUNCTION loom._bootstrap() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom._bootstrap() TO loomdb_user;
 COMMENT ON FUNCTION loom._bootstrap() IS 'load loomdb into this session''s Python (called by every loomdb function once)';
 
-CREATE OR REPLACE FUNCTION loom_train(model text, source text, label text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_train(model text, source text, label text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_train', model, source, label, options)
@@ -138,7 +147,7 @@ REVOKE ALL ON FUNCTION loom_train(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_train(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_train(text, text, text, text) IS 'train a generalized linear model (linear, logistic, svm) on a table, view or SELECT; options are JSON; returns a JSON summary';
 
-CREATE OR REPLACE FUNCTION loom_tune(model text, source text, label text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_tune(model text, source text, label text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_tune', model, source, label, options)
@@ -147,7 +156,7 @@ REVOKE ALL ON FUNCTION loom_tune(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_tune(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_tune(text, text, text, text) IS 'search loom_train''s options (lists of candidates; grid or random), score each trial on a validation split (by its loss, or the ''metric'' option: accuracy, auc, rmse, mae) and keep the best as the model; returns a JSON summary';
 
-CREATE OR REPLACE FUNCTION loom_trials(model text) RETURNS TABLE ("trial" integer, "status" text, "score" double precision, "seconds" double precision, "options" text, "error" text, "metric" text)
+CREATE FUNCTION loom_trials(model text) RETURNS TABLE ("trial" integer, "status" text, "score" double precision, "seconds" double precision, "options" text, "error" text, "metric" text)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_trials', model)
@@ -156,7 +165,7 @@ REVOKE ALL ON FUNCTION loom_trials(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_trials(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_trials(text) IS 'the trials of the loom_tune that made a model: options, score (the validation loss unless the tune''s ''metric'' named another), seconds, failed trials with their error, and the metric that scored them';
 
-CREATE OR REPLACE FUNCTION loom_predict(model text, features double precision[]) RETURNS double precision
+CREATE FUNCTION loom_predict(model text, features double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict', model, features)
@@ -165,7 +174,7 @@ REVOKE ALL ON FUNCTION loom_predict(text, double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict(text, double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict(text, double precision[]) IS 'predict with a trained model: the class label for classifiers, the value for linear models';
 
-CREATE OR REPLACE FUNCTION loom_predict_row(model text, input text) RETURNS double precision
+CREATE FUNCTION loom_predict_row(model text, input text) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_row', model, input)
@@ -173,7 +182,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_row(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_row(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_row(text, text) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
-CREATE OR REPLACE FUNCTION loom_predict_row(model text, input record) RETURNS double precision
+CREATE FUNCTION loom_predict_row(model text, input record) RETURNS double precision
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_row(model, to_jsonb(input)::text);
@@ -182,7 +191,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_row(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_row(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_row(text, record) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
-CREATE OR REPLACE FUNCTION loom_predict(model text, input record) RETURNS double precision
+CREATE FUNCTION loom_predict(model text, input record) RETURNS double precision
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_row(model, to_jsonb(input)::text);
@@ -192,7 +201,7 @@ REVOKE ALL ON FUNCTION loom_predict(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict(text, record) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
 
-CREATE OR REPLACE FUNCTION loom_predict_class(model text, features double precision[]) RETURNS text
+CREATE FUNCTION loom_predict_class(model text, features double precision[]) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_class', model, features)
@@ -201,7 +210,7 @@ REVOKE ALL ON FUNCTION loom_predict_class(text, double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class(text, double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class(text, double precision[]) IS 'the predicted class as text: a text label''s class name, or a numeric class as loom_predict gives it (classifiers only)';
 
-CREATE OR REPLACE FUNCTION loom_predict_class_row(model text, input text) RETURNS text
+CREATE FUNCTION loom_predict_class_row(model text, input text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_class_row', model, input)
@@ -209,7 +218,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_class_row(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class_row(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class_row(text, text) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
-CREATE OR REPLACE FUNCTION loom_predict_class_row(model text, input record) RETURNS text
+CREATE FUNCTION loom_predict_class_row(model text, input record) RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_class_row(model, to_jsonb(input)::text);
@@ -218,7 +227,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_class_row(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class_row(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class_row(text, record) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
-CREATE OR REPLACE FUNCTION loom_predict_class(model text, input record) RETURNS text
+CREATE FUNCTION loom_predict_class(model text, input record) RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_class_row(model, to_jsonb(input)::text);
@@ -228,7 +237,7 @@ REVOKE ALL ON FUNCTION loom_predict_class(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class(text, record) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
 
-CREATE OR REPLACE FUNCTION loom_predict_proba(model text, features double precision[]) RETURNS double precision
+CREATE FUNCTION loom_predict_proba(model text, features double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_proba', model, features)
@@ -237,7 +246,7 @@ REVOKE ALL ON FUNCTION loom_predict_proba(text, double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_proba(text, double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_proba(text, double precision[]) IS 'probability of the positive class (binary logistic) or of the predicted class (one-vs-rest)';
 
-CREATE OR REPLACE FUNCTION loom_predict_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
+CREATE FUNCTION loom_predict_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_sparse', model, feature_indices, feature_values)
@@ -246,7 +255,7 @@ REVOKE ALL ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) F
 GRANT EXECUTE ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) IS 'predict from a sparse row: values at 0-based column indices (a sparse source''s model, or a dense model''s feature positions)';
 
-CREATE OR REPLACE FUNCTION loom_predict_proba_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
+CREATE FUNCTION loom_predict_proba_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_proba_sparse', model, feature_indices, feature_values)
@@ -255,7 +264,7 @@ REVOKE ALL ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precisio
 GRANT EXECUTE ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precision[]) IS 'loom_predict_proba from a sparse row: values at 0-based column indices';
 
-CREATE OR REPLACE FUNCTION loom_predict_sql(model text) RETURNS text
+CREATE FUNCTION loom_predict_sql(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_sql', model)
@@ -264,7 +273,7 @@ REVOKE ALL ON FUNCTION loom_predict_sql(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_sql(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_sql(text) IS 'the model compiled to a native SQL expression over its feature columns (what loom_predict computes); in PostgreSQL with loomdb''s C module it calls loom.finite (create it before pasting the expression into another database: see the README)';
 
-CREATE OR REPLACE FUNCTION loom_predict_proba_sql(model text) RETURNS text
+CREATE FUNCTION loom_predict_proba_sql(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_proba_sql', model)
@@ -273,7 +282,7 @@ REVOKE ALL ON FUNCTION loom_predict_proba_sql(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_proba_sql(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_proba_sql(text) IS 'the model''s probability compiled to a native SQL expression (what loom_predict_proba computes)';
 
-CREATE OR REPLACE FUNCTION loom_deploy(model text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_deploy(model text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_deploy', model, options)
@@ -282,7 +291,7 @@ REVOKE ALL ON FUNCTION loom_deploy(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_deploy(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_deploy(text, text) IS 'make the model a native SQL function of its feature columns (predict_<model>; a MACRO in DuckDB, an inlinable parallel-safe SQL function in PostgreSQL), redefined when the model is retrained; option version (a number, latest or best) makes that version the current model first';
 
-CREATE OR REPLACE FUNCTION loom_evaluate(model text, source text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_evaluate(model text, source text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_evaluate', model, source, options)
@@ -291,7 +300,7 @@ REVOKE ALL ON FUNCTION loom_evaluate(text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_evaluate(text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_evaluate(text, text, text) IS 'evaluate a model on a table, view or SELECT holding its features (or images) and label; options: {"scans": k} reads images at k scan groups, {"split": "test"} only the rows the model held out ("train": the others); returns JSON metrics';
 
-CREATE OR REPLACE FUNCTION loom_predict_image(model text, image bytea, scans bigint DEFAULT NULL) RETURNS double precision
+CREATE FUNCTION loom_predict_image(model text, image bytea, scans bigint DEFAULT NULL) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_image', model, image, scans)
@@ -300,7 +309,7 @@ REVOKE ALL ON FUNCTION loom_predict_image(text, bytea, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_image(text, bytea, bigint) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_image(text, bytea, bigint) IS 'predict with a model trained on a pcr index from a JPEG image read at k scan groups (NULL: all); NULL for a NULL or unreadable image';
 
-CREATE OR REPLACE FUNCTION loom_roc_curve(model text, source text) RETURNS TABLE ("threshold" double precision, "tpr" double precision, "fpr" double precision)
+CREATE FUNCTION loom_roc_curve(model text, source text) RETURNS TABLE ("threshold" double precision, "tpr" double precision, "fpr" double precision)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_roc_curve', model, source)
@@ -309,7 +318,7 @@ REVOKE ALL ON FUNCTION loom_roc_curve(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_roc_curve(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_roc_curve(text, text) IS 'the ROC curve of a binary logistic or svm model on a table, view or SELECT: one row per distinct score (threshold on the probability scale for logistic, the margin for svm), after a first row at threshold infinity';
 
-CREATE OR REPLACE FUNCTION loom_evaluate_index(model text, index text, backend text DEFAULT 'cpu') RETURNS text
+CREATE FUNCTION loom_evaluate_index(model text, index text, backend text DEFAULT 'cpu') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_evaluate_index', model, index, backend)
@@ -318,7 +327,7 @@ REVOKE ALL ON FUNCTION loom_evaluate_index(text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_evaluate_index(text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_evaluate_index(text, text, text) IS 'evaluate a model on an index''s stored batches, computed on the stored form by a backend (A·w on TOC blobs); returns JSON metrics';
 
-CREATE OR REPLACE FUNCTION loom_model_info(model text) RETURNS text
+CREATE FUNCTION loom_model_info(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_model_info', model)
@@ -327,7 +336,7 @@ REVOKE ALL ON FUNCTION loom_model_info(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_model_info(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_model_info(text) IS 'everything the catalog knows of a model, as JSON';
 
-CREATE OR REPLACE FUNCTION loom_weights(model text) RETURNS TABLE ("feature" text, "class" double precision, "weight" double precision, "weight_standardized" double precision, "rank" integer, "odds_ratio" double precision, "class_name" text)
+CREATE FUNCTION loom_weights(model text) RETURNS TABLE ("feature" text, "class" double precision, "weight" double precision, "weight_standardized" double precision, "rank" integer, "odds_ratio" double precision, "class_name" text)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_weights', model)
@@ -336,7 +345,7 @@ REVOKE ALL ON FUNCTION loom_weights(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_weights(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_weights(text) IS 'a model''s coefficients as rows: in the features'' own units and as trained (standardised), ranked by magnitude per class, with odds ratios for logistic models; the intercept is feature ''(intercept)''; class_name: the class as text (a text label''s name)';
 
-CREATE OR REPLACE FUNCTION loom_training_info(model text) RETURNS TABLE ("epoch" integer, "loss" double precision, "validation_loss" double precision, "precision" integer, "rows" bigint, "bytes" bigint, "seconds" double precision, "lr" double precision)
+CREATE FUNCTION loom_training_info(model text) RETURNS TABLE ("epoch" integer, "loss" double precision, "validation_loss" double precision, "precision" integer, "rows" bigint, "bytes" bigint, "seconds" double precision, "lr" double precision)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_training_info', model)
@@ -345,7 +354,7 @@ REVOKE ALL ON FUNCTION loom_training_info(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_training_info(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_training_info(text) IS 'a model''s training history, one row per epoch: loss, validation loss, bits read (mlweaving), rows, bytes read, seconds, step size';
 
-CREATE OR REPLACE FUNCTION loom_drop_model(model text, version bigint DEFAULT NULL) RETURNS text
+CREATE FUNCTION loom_drop_model(model text, version bigint DEFAULT NULL) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_drop_model', model, version)
@@ -354,7 +363,7 @@ REVOKE ALL ON FUNCTION loom_drop_model(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_drop_model(text, bigint) TO loomdb_user;
 COMMENT ON FUNCTION loom_drop_model(text, bigint) IS 'remove a model (every version, its grants and trials) from the catalog, or with a version number only that old version';
 
-CREATE OR REPLACE FUNCTION loom_model_versions(model text) RETURNS TABLE ("version" integer, "current" boolean, "created_at" timestamptz, "options" text, "loss" double precision, "validation_loss" double precision, "epochs" integer)
+CREATE FUNCTION loom_model_versions(model text) RETURNS TABLE ("version" integer, "current" boolean, "created_at" timestamptz, "options" text, "loss" double precision, "validation_loss" double precision, "epochs" integer)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_model_versions', model)
@@ -363,7 +372,7 @@ REVOKE ALL ON FUNCTION loom_model_versions(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_model_versions(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_model_versions(text) IS 'a model''s versions, oldest first: when each was trained, its options, its final loss and validation loss, and which one is current';
 
-CREATE OR REPLACE FUNCTION loom_rollback(model text) RETURNS text
+CREATE FUNCTION loom_rollback(model text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_rollback', model)
@@ -372,7 +381,7 @@ REVOKE ALL ON FUNCTION loom_rollback(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_rollback(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_rollback(text) IS 'make the version before the current one the model again (its deployed functions redefined)';
 
-CREATE OR REPLACE FUNCTION loom_create_index(name text, source text, label text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_create_index(name text, source text, label text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_create_index', name, source, label, options)
@@ -381,7 +390,7 @@ REVOKE ALL ON FUNCTION loom_create_index(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_create_index(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_create_index(text, text, text, text) IS 'lay a table out for learning in a storage format (dense, toc, mlweaving); what CREATE INDEX ... USING runs';
 
-CREATE OR REPLACE FUNCTION loom_drop_index(name text) RETURNS text
+CREATE FUNCTION loom_drop_index(name text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_drop_index', name)
@@ -390,7 +399,7 @@ REVOKE ALL ON FUNCTION loom_drop_index(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_drop_index(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_drop_index(text) IS 'drop a loomdb index and its storage';
 
-CREATE OR REPLACE FUNCTION loom_reindex(name text) RETURNS text
+CREATE FUNCTION loom_reindex(name text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_reindex', name)
@@ -399,7 +408,7 @@ REVOKE ALL ON FUNCTION loom_reindex(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_reindex(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_reindex(text) IS 'rebuild a loomdb index from its source with the same options';
 
-CREATE OR REPLACE FUNCTION loom_simulate(index text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_simulate(index text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_simulate', index, options)
@@ -408,7 +417,7 @@ REVOKE ALL ON FUNCTION loom_simulate(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_simulate(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_simulate(text, text) IS 'the MLWeaving engine''s simulated cycles, bytes, seconds and throughput for a job on an index, without training (JSON)';
 
-CREATE OR REPLACE FUNCTION loom_backends() RETURNS text
+CREATE FUNCTION loom_backends() RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_backends')
@@ -417,7 +426,7 @@ REVOKE ALL ON FUNCTION loom_backends() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_backends() TO loomdb_user;
 COMMENT ON FUNCTION loom_backends() IS 'the accelerator backends, each with whether it is usable here and, if not, why (JSON)';
 
-CREATE OR REPLACE FUNCTION loom_version() RETURNS text
+CREATE FUNCTION loom_version() RETURNS text
 LANGUAGE plpython3u IMMUTABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_version')
@@ -426,7 +435,7 @@ REVOKE ALL ON FUNCTION loom_version() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_version() TO loomdb_user;
 COMMENT ON FUNCTION loom_version() IS 'the loomdb version the server runs';
 
-CREATE OR REPLACE FUNCTION loom_grant(model text, role text) RETURNS text
+CREATE FUNCTION loom_grant(model text, role text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_grant', model, role)
@@ -435,7 +444,7 @@ REVOKE ALL ON FUNCTION loom_grant(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_grant(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_grant(text, text) IS 'let a role (or public) see and predict with a model you own (PostgreSQL; DuckDB has no roles)';
 
-CREATE OR REPLACE FUNCTION loom_revoke(model text, role text) RETURNS text
+CREATE FUNCTION loom_revoke(model text, role text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_revoke', model, role)
@@ -444,7 +453,7 @@ REVOKE ALL ON FUNCTION loom_revoke(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_revoke(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_revoke(text, text) IS 'take back what loom_grant gave a role';
 
-CREATE OR REPLACE FUNCTION loom_load(kind text, path text, target text, options text DEFAULT '{}') RETURNS text
+CREATE FUNCTION loom_load(kind text, path text, target text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_load', kind, path, target, options)
@@ -509,11 +518,16 @@ CREATE TABLE IF NOT EXISTS loom.index_relations (
     name text NOT NULL UNIQUE CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'),
     owner name NOT NULL DEFAULT current_user
 );
+-- the owner by identity too, as every catalog row (security.sql)
+ALTER TABLE loom.index_relations ADD COLUMN IF NOT EXISTS owner_role regrole;
+ALTER TABLE loom.index_relations ALTER COLUMN owner_role SET DEFAULT loom._current_role();
 REVOKE ALL ON loom.index_relations FROM PUBLIC;
 GRANT SELECT, INSERT, UPDATE, DELETE ON loom.index_relations TO loomdb_user;
 ALTER TABLE loom.index_relations ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS index_relations_own ON loom.index_relations;  -- an update makes it again
 CREATE POLICY index_relations_own ON loom.index_relations
-    USING (owner = current_user) WITH CHECK (owner = current_user);
+    USING (owner = current_user AND owner_role = (SELECT loom._current_role()))
+    WITH CHECK (owner = current_user AND owner_role = (SELECT loom._current_role()));
 
 -- The Python half of the access methods (loomdb.engines.postgres.index_am).
 CREATE OR REPLACE FUNCTION loom._index_am_build(index oid, OUT heap_tuples float8, OUT index_tuples float8)
@@ -548,7 +562,7 @@ DECLARE
     gone record;
 BEGIN
     FOR gone IN
-        SELECT DISTINCT r.name, r.owner
+        SELECT DISTINCT r.name, r.owner, r.owner_role
         FROM pg_catalog.pg_event_trigger_dropped_objects() AS d
         JOIN loom.index_relations AS r
           ON r.relation = d.objid
@@ -559,7 +573,8 @@ BEGIN
         WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.object_type = 'index'
     LOOP
         DELETE FROM loom.index_relations WHERE name = gone.name;
-        DELETE FROM loom.indexes WHERE name = gone.name AND owner = gone.owner;
+        DELETE FROM loom.indexes
+        WHERE name = gone.name AND owner = gone.owner AND owner_role = gone.owner_role;
         IF FOUND THEN
             EXECUTE format('DROP TABLE IF EXISTS loom_data.%I', gone.name);
         END IF;
