@@ -337,7 +337,8 @@ def test_a_role_made_again_under_a_dropped_roles_name_inherits_nothing(roles, pg
         assert "does not exist" in new.error("SELECT loom_predict('m_alice', ARRAY[3.0, 1.0])")
         assert "does not exist" in new.error("SELECT loom_drop_index('ix_carol')")
         new.rows(
-            "CREATE TABLE carol_t AS SELECT g::float8 AS x, (g % 2)::float8 AS y FROM generate_series(1, 9) g"
+            "CREATE TABLE carol_t AS SELECT g::float8 AS x, (g % 2)::float8 AS y "
+            "FROM generate_series(1, 9) AS g"
         )
         taken = new.error("SELECT loom_train('m_carol', 'carol_t', 'y', '{\"replace\": true}')")
         assert "another role" in taken, taken
