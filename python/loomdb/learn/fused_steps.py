@@ -133,9 +133,9 @@ def step(
     so how minibatches are grouped into runs never changes a bit; diverged: the model turned
     non-finite and the run stopped there. A label outside the classes raises what the per-batch
     path raises."""
-    payloads = typed.List.empty_list(_PAYLOADS[kind])
+    payloads = _listed(_PAYLOADS[kind])
     for batch in run:
-        payloads.append(_payload(kind, batch.X))
+        _append(payloads, _payload(kind, batch.X))
     labels = np.concatenate([batch.y for batch in run]).astype(np.float64, copy=False)
     momentum = optimizer.name == "nesterov"
     state = (
@@ -174,6 +174,21 @@ def step(
     if failed >= 0:
         problem.targets(run[failed].y)  # raises the label's error, as the per-batch path does
     return total, rows, bool(diverged)
+
+
+@njit(cache=True, nogil=True)
+def _listed(item_type):  # pragma: no cover
+    """An empty ``typed.List`` of ``item_type``, made by compiled code: the Python-level
+    ``typed.List`` API compiles its helpers in every new process (half a second, measured: a
+    PostgreSQL parallel worker is a new process every epoch), where this is read from numba's
+    cache like every kernel here."""
+    return typed.List.empty_list(item_type)
+
+
+@njit(cache=True, nogil=True)
+def _append(items, item):  # pragma: no cover
+    """``items.append(item)``, compiled and cached for the same reason as :func:`_listed`."""
+    items.append(item)
 
 
 def _payload(kind: str, X: Any) -> Any:
