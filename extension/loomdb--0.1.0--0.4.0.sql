@@ -492,7 +492,9 @@ REVOKE ALL ON FUNCTION loom_load(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_load(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_load(text, text, text, text) IS 'load a file or folder read by the database''s process into a new table (kinds: see loomdb.loaders; PostgreSQL: needs pg_read_server_files)';
 
-CREATE OR REPLACE FUNCTION loom._epoch_step(state bytea, shard integer, batch integer, rows integer[], parts integer[], versions smallint[], payloads bytea[], checksums bigint[], job bytea) RETURNS bytea
+DROP AGGREGATE IF EXISTS loom._epoch_agg(integer, integer, integer[], integer[], smallint[], bytea[], bigint[], bytea);
+DROP FUNCTION IF EXISTS loom._epoch_step(bytea, integer, integer, integer[], integer[], smallint[], bytea[], bigint[], bytea);
+CREATE OR REPLACE FUNCTION loom._epoch_step(state bytea, shard integer, batches integer[], rows integer[], parts integer[], versions smallint[], payloads bytea[], checksums bigint[], job bytea) RETURNS bytea
 LANGUAGE plpython3u IMMUTABLE PARALLEL SAFE COST 100000 AS $fn$
 if 'loomdb_epochs' not in GD:
     import os, sys
@@ -505,7 +507,7 @@ if 'loomdb_epochs' not in GD:
         os.environ.setdefault(blas, '1')
     from loomdb.engines.postgres import epoch_aggregate
     GD['loomdb_epochs'] = epoch_aggregate
-return GD['loomdb_epochs'].call(plpy, 'step', state, shard, batch, rows, parts, versions, payloads, checksums, job)
+return GD['loomdb_epochs'].call(plpy, 'step', state, shard, batches, rows, parts, versions, payloads, checksums, job)
 $fn$;
 CREATE OR REPLACE FUNCTION loom._epoch_combine(a bytea, b bytea) RETURNS bytea
 LANGUAGE plpython3u IMMUTABLE PARALLEL SAFE STRICT AS $fn$
@@ -522,19 +524,19 @@ if 'loomdb_epochs' not in GD:
     GD['loomdb_epochs'] = epoch_aggregate
 return GD['loomdb_epochs'].call(plpy, 'combine', a, b)
 $fn$;
-CREATE OR REPLACE AGGREGATE loom._epoch_agg(integer, integer, integer[], integer[], smallint[], bytea[], bigint[], bytea) (
+CREATE OR REPLACE AGGREGATE loom._epoch_agg(integer, integer[], integer[], integer[], smallint[], bytea[], bigint[], bytea) (
     SFUNC = loom._epoch_step, STYPE = bytea,
     COMBINEFUNC = loom._epoch_combine, PARALLEL = SAFE
 );
-REVOKE ALL ON FUNCTION loom._epoch_step(bytea, integer, integer, integer[], integer[], smallint[], bytea[], bigint[], bytea) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION loom._epoch_step(bytea, integer, integer, integer[], integer[], smallint[], bytea[], bigint[], bytea) TO loomdb_user;
+REVOKE ALL ON FUNCTION loom._epoch_step(bytea, integer, integer[], integer[], integer[], smallint[], bytea[], bigint[], bytea) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom._epoch_step(bytea, integer, integer[], integer[], integer[], smallint[], bytea[], bigint[], bytea) TO loomdb_user;
 REVOKE ALL ON FUNCTION loom._epoch_combine(bytea, bytea) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom._epoch_combine(bytea, bytea) TO loomdb_user;
-REVOKE ALL ON FUNCTION loom._epoch_agg(integer, integer, integer[], integer[], smallint[], bytea[], bigint[], bytea) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION loom._epoch_agg(integer, integer, integer[], integer[], smallint[], bytea[], bigint[], bytea) TO loomdb_user;
-COMMENT ON FUNCTION loom._epoch_step(bytea, integer, integer, integer[], integer[], smallint[], bytea[], bigint[], bytea) IS 'one minibatch of a parallel epoch''s shard (the transition of loom._epoch_agg)';
+REVOKE ALL ON FUNCTION loom._epoch_agg(integer, integer[], integer[], integer[], smallint[], bytea[], bigint[], bytea) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom._epoch_agg(integer, integer[], integer[], integer[], smallint[], bytea[], bigint[], bytea) TO loomdb_user;
+COMMENT ON FUNCTION loom._epoch_step(bytea, integer, integer[], integer[], integer[], smallint[], bytea[], bigint[], bytea) IS 'a run of minibatches of a parallel epoch''s shard (the transition of loom._epoch_agg)';
 COMMENT ON FUNCTION loom._epoch_combine(bytea, bytea) IS 'two partial states of a parallel epoch as one (the combine function of loom._epoch_agg)';
-COMMENT ON AGGREGATE loom._epoch_agg(integer, integer, integer[], integer[], smallint[], bytea[], bigint[], bytea) IS 'a parallel epoch: each shard''s SGD over its minibatches, run in parallel workers (Bismarck); loom_train averages the shards';
+COMMENT ON AGGREGATE loom._epoch_agg(integer, integer[], integer[], integer[], smallint[], bytea[], bigint[], bytea) IS 'a parallel epoch: each shard''s SGD over its minibatches, run in parallel workers (Bismarck); loom_train averages the shards';
 
 -- CREATE INDEX … USING mlweaving | toc | dense | pcr in psql (part of the generated install script).
 --

@@ -187,7 +187,7 @@ def _epoch_statement(engine, shards):
         "shards": shards,
     }
     job = shard_state.pack([start.to_record({"read": read})])
-    sql = parallel_epochs.query('loom_data."pix"', shards, 10, 1, job)
+    sql = parallel_epochs.query('loom_data."pix"', shards, 10, 1, job, 2)  # runs of 2
     return parallel_epochs.settings(shards), sql
 
 

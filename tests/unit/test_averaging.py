@@ -258,24 +258,25 @@ def _layout(X, y, fmt_name, batch_size=16):
 
 
 class AggregateDb:
-    """``run_shards`` as PostgreSQL runs it: each shard's minibatches, whole and in order, through
-    loom._epoch_step in some process; the partial states combined in arrival order."""
+    """``run_shards`` as PostgreSQL runs it: each shard's minibatches, whole and in order, ``run``
+    at a time (None: as the caller asks) through loom._epoch_step in some process; the partial
+    states combined in arrival order."""
 
-    def __init__(self, rows, arrival):
-        self.rows, self.arrival = rows, arrival
+    def __init__(self, rows, arrival, run=None):
+        self.rows, self.arrival, self.run = rows, arrival, run
         self.check_interrupt = lambda: None
 
-    def run_shards(self, relation, owner, shards, stop, parts, job):
+    def run_shards(self, relation, owner, shards, stop, parts, job, run):
         from loomdb.engines.postgres import epoch_aggregate as agg
 
-        plpy = FakePlpy()
+        plpy, run = FakePlpy(), self.run or run
         states = []
         for j in self.arrival(shards):
             state = None
-            for batch in range(j, stop, shards):
-                mine = sorted(r for r in self.rows if r[0] == batch and r[1] <= parts)
-                columns = [[r[k] for r in mine] for k in (2, 1, 3, 4, 5)]
-                state = agg.call(plpy, "step", state, j, batch, *columns, job)
+            mine = list(range(j, stop, shards))
+            for at in range(0, len(mine), run):
+                columns = _epoch_rows(self.rows, *mine[at : at + run], parts=parts)
+                state = agg.call(plpy, "step", state, j, *columns, job)
             states.append(state)
         out = states[0]
         for other in states[1:]:
@@ -302,8 +303,8 @@ def test_postgres_aggregate_trains_what_the_threads_train(fmt, optimizer):
     laid, rows = _layout(X, y, fmt)
     cfg = TrainConfig(kind="logistic", epochs=4, optimizer=optimizer, lr=0.05)
     threads, h1 = _fit_on(laid, lambda e, p: ThreadedShards(e, p, cfg, 3), cfg, X, y)
-    for arrival in (lambda n: range(n), lambda n: reversed(range(n))):
-        db = AggregateDb(rows, arrival)
+    for arrival, run in ((lambda n: range(n), 1), (lambda n: reversed(range(n)), None)):
+        db = AggregateDb(rows, arrival, run)  # a minibatch per call, or runs of them
 
         def runner(e, p, db=db):
             return _held(DatabaseShards(db, laid, e.train_stop, 3, p, cfg))
@@ -327,9 +328,11 @@ class _held:
         return None
 
 
-def _epoch_rows(rows, batch, parts=1):
-    mine = sorted(r for r in rows if r[0] == batch and r[1] <= parts)
-    return [[r[k] for r in mine] for k in (2, 1, 3, 4, 5)]
+def _epoch_rows(rows, *batches, parts=1):
+    """One row of the epoch's statement: the arrays of ``batches``' stored rows (batch, rows,
+    part, version, payload, checksum) in (minibatch, part) order."""
+    mine = sorted(r for r in rows if r[0] in batches and r[1] <= parts)
+    return [[r[k] for r in mine] for k in (0, 2, 1, 3, 4, 5)]
 
 
 def _job(X, y, laid, shards=2):
@@ -358,31 +361,28 @@ def test_the_aggregate_refuses_damaged_and_misordered_minibatches():
     X, y = _data(rows=160, classes=2)
     laid, rows = _layout(X, y, "dense")
     job, plpy = _job(X, y, laid), FakePlpy()
-    state = agg.call(plpy, "step", None, 0, 0, *_epoch_rows(rows, 0), job)
+    state = agg.call(plpy, "step", None, 0, *_epoch_rows(rows, 0), job)
     with pytest.raises(FakePlpy.Error, match="minibatch 2 is missing") as info:
-        agg.call(plpy, "step", state, 0, 4, *_epoch_rows(rows, 4), job)
+        agg.call(plpy, "step", state, 0, *_epoch_rows(rows, 4), job)
     assert info.value.args[1] == "XX001" and "loom_reindex('ix')" in info.value.args[2]
-    rows_, parts, versions, payloads, checksums = _epoch_rows(rows, 2)
+    with pytest.raises(FakePlpy.Error, match="minibatch 4 is missing"):  # inside a run
+        agg.call(plpy, "step", state, 0, *_epoch_rows(rows, 2, 6), job)
+    later = agg.call(plpy, "step", state, 0, *_epoch_rows(rows, 2, 4), job)  # a run of two
+    with pytest.raises(FakePlpy.Error, match="minibatch 2 appears twice"):
+        agg.call(plpy, "step", later, 0, *_epoch_rows(rows, 2), job)
+    batches, rows_, parts, versions, payloads, checksums = _epoch_rows(rows, 2)
     payloads[1] = payloads[1][:-1] + b"\1"
     with pytest.raises(FakePlpy.Error, match="part 1 does not match its checksum"):
-        agg.call(plpy, "step", state, 0, 2, rows_, parts, versions, payloads, checksums, job)
-    with pytest.raises(FakePlpy.Error, match="missing or repeated part"):
-        agg.call(
-            plpy,
-            "step",
-            state,
-            0,
-            2,
-            rows_[:1],
-            parts[:1],
-            versions[:1],
-            payloads[:1],
-            checksums[:1],
-            job,
-        )
+        agg.call(plpy, "step", state, 0, batches, rows_, parts, versions, payloads, checksums, job)
+    for cut in (slice(1), slice(1, 2)):  # a part missing; the run's columns of unlike lengths
+        columns = [c[cut] for c in (batches, rows_, parts, versions, payloads, checksums)]
+        if cut.start:
+            columns[0] = batches
+        with pytest.raises(FakePlpy.Error, match="missing or repeated part|short column"):
+            agg.call(plpy, "step", state, 0, *columns, job)
     with pytest.raises(FakePlpy.Error, match="split between two processes"):
         agg.call(plpy, "combine", state, state)
     with pytest.raises(FakePlpy.Error, match="malformed parallel epoch"):
-        agg.call(plpy, "step", None, 0, 0, *_epoch_rows(rows, 0), job[:-8])
+        agg.call(plpy, "step", None, 0, *_epoch_rows(rows, 0), job[:-8])
     with pytest.raises(FakePlpy.Error, match="shard 2 of 2"):
-        agg.call(plpy, "step", None, 2, 0, *_epoch_rows(rows, 0), job)
+        agg.call(plpy, "step", None, 2, *_epoch_rows(rows, 0), job)

@@ -23,7 +23,7 @@ from typing import Any
 
 from loomdb.accel import registry
 from loomdb.errors import LoomOptionError
-from loomdb.learn import averaging, shard_state
+from loomdb.learn import averaging, fused_steps, shard_state
 from loomdb.learn.problem import Problem
 from loomdb.learn.shard_threads import ThreadedShards
 from loomdb.learn.trainer import EpochRunner, TrainConfig
@@ -73,6 +73,9 @@ def check_layout(opts: dict[str, Any], epochs: Epochs) -> None:
             f"this train has {epochs.train_stop}",
             hint="use a smaller 'parallel' or a smaller batch_size",
         )
+
+
+RUN_BYTES = 16 << 20  # the most payload one row of a parallel epoch's statement hands over
 
 
 @contextlib.contextmanager
@@ -125,8 +128,10 @@ class DatabaseShards:
             "shards": self.shards,
         }
         job = shard_state.pack([start.to_record({"read": read})])
+        per_batch = max(info.bytes // max(info.batches, 1), 1)
+        run = max(1, min(fused_steps.RUN, RUN_BYTES // per_batch))
         state = self.db.run_shards(
-            self.laid.relation, self.laid.owner, self.shards, self.stop, read["parts"], job
+            self.laid.relation, self.laid.owner, self.shards, self.stop, read["parts"], job, run
         )
         records = shard_state.unpack(state) if state is not None else []
         results = {r.shard: r for r in map(averaging.ShardResult.from_record, records)}

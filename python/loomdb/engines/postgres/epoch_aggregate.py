@@ -1,8 +1,8 @@
 """``loom._epoch_agg``: a parallel epoch as a PARALLEL SAFE aggregate, run by PostgreSQL's
 parallel workers.  Bismarck (SIGMOD 2012) §3.3, the pure-UDA parallel IGD: the transition is
-the shard's SGD step over one minibatch (``learn/averaging.train``), the combine gathers the
-shards' partial states, and the row-weighted average (``learn/averaging.merge``) is taken by
-the driver, in shard order.
+the shard's SGD steps over a run of its minibatches (``learn/averaging.train``), the combine
+gathers the shards' partial states, and the row-weighted average (``learn/averaging.merge``)
+is taken by the driver, in shard order.
 
 The state is a list of shard records (``learn/shard_state``): each shard's model, optimiser
 state and totals.  A process usually runs one shard, but may run several one after the other
@@ -73,7 +73,7 @@ def _job(blob: Any) -> tuple[averaging.Start, dict[str, Any]]:
 def step(
     state: Any,
     shard: int,
-    batch: int,
+    batches: list[int],
     rows: list[int],
     parts: list[int],
     versions: list[int],
@@ -81,7 +81,8 @@ def step(
     checksums: list[int],
     job: Any,
 ) -> bytes:
-    """The transition: one minibatch of ``shard`` trained on, the state handed on."""
+    """The transition: a run of ``shard``'s minibatches trained on, the state handed on.  The
+    arrays hold the run's stored rows in (minibatch, part) order (``parallel_epochs.query``)."""
     start, read = _job(job)
     if not (isinstance(shard, int) and 0 <= shard < read["shards"]):
         raise LoomFormatError(f"shard {shard} of {read['shards']}?", hint=shard_state.HINT)
@@ -92,14 +93,40 @@ def step(
     if current is None:
         current = averaging.begin(start, shard)
         results.append(current)
-    stored = _stored(read, batch, rows, parts, versions, payloads, checksums)
-    if batch != current.next_batch:  # a shard's minibatches arrive in order, each once
-        what = "is missing" if batch > current.next_batch else "appears twice"
-        raise storage.damaged(read["index"], f"minibatch {min(batch, current.next_batch)} {what}")
+    run = _run(read, batches, rows, parts, versions, payloads, checksums)
+    for i, stored in enumerate(run):  # a shard's minibatches arrive in order, each once
+        expected = current.next_batch + i * read["shards"]
+        if stored.batch != expected:
+            what = "is missing" if stored.batch > expected else "appears twice"
+            raise storage.damaged(read["index"], f"minibatch {min(stored.batch, expected)} {what}")
     fmt = formats.get(read["format"])
-    decoded = fmt.decode(stored, read["n_features"], read["precision"])
-    averaging.train(start, current, [decoded], read["shards"])
+    decoded = [fmt.decode(stored, read["n_features"], read["precision"]) for stored in run]
+    averaging.train(start, current, decoded, read["shards"])
     return shard_state.pack([r.to_record() for r in results])
+
+
+def _run(read, batches, rows, parts, versions, payloads, checksums) -> list[storage.Stored]:
+    """The minibatches of one row of the epoch's statement, each checked (``_stored``)."""
+    columns = (batches, rows, parts, versions, payloads, checksums)
+    if any(c is None for c in columns) or len({len(c) for c in columns}) != 1:
+        raise storage.damaged(read["index"], "a run of minibatches has a NULL or short column")
+    out, start = [], 0
+    for end in range(1, len(batches) + 1):
+        if end == len(batches) or batches[end] != batches[start]:
+            part = slice(start, end)
+            out.append(
+                _stored(
+                    read,
+                    batches[start],
+                    rows[part],
+                    parts[part],
+                    versions[part],
+                    payloads[part],
+                    checksums[part],
+                )
+            )
+            start = end
+    return out
 
 
 def _stored(read, batch, rows, parts, versions, payloads, checksums) -> storage.Stored:

@@ -6,7 +6,7 @@ PL/Python may not run a query: they cannot read ``loom.settings`` as ``loom._boo
 The paths the server imports loomdb from are therefore written into their bodies here, at
 install time, from the same settings the install script writes into ``loom.settings`` (a
 superuser's choice either way; no setting a role can change picks the code).  The transition's
-COST says a call trains a whole minibatch, so the planner prefers running it in the workers.
+COST says a call trains whole minibatches, so the planner prefers running it in the workers.
 A worker's BLAS runs one thread unless the server's environment says otherwise (the shards are
 the parallelism); the variables are set before the worker first imports numpy.
 """
@@ -17,7 +17,7 @@ from loomdb.errors import LoomStateError
 
 ARGS = (
     ("shard", "integer"),
-    ("batch", "integer"),
+    ("batches", "integer[]"),
     ("rows", "integer[]"),
     ("parts", "integer[]"),
     ("versions", "smallint[]"),
@@ -26,7 +26,9 @@ ARGS = (
     ("job", "bytea"),
 )
 TYPES = ", ".join(t for _, t in ARGS)
-STEP_COST = 100000  # cpu_operator_cost units: a minibatch's SGD step, not an operator
+STEP_COST = 100000  # cpu_operator_cost units: minibatches' SGD steps, not an operator
+# before 0.4.0 a call took one minibatch (``batch integer``): an update drops those functions
+OLD_TYPES = "integer, integer, integer[], integer[], smallint[], bytea[], bigint[], bytea"
 
 BOOTSTRAP = """\
 if 'loomdb_epochs' not in GD:
@@ -65,6 +67,8 @@ def sql(settings: dict[str, str], role: str) -> str:
     signature = ", ".join(f"{n} {t}" for n, t in ARGS)
     return "\n".join(
         [
+            f"DROP AGGREGATE IF EXISTS loom._epoch_agg({OLD_TYPES});",
+            f"DROP FUNCTION IF EXISTS loom._epoch_step(bytea, {OLD_TYPES});",
             f"CREATE OR REPLACE FUNCTION loom._epoch_step(state bytea, {signature}) RETURNS bytea",
             f"LANGUAGE plpython3u IMMUTABLE PARALLEL SAFE COST {STEP_COST} AS "
             + _body(settings, f"call(plpy, 'step', state, {names})")
@@ -81,7 +85,7 @@ def sql(settings: dict[str, str], role: str) -> str:
                 f"REVOKE ALL ON FUNCTION {f} FROM PUBLIC;\nGRANT EXECUTE ON FUNCTION {f} TO {role};"
                 for f in (step, combine, aggregate)
             ],
-            f"COMMENT ON FUNCTION {step} IS 'one minibatch of a parallel epoch''s shard "
+            f"COMMENT ON FUNCTION {step} IS 'a run of minibatches of a parallel epoch''s shard "
             "(the transition of loom._epoch_agg)';",
             f"COMMENT ON FUNCTION {combine} IS 'two partial states of a parallel epoch as one "
             "(the combine function of loom._epoch_agg)';",

@@ -2,11 +2,14 @@
 parallel worker (or the leader), which runs ``loom._epoch_agg`` over it.  No paper section of
 its own (Bismarck §3.3's shared-nothing segments; see ``epoch_aggregate``).
 
-The statement is a UNION ALL of one subquery per shard — shard j reads the minibatches j,
-j + n, … (listed: ``batch = ANY(ARRAY[…])``, which the planner estimates from the table's
-statistics, where ``batch % n = j`` would be guessed at 0.5% of the rows), each minibatch's
-parts gathered into arrays, in minibatch order — under the aggregate.  The plan PostgreSQL
-must choose, and the tests check with ``EXPLAIN (ANALYZE)``::
+The statement is a UNION ALL of one subquery per shard under the aggregate.  Shard j reads
+the minibatches j, j + n, … (listed: ``batch = ANY(ARRAY[…])``, which the planner estimates
+from the table's statistics, where ``batch % n = j`` would be guessed at 0.5% of the rows), and
+hands the aggregate a run of its consecutive minibatches a row, every part of each gathered
+into arrays in (minibatch, part) order, so that one call of the transition steps a whole run as
+the serial loop does (``learn/fused_steps``).  Called once per minibatch, the transition's own
+Python (the call, the state unpacked and packed again) cost 4x a serial cold step.  The plan
+PostgreSQL must choose, and the tests check with ``EXPLAIN (ANALYZE)``::
 
     Finalize Aggregate
       -> Gather                     Workers Planned: n − 1, Workers Launched: …
@@ -18,8 +21,8 @@ A shard must reach one process whole and in order, so no scan inside a shard may
 the statement runs with ``min_parallel_table_scan_size`` (and the index one) at their largest,
 which leaves a parallel append of whole subqueries as the only parallel plan, with
 ``max_parallel_workers_per_gather = n − 1`` (the leader is the n-th process), free parallel
-setup and tuples, and hash aggregation off (a sorted group keeps one minibatch in memory, not
-the shard).  The settings are set for the statement and put back after it.  The planner
+setup and tuples, and hash aggregation off (a sorted group keeps one run in memory, not the
+shard).  The settings are set for the statement and put back after it.  The planner
 prefers the parallel plan by the rows it expects each process to aggregate, so the storage
 table is analysed once per train first (``analyze``; a table laid out in this transaction has
 no statistics, and one shard estimated at one row makes the plans cost the same).  Every process
@@ -54,6 +57,9 @@ def settings(shards: int) -> dict[str, str]:
         "min_parallel_index_scan_size": LARGEST_SCAN_SIZE,
         "enable_parallel_append": "on",
         "enable_hashagg": "off",
+        # the transition's COST makes the plan look expensive enough to compile, and every
+        # process compiled it (0.4 s each, measured) for expressions that do next to nothing
+        "jit": "off",
     }
 
 
@@ -63,24 +69,27 @@ def set_sql(values: dict[str, str]) -> str:
     return f"SELECT {calls}"
 
 
-def query(relation: str, shards: int, stop: int, parts: int, job: bytes) -> str:
+def query(relation: str, shards: int, stop: int, parts: int, job: bytes, run: int) -> str:
     """The epoch's statement over storage table ``relation`` (quoted): minibatches
-    ``[0, stop)``, parts ``0 … parts``, ``shards`` shards."""
-    n, stop, parts = int(shards), int(stop), int(parts)
+    ``[0, stop)``, parts ``0 … parts``, ``shards`` shards, each handed to the aggregate ``run``
+    minibatches a row (the i-th minibatch of shard j, batch j + n·i, is in its row i // run,
+    group ``batch / (n·run)``), their parts in (batch, part) order."""
+    n, stop, parts, per = int(shards), int(stop), int(parts), int(shards) * int(run)
+    ordered = "ORDER BY batch, part"
     subqueries = []
     for j in range(n):
         batches = ",".join(str(b) for b in range(j, stop, n))  # shard_of(b, n) == j
         subqueries.append(
-            f"SELECT * FROM (SELECT {j} AS shard, batch, "
-            "array_agg(rows ORDER BY part) AS rows, array_agg(part ORDER BY part) AS parts, "
-            "array_agg(version ORDER BY part) AS versions, "
-            "array_agg(payload ORDER BY part) AS payloads, "
-            "array_agg(checksum ORDER BY part) AS checksums "
+            f"SELECT * FROM (SELECT {j} AS shard, array_agg(batch {ordered}) AS batches, "
+            f"array_agg(rows {ordered}) AS rows, array_agg(part {ordered}) AS parts, "
+            f"array_agg(version {ordered}) AS versions, "
+            f"array_agg(payload {ordered}) AS payloads, "
+            f"array_agg(checksum {ordered}) AS checksums "
             f"FROM {relation} WHERE batch = ANY(ARRAY[{batches}]::integer[]) "
-            f"AND part <= {parts} GROUP BY batch ORDER BY batch) AS shard_{j}"
+            f"AND part <= {parts} GROUP BY batch / {per} ORDER BY batch / {per}) AS shard_{j}"
         )
     return (
-        "SELECT loom._epoch_agg(shard, batch, rows, parts, versions, payloads, checksums, "
+        "SELECT loom._epoch_agg(shard, batches, rows, parts, versions, payloads, checksums, "
         f"decode('{job.hex()}', 'hex')) FROM ({' UNION ALL '.join(subqueries)}) AS shards"
     )
 

@@ -223,13 +223,21 @@ class PlpyDatabase:
         return f"{n}:{total}"
 
     def run_shards(
-        self, relation: str, owner: str | None, shards: int, stop: int, parts: int, job: bytes
+        self,
+        relation: str,
+        owner: str | None,
+        shards: int,
+        stop: int,
+        parts: int,
+        job: bytes,
+        run: int,
     ) -> bytes | None:
         """A parallel epoch in PostgreSQL's parallel workers (``parallel_epochs``): the state
-        of ``loom._epoch_agg`` over the minibatches ``[0, stop)`` of ``relation``."""
+        of ``loom._epoch_agg`` over the minibatches ``[0, stop)`` of ``relation``, handed to
+        it ``run`` minibatches of a shard at a time."""
         from loomdb.engines.postgres import parallel_epochs
 
-        sql = parallel_epochs.query(relation, shards, stop, parts, job)
+        sql = parallel_epochs.query(relation, shards, stop, parts, job, run)
         with self.as_role(owner):
             if relation not in self._analyzed:  # once per call of a loomdb function
                 parallel_epochs.analyze(self.plpy, relation)
