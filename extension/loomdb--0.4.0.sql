@@ -52,8 +52,11 @@ GRANT SELECT ON loom.settings TO loomdb_user;
 
 CREATE OR REPLACE FUNCTION loom._current_role() RETURNS regrole
 LANGUAGE sql STABLE PARALLEL SAFE
-AS $fn$SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user$fn$;
-COMMENT ON FUNCTION loom._current_role() IS 'the role loomdb acts as, by identity (the default of owner_role)';
+AS $fn$
+SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user
+$fn$;
+COMMENT ON FUNCTION loom._current_role() IS
+    'the role loomdb acts as, by identity (the default of owner_role)';
 DO $do$
 DECLARE
     t text;
@@ -61,7 +64,8 @@ BEGIN
     FOREACH t IN ARRAY ARRAY['models', 'model_versions', 'trials', 'indexes', 'grants',
                              'deployments'] LOOP
         EXECUTE format('ALTER TABLE loom.%I ADD COLUMN IF NOT EXISTS owner_role regrole', t);
-        EXECUTE format('ALTER TABLE loom.%I ALTER COLUMN owner_role SET DEFAULT loom._current_role()', t);
+        EXECUTE format('ALTER TABLE loom.%I ALTER COLUMN owner_role '
+                       'SET DEFAULT loom._current_role()', t);
     END LOOP;
 END
 $do$;

@@ -110,7 +110,8 @@ def predict_expression(model: LinearModel, dialect: str = "postgres", finite: bo
 
 
 def _binary(model: LinearModel, positive: str, dialect: str) -> str:
-    """A binary model's class given ``positive``, its margin > 0 (NULL gives NULL).
+    """A binary model's class given ``positive``, its margin > 0 (NULL gives NULL but in
+    DuckDB's CASE, which its guard keeps from a NULL or non-finite margin).
 
     Numeric classes c₀, c₁ are c₀ + (c₁ − c₀)·[positive] where that gives each class exactly,
     sign of zero included (checked here in doubles, which the engines add and multiply alike):
