@@ -374,12 +374,11 @@ def test_the_aggregate_refuses_damaged_and_misordered_minibatches():
     payloads[1] = payloads[1][:-1] + b"\1"
     with pytest.raises(FakePlpy.Error, match="part 1 does not match its checksum"):
         agg.call(plpy, "step", state, 0, batches, rows_, parts, versions, payloads, checksums, job)
-    for cut in (slice(1), slice(1, 2)):  # a part missing; the run's columns of unlike lengths
-        columns = [c[cut] for c in (batches, rows_, parts, versions, payloads, checksums)]
-        if cut.start:
-            columns[0] = batches
-        with pytest.raises(FakePlpy.Error, match="missing or repeated part|short column"):
-            agg.call(plpy, "step", state, 0, *columns, job)
+    columns = [batches, rows_, parts, versions, payloads, checksums]
+    with pytest.raises(FakePlpy.Error, match="missing or repeated part"):  # part 1 left out
+        agg.call(plpy, "step", state, 0, *[c[:1] for c in columns], job)
+    with pytest.raises(FakePlpy.Error, match="short column"):  # columns of unlike lengths
+        agg.call(plpy, "step", state, 0, batches, *[c[1:] for c in columns[1:]], job)
     with pytest.raises(FakePlpy.Error, match="split between two processes"):
         agg.call(plpy, "combine", state, state)
     with pytest.raises(FakePlpy.Error, match="malformed parallel epoch"):
