@@ -170,3 +170,23 @@ def test_what_it_serves_and_how_it_groups():
     ]
     wide = fused_steps.WIDEST + 1  # a wide dense model keeps BLAS; TOC is stepped at any width
     assert list(fused_steps.runs([dense[0], toc], wide)) == [dense[0], (T, [toc])]
+
+
+def test_a_run_is_prepared_once_and_again_when_its_minibatches_change():
+    X, y, _ = _data(2)
+    batches = Source(X, y).batches
+
+    def prepared(run):
+        payloads, labels = fused_steps._prepared(fused_steps.DENSE, run)
+        assert np.array_equal(labels, np.concatenate([b.y for b in run]))
+        assert len(payloads) == len(run)
+        assert all(p is b.X for p, b in zip(payloads, run))
+        return labels
+
+    kept = prepared(batches[:3])
+    assert prepared(batches[:3]) is kept  # the same minibatches: made once
+    assert prepared(batches[:2]) is not kept  # a shorter run from the same first minibatch
+    assert prepared([batches[0], batches[3], batches[4]]) is not kept  # other members
+    relabelled = [batches[0], Batch(batches[1].X, batches[1].y.copy()), batches[2]]
+    relabelled[1].y[0] = 1.0 - relabelled[1].y[0]
+    assert prepared(relabelled)[len(batches[0].y)] == relabelled[1].y[0]  # new labels read

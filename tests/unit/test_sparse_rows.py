@@ -137,6 +137,21 @@ def test_a_sparse_model_keeps_coefficients_by_source_column():
         warm_start_over(model, np.array([7, 100]), 2**31)
 
 
+def test_dense_row_norms_are_each_scaled_rows_squared_length():
+    rng = np.random.default_rng(4)
+    table = rng.normal(3.0, 5.0, size=(300, 8))
+    X = table[:, :-1]  # a layout's features: a view without the label, not contiguous
+    stats = {"min": X.min(0), "max": X.max(0), "mean": X.mean(0), "std": X.std(0)}
+    norms = RowNorms(stats)
+    for start in range(0, 300, 64):
+        norms.add(X[start : start + 64])
+    norms.add(X[:0])
+    assert norms.rows == 300
+    for method, got in norms.summary().items():
+        sq = (Scaling.from_stats(method, stats).apply(X) ** 2).sum(axis=1)
+        assert got == pytest.approx({"max": sq.max(), "mean": sq.mean()}, rel=1e-12)
+
+
 def test_sparse_row_norms_equal_dense_ones():
     rng = np.random.default_rng(9)
     X, R = random_csr(rng, 50, 12, zeros=False)

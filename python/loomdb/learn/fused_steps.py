@@ -133,10 +133,7 @@ def step(
     so how minibatches are grouped into runs never changes a bit; diverged: the model turned
     non-finite and the run stopped there. A label outside the classes raises what the per-batch
     path raises."""
-    payloads = _listed(_PAYLOADS[kind])
-    for batch in run:
-        _append(payloads, _payload(kind, batch.X))
-    labels = np.concatenate([batch.y for batch in run]).astype(np.float64, copy=False)
+    payloads, labels = _prepared(kind, run)
     momentum = optimizer.name == "nesterov"
     state = (
         (optimizer.vW, optimizer.sW, optimizer.vb, optimizer.sb)
@@ -174,6 +171,32 @@ def step(
     if failed >= 0:
         problem.targets(run[failed].y)  # raises the label's error, as the per-batch path does
     return total, rows, bool(diverged)
+
+
+_MEMO = "fused_run"  # the key of a run's prepared payloads in its first minibatch's scratch
+
+
+def _prepared(kind: str, run: list[Batch]) -> tuple[Any, np.ndarray]:
+    """The run's payloads as the kernel reads them and its labels in one array.  A warm
+    epoch's minibatches are the same objects every epoch (``store/epochs`` keeps them), so
+    what is made here is kept in the run's first minibatch's ``scratch`` and used again while
+    the run holds the very same payloads and labels: making them was a fifth of a warm dense
+    epoch (4 µs a minibatch, measured over 1M × 20).  The memo holds the arrays, never the
+    minibatches, so a cold epoch's minibatches are freed as before."""
+    memo = run[0].scratch.get(_MEMO)
+    if (
+        memo is not None
+        and memo[0] == kind
+        and len(memo[1]) == len(run)
+        and all(x is b.X and y is b.y for x, y, b in zip(memo[1], memo[2], run))
+    ):
+        return memo[3], memo[4]
+    payloads = _listed(_PAYLOADS[kind])
+    for batch in run:
+        _append(payloads, _payload(kind, batch.X))
+    labels = np.concatenate([batch.y for batch in run]).astype(np.float64, copy=False)
+    run[0].scratch[_MEMO] = (kind, [b.X for b in run], [b.y for b in run], payloads, labels)
+    return payloads, labels
 
 
 @njit(cache=True, nogil=True)

@@ -291,7 +291,10 @@ def _lay_out(
     opts: dict[str, Any],
     sink: Callable[[list[tuple]], None],
     progress: Progress,
+    stored: bool = True,
 ) -> None:
+    """Every minibatch's rows into ``sink``, ``FLUSH_BYTES`` at a time; ``stored``: they go to
+    a table, with their checksums (rows kept in memory are never read back from anywhere)."""
     progress.start(prof.source, fmt.name)
     encoding = fmt.encoding(db, prof, opts, progress) or RowEncoding(
         db, prof, fmt, opts, info, progress
@@ -299,9 +302,9 @@ def _lay_out(
     pending: list[tuple] = []
     size = 0
     for number, rows, first, parts, point in encoding:
-        pending += storage.rows_of(info.uid, number, rows, fmt.version, parts, first)
+        pending += storage.rows_of(info.uid, number, rows, fmt.version, parts, first, stored)
         if point is not None:
-            pending.append(storage.summary_row(info.uid, number, rows, fmt.version, point))
+            pending.append(storage.summary_row(info.uid, number, rows, fmt.version, point, stored))
         nbytes = sum(len(p) for p in parts)
         size += nbytes
         info.batches, info.bytes = max(info.batches, number + 1), info.bytes + nbytes
@@ -408,7 +411,7 @@ def scratch(
     keyed = bool(opts.get("slimml"))
     if not shared and prof.raw_bytes <= budget:
         kept: list[tuple] = []
-        _lay_out(db, info, prof, fmt, opts, kept.extend, progress)
+        _lay_out(db, info, prof, fmt, opts, kept.extend, progress, stored=False)
         memory = MemoryRows(kept)
         return Layout(info, fmt.bind(info), memory.read, by_group=memory if keyed else None)
     make = storage.shared_scratch_relation if shared else storage.scratch_relation

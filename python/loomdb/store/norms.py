@@ -4,8 +4,11 @@ The default step size is derived from them (scikit-learn's SAG rule: the loss's 
 bound over the largest squared row norm, see ``learn/step_size.py``); the layout streams every
 row once anyway, so they cost one pass over values already in memory.  No paper section.
 
-Sparse rows (``CsrRows``) never become dense: ‖(x − shift)·scale‖² is the norm of the all-zero
-row, Σ (shift·scale)², plus a correction for each stored value, computed once per value.
+Dense rows go through one compiled pass that serves every method at once: the numpy form
+(three arrays and an einsum per method) cost 90 µs a 256-row minibatch, a fifth of a whole
+1M-row DuckDB layout (measured, 1M × 20).  Sparse rows (``CsrRows``) never become dense:
+‖(x − shift)·scale‖² is the norm of the all-zero row, Σ (shift·scale)², plus a correction for
+each stored value, computed once per value.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from loomdb.csr import CsrRows
 from loomdb.learn.scaling import METHODS, Scaling
@@ -23,22 +27,28 @@ class RowNorms:
 
     def __init__(self, stats: dict[str, np.ndarray]):
         self.scalings = {m: Scaling.from_stats(m, stats) for m in METHODS}
+        self._shifts = np.array([s.shift for s in self.scalings.values()], dtype=np.float64)
+        self._scales = np.array([s.scale for s in self.scalings.values()], dtype=np.float64)
         self.max = dict.fromkeys(METHODS, 0.0)
         self.sum = dict.fromkeys(METHODS, 0.0)
         self.rows = 0
         self._zero_row: dict[str, float] = {}  # ‖(0 − shift)·scale‖², for sparse rows
 
     def add(self, X: Any) -> None:
-        for method, scaling in self.scalings.items():
-            sq = self._sparse(method, X) if isinstance(X, CsrRows) else self._dense(scaling, X)
-            if len(sq):
-                self.max[method] = max(self.max[method], float(sq.max()))
-                self.sum[method] += float(sq.sum())
+        if isinstance(X, CsrRows):
+            for method in self.scalings:
+                self._gather(method, self._sparse(method, X))
+        elif len(X):
+            found = _dense_norms(np.asarray(X, dtype=np.float64), self._shifts, self._scales)
+            for method, (most, total) in zip(self.scalings, found):
+                self.max[method] = max(self.max[method], float(most))
+                self.sum[method] += float(total)
         self.rows += len(X)
 
-    @staticmethod
-    def _dense(scaling: Scaling, X: np.ndarray) -> np.ndarray:
-        return np.einsum("ij,ij->i", *(2 * [scaling.apply(X)]))
+    def _gather(self, method: str, sq: np.ndarray) -> None:
+        if len(sq):
+            self.max[method] = max(self.max[method], float(sq.max()))
+            self.sum[method] += float(sq.sum())
 
     def _sparse(self, method: str, X: CsrRows) -> np.ndarray:
         s = self.scalings[method]
@@ -51,3 +61,21 @@ class RowNorms:
     def summary(self) -> dict[str, dict[str, float]]:
         n = max(self.rows, 1)
         return {m: {"max": self.max[m], "mean": self.sum[m] / n} for m in METHODS}
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _dense_norms(X, shifts, scales):  # pragma: no cover
+    """``(methods, 2)``: the largest and the sum of ‖(x − shifts[k])·scales[k]‖² over the rows
+    ``x`` of ``X``, for each method ``k`` (a NaN row makes both NaN, as numpy's would)."""
+    out = np.zeros((len(shifts), 2))
+    out[:, 0] = -np.inf
+    for i in range(X.shape[0]):
+        for k in range(len(shifts)):
+            sq = 0.0
+            for f in range(X.shape[1]):
+                d = (X[i, f] - shifts[k, f]) * scales[k, f]
+                sq += d * d
+            if not sq <= out[k, 0]:  # NaN too
+                out[k, 0] = sq
+            out[k, 1] += sq
+    return out

@@ -26,6 +26,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from loomdb.errors import LoomFormatError
 from loomdb.store.db import Database
@@ -95,20 +96,40 @@ def shared_scratch_relation(db: Database, uid: str) -> str:
 
 
 def rows_of(
-    uid: str, batch: int, rows: int, version: int, parts: Sequence[bytes], first: int = 0
+    uid: str,
+    batch: int,
+    rows: int,
+    version: int,
+    parts: Sequence[bytes],
+    first: int = 0,
+    checked: bool = True,
 ) -> list[tuple]:
     """The stored rows of one minibatch: ``parts[0]`` the labels, then the format's parts
-    (numbered from ``first``: a format may add a minibatch's last parts later)."""
+    (numbered from ``first``: a format may add a minibatch's last parts later); without
+    ``checked`` (rows kept in this process's memory, never stored) the checksum is None."""
     return [
-        (batch, p, rows, version, payload, checksum(uid, batch, p, rows, version, payload))
+        (batch, p, rows, version, payload, _crc(checked, uid, batch, p, rows, version, payload))
         for p, payload in enumerate(parts, start=first)
     ]
 
 
-def summary_row(uid: str, batch: int, rows: int, version: int, payload: bytes) -> tuple:
+def summary_row(
+    uid: str, batch: int, rows: int, version: int, payload: bytes, checked: bool = True
+) -> tuple:
     """The stored row of a group's aggregated point (part −1)."""
     part = SUMMARY_PART
-    return (batch, part, rows, version, payload, checksum(uid, batch, part, rows, version, payload))
+    return (
+        batch,
+        part,
+        rows,
+        version,
+        payload,
+        _crc(checked, uid, batch, part, rows, version, payload),
+    )
+
+
+def _crc(checked: bool, *row: Any) -> int | None:
+    return checksum(*row) if checked else None
 
 
 def write(db: Database, relation: str, rows: list[tuple]) -> None:
