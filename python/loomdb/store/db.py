@@ -122,10 +122,13 @@ class Database(Queryable, Protocol):
         where: str | None,
         shuffle_seed: int | None,
         chunk: int,
+        rows: int | None = None,
     ) -> Iterator[np.ndarray]:
-        """Rows of ``columns`` (SQL expressions yielding numbers) as float64 arrays of ``chunk``
-        rows; with ``shuffle_seed`` in a seeded pseudo-random order (Bismarck: shuffle once).
-        Values travel packed, never one Python object per value."""
+        """Rows of ``columns`` (SQL expressions yielding numbers) as float64 arrays of about
+        ``chunk`` rows; with ``shuffle_seed`` in a seeded pseudo-random order (Bismarck: shuffle
+        once), the same whatever ``chunk``.  ``rows``: how many the read returns, which a
+        shuffled read must say (an engine may size its chunks by it).  Values travel
+        packed, never one Python object per value."""
         ...
 
     def read_sparse(
@@ -138,10 +141,12 @@ class Database(Queryable, Protocol):
         shuffle_seed: int | None,
         chunk: int,
         width: int,
+        rows: int | None = None,
     ) -> Iterator[tuple[np.ndarray, CsrRows]]:
-        """Rows of a sparse source as ``(labels, CsrRows)`` chunks of ``chunk`` rows, in the
-        order :meth:`read_matrix` would give: ``label`` an SQL expression yielding a number,
-        ``indices`` and ``values`` (quoted) array columns, read whole per row and packed.
+        """Rows of a sparse source as ``(labels, CsrRows)`` chunks of about ``chunk`` rows, in
+        the order :meth:`read_matrix` would give (``rows`` as there): ``label`` an SQL
+        expression yielding a number, ``indices`` and ``values`` (quoted) array columns, read
+        whole per row and packed.
         Columns are returned as stored (not checked against ``width``, not sorted)."""
         ...
 

@@ -226,9 +226,8 @@ def _encoded(
             )
         yield from _encoded_sparse(db, prof, fmt, opts, progress)
         return
-    chunks = db.read_matrix(
-        prof.relation, prof.values(db.type("double"), db.dialect), prof.where, opts["seed"], CHUNK
-    )
+    values = prof.values(db.type("double"), db.dialect)
+    chunks = db.read_matrix(prof.relation, values, prof.where, opts["seed"], CHUNK, prof.rows)
     if opts.get("slimml"):
         yield from grouped.encoded(chunks, prof, fmt, opts, info, progress)
         return

@@ -302,6 +302,7 @@ def read_rows(
         seed,
         chunk,
         prof.width,
+        prof.rows,
     ):
         at = np.minimum(np.searchsorted(columns, rows.indices), len(columns) - 1)
         if rows.nnz and not np.array_equal(columns[at], rows.indices):

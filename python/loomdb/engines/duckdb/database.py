@@ -225,6 +225,7 @@ class DuckDatabase:
         where: str | None,
         shuffle_seed: int | None,
         chunk: int,
+        rows: int | None = None,
     ) -> Iterator[np.ndarray]:
         values = ", ".join(f"{c} AS c{i}" for i, c in enumerate(columns))
         for rb in self._batches(_shuffled(relation, values, where, shuffle_seed), chunk):
@@ -254,6 +255,7 @@ class DuckDatabase:
         shuffle_seed: int | None,
         chunk: int,
         width: int,
+        rows: int | None = None,
     ) -> Iterator[tuple[np.ndarray, CsrRows]]:
         listed = (
             f"CAST({label} AS DOUBLE) AS c0, CAST({indices} AS BIGINT[]) AS c1, "

@@ -3,6 +3,7 @@ No paper section."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -117,19 +118,46 @@ def shuffle_key(row_number: str, seed: int) -> str:
     return f"hashint8extended({row_number}, {int(seed)}), {row_number}"
 
 
-def packed_rows_query(
-    relation: str, columns: Sequence[str], where: str | None, seed: int | None, chunk: int
-) -> str:
-    """One bytea per ``chunk`` rows: each row's values as ``array_send(float8[])``."""
-    values = ", ".join(f"CAST({c} AS float8)" for c in columns)
-    order = shuffle_key("loom_rn", seed) if seed is not None else "loom_rn"
+def _chunked(
+    relation: str, where: str | None, seed: int | None, chunk: int, rows: int | None
+) -> tuple[str, str]:
+    """``(FROM, ORDER)`` of a packed read: FROM yields ``relation``'s rows with their chunk
+    ``loom_g`` (ascending in read order), ORDER orders a chunk's rows.  Stored order: chunks of
+    ``chunk`` consecutive rows.  Shuffled (``shuffle_key``'s order): a chunk is a value of the
+    key's top bits, as many bits as make ``rows`` (the rows read) into chunks of about ``chunk``
+    (chunk/2 to chunk on average), so the one sort the read needs is GROUP BY's, and the order
+    within a chunk is a sort of its rows in memory.  The order the chunks spell out is the
+    key's, whatever ``rows`` and ``chunk``: numbering rows by the key in a window and cutting
+    those numbers took a second sort of every row, a quarter of the read (measured: 1M × 21,
+    3.8 s → 2.8 s)."""
     filtered = f" WHERE {where}" if where else ""
+    numbered = f"SELECT *, row_number() OVER () AS loom_rn FROM {relation}{filtered}"
+    if seed is None:
+        cut = f"SELECT *, (loom_rn - 1) / {int(chunk)} AS loom_g FROM ({numbered}) loom_a"
+        return f"({cut})", "loom_rn"
+    if rows is None:
+        raise ValueError("a shuffled read needs the number of rows it returns")
+    bits = min(63, math.ceil(math.log2(max(rows, 1) / chunk)))
+    group = f"loom_h >> {64 - bits}" if bits > 0 else "0"  # rows ≤ chunk: one chunk
+    hashed = f"SELECT *, hashint8extended(loom_rn, {int(seed)}) AS loom_h FROM ({numbered}) loom_a"
+    return f"(SELECT *, {group} AS loom_g FROM ({hashed}) loom_b)", "loom_h, loom_rn"
+
+
+def packed_rows_query(
+    relation: str,
+    columns: Sequence[str],
+    where: str | None,
+    seed: int | None,
+    chunk: int,
+    rows: int | None,
+) -> str:
+    """One bytea per chunk of rows (``_chunked``): each row's values as
+    ``array_send(float8[])``."""
+    values = ", ".join(f"CAST({c} AS float8)" for c in columns)
+    source, order = _chunked(relation, where, seed, chunk, rows)
     return (
-        "SELECT string_agg(loom_row, ''::bytea ORDER BY loom_pos) FROM ("
-        f"SELECT array_send(ARRAY[{values}]::float8[]) AS loom_row, "
-        f"row_number() OVER (ORDER BY {order}) AS loom_pos FROM ("
-        f"SELECT *, row_number() OVER () AS loom_rn FROM {relation}{filtered}) loom_a) loom_b "
-        f"GROUP BY (loom_pos - 1) / {int(chunk)} ORDER BY (loom_pos - 1) / {int(chunk)}"
+        f"SELECT string_agg(array_send(ARRAY[{values}]::float8[]), ''::bytea ORDER BY {order}) "
+        f"FROM {source} loom_c GROUP BY loom_g ORDER BY loom_g"
     )
 
 
@@ -141,22 +169,19 @@ def packed_sparse_query(
     where: str | None,
     seed: int | None,
     chunk: int,
+    rows: int | None,
 ) -> str:
-    """Two bytea per ``chunk`` rows: ``heads``, each row's label (float8) and the byte lengths
-    of its two arrays (int4, int4), and ``bodies``, each row's ``array_send(int4[])`` then
-    ``array_send(float8[])``."""
-    order = shuffle_key("loom_rn", seed) if seed is not None else "loom_rn"
-    filtered = f" WHERE {where}" if where else ""
-    group = f"(loom_pos - 1) / {int(chunk)}"
+    """Two bytea per chunk of rows (``_chunked``): ``heads``, each row's label (float8) and the
+    byte lengths of its two arrays (int4, int4), and ``bodies``, each row's
+    ``array_send(int4[])`` then ``array_send(float8[])``."""
+    source, order = _chunked(relation, where, seed, chunk, rows)
     return (
         "SELECT string_agg(float8send(loom_l) || int4send(octet_length(loom_i)) || "
-        "int4send(octet_length(loom_v)), ''::bytea ORDER BY loom_pos) AS heads, "
-        "string_agg(loom_i || loom_v, ''::bytea ORDER BY loom_pos) AS bodies FROM ("
+        f"int4send(octet_length(loom_v)), ''::bytea ORDER BY {order}) AS heads, "
+        f"string_agg(loom_i || loom_v, ''::bytea ORDER BY {order}) AS bodies FROM ("
         f"SELECT CAST({label} AS float8) AS loom_l, array_send(CAST({indices} AS int4[])) AS "
-        f"loom_i, array_send(CAST({values} AS float8[])) AS loom_v, "
-        f"row_number() OVER (ORDER BY {order}) AS loom_pos FROM ("
-        f"SELECT *, row_number() OVER () AS loom_rn FROM {relation}{filtered}) loom_a) loom_b "
-        f"GROUP BY {group} ORDER BY {group}"
+        f"loom_i, array_send(CAST({values} AS float8[])) AS loom_v, loom_g, {order} "
+        f"FROM {source} loom_c) loom_d GROUP BY loom_g ORDER BY loom_g"
     )
 
 

@@ -251,8 +251,9 @@ class PlpyDatabase:
         where: str | None,
         shuffle_seed: int | None,
         chunk: int,
+        rows: int | None = None,
     ) -> Iterator[np.ndarray]:
-        sql = packed_rows_query(relation, columns, where, shuffle_seed, chunk)
+        sql = packed_rows_query(relation, columns, where, shuffle_seed, chunk, rows)
         for (blob,) in self.stream(sql, (), size=1):
             yield decode_packed_rows(bytes(blob), len(columns))
 
@@ -266,8 +267,11 @@ class PlpyDatabase:
         shuffle_seed: int | None,
         chunk: int,
         width: int,
+        rows: int | None = None,
     ) -> Iterator[tuple[np.ndarray, CsrRows]]:
-        sql = packed_sparse_query(relation, label, indices, values, where, shuffle_seed, chunk)
+        sql = packed_sparse_query(
+            relation, label, indices, values, where, shuffle_seed, chunk, rows
+        )
         for heads, bodies in self.stream(sql, (), size=1):
             yield decode_packed_sparse(bytes(heads), bytes(bodies), width)
 
