@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +45,12 @@ def train(engine: BenchEngine, name: str, source: str | None, label: str, **opts
     src = "NULL" if source is None else f"'{source}'"
     started = time.perf_counter()
     engine.scalar(f"SELECT loom_train('{name}', {src}, '{label}', '{options}')")
-    wall = time.perf_counter() - started
-    row = engine.run(
+    return stored(engine.run, name, time.perf_counter() - started)
+
+
+def stored(run: Callable[[str], list[tuple]], name: str, wall: float) -> Trained:
+    """Model ``name`` as ``loom.models`` holds it (``run`` runs SQL), trained in ``wall`` s."""
+    row = run(
         "SELECT kind, feature_names, coefficients, intercept, standardization, classes, "
         f"options, history, timings FROM loom.models WHERE name = '{name}'"
     )[0]

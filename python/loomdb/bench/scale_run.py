@@ -1,5 +1,6 @@
 """One step of ``loomdb bench scale`` in a process of its own, so that its peak memory is its
-own: ``make`` the table, ``fetch`` it into numpy (the peer), or lay it out and ``train``.
+own: ``make`` the table, ``fetch`` it into numpy (the peer), lay it out and ``train``, or
+compare the whole ``call`` of ``loom_train`` with what a user would ``fit`` instead.
 Prints one JSON line.  No paper section.
 
 ``python -m loomdb.bench.scale_run '{"step": …, "engine": "duckdb"|"postgres", "rows": n, …}'``
@@ -91,24 +92,90 @@ def make(task: dict[str, Any]) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - started}
 
 
-def fetch(task: dict[str, Any]) -> dict[str, Any]:
-    """The rows into one float64 array, as a careful user would (no Python row per value
-    where the driver allows it)."""
-    engine = Engine(task, with_loomdb=False)
-    started = time.perf_counter()
+def _fetched(engine: Engine) -> np.ndarray:
+    """The rows into one float64 array (the label last), as a careful user would (no Python
+    row per value where the driver allows it)."""
     if engine.name == "duckdb":
         columns = engine.raw.execute(f"SELECT * FROM {SOURCE}").fetchnumpy()
-        X = np.column_stack([np.asarray(c, dtype=np.float64) for c in columns.values()])
-        peak = engine.peak_mb()
-    else:
-        with engine.raw.transaction(), engine.raw.cursor(name="loomdb_scale_fetch") as cur:
-            cur.execute(f"SELECT * FROM {SOURCE}")
-            chunks = []
-            while batch := cur.fetchmany(FETCH_ROWS):
-                chunks.append(np.asarray(batch, dtype=np.float64))
-            X = np.concatenate(chunks)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the client's
-    return {"seconds": time.perf_counter() - started, "peak_mb": peak, "shape": list(X.shape)}
+        return np.column_stack([np.asarray(c, dtype=np.float64) for c in columns.values()])
+    with engine.raw.transaction(), engine.raw.cursor(name="loomdb_scale_fetch") as cur:
+        cur.execute(f"SELECT * FROM {SOURCE}")
+        chunks = []
+        while batch := cur.fetchmany(FETCH_ROWS):
+            chunks.append(np.asarray(batch, dtype=np.float64))
+        return np.concatenate(chunks)
+
+
+def fetch(task: dict[str, Any]) -> dict[str, Any]:
+    engine = Engine(task, with_loomdb=False)
+    started = time.perf_counter()
+    X = _fetched(engine)
+    seconds = time.perf_counter() - started
+    # the client's peak: DuckDB's is this process, PostgreSQL's fetch ends here too
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"seconds": seconds, "peak_mb": peak, "shape": list(X.shape)}
+
+
+def call(task: dict[str, Any]) -> dict[str, Any]:
+    """The whole ``loom_train`` from the table, every option but the objective's its default:
+    its wall seconds, epochs, and the model on raw rows; after a first train on a few rows that
+    pays what a process pays once (loomdb's modules, numba's compiled kernels from its cache),
+    as the peer's imports happen before its clock starts."""
+    from loomdb.bench.loom_runs import stored
+    from loomdb.bench.objective import L2
+
+    engine = Engine(task)
+    opts = json.dumps({"model": "logistic", "l2": L2, "replace": True, "progress": False})
+    engine.rows(f"CREATE TABLE loomdb_scale_few AS SELECT * FROM {SOURCE} LIMIT 2000")
+    started = time.perf_counter()
+    engine.rows(f"SELECT loom_train('{MODEL}', 'loomdb_scale_few', 'y', '{opts}')")
+    first = time.perf_counter() - started
+    engine.rows("DROP TABLE loomdb_scale_few")
+    started = time.perf_counter()
+    engine.rows(f"SELECT loom_train('{MODEL}', '{SOURCE}', 'y', '{opts}')")
+    trained = stored(engine.rows, MODEL, time.perf_counter() - started)
+    engine.rows(f"SELECT loom_drop_model('{MODEL}')")
+    return {
+        "seconds": trained.wall,
+        "first_s": first,
+        "epochs": len(trained.epochs),
+        "layout_s": trained.timings["layout_s"],
+        "train_s": trained.timings["train_s"],
+        "w": trained.w.tolist(),
+        "b": trained.b,
+    }
+
+
+def fit(task: dict[str, Any]) -> dict[str, Any]:
+    """What a user does instead of ``call``: fetch the rows, z-score them and fit
+    scikit-learn's lbfgs on the same objective (one BLAS thread, as loomdb steps on one core);
+    the objective of this fit and of ``task["loom"]``'s model, on the fetched rows."""
+    from sklearn.preprocessing import StandardScaler
+    from threadpoolctl import threadpool_limits
+
+    from loomdb.bench.objective import L2, Objective, to_raw
+    from loomdb.bench.peers import lbfgs, quiet_fit
+
+    engine = Engine(task, with_loomdb=False)
+    with threadpool_limits(limits=1):
+        started = time.perf_counter()
+        data = _fetched(engine)
+        fetched = time.perf_counter()
+        X, y = data[:, :-1], data[:, -1]
+        scaler = StandardScaler()
+        model = lbfgs(len(y), L2, max_iter=1000)
+        quiet_fit(model, scaler.fit_transform(X), y)
+        done = time.perf_counter()
+        obj = Objective(X, y, L2)
+        w, b = to_raw(model.coef_[0], model.intercept_[0], scaler.mean_, scaler.scale_)
+        loom = task["loom"]
+        return {
+            "fetch_s": fetched - started,
+            "fit_s": done - fetched,
+            "iterations": int(np.max(model.n_iter_)),
+            "objective": obj(w, b),
+            "loom_objective": obj(np.asarray(loom["w"]), loom["b"]),
+        }
 
 
 def _train(engine: Engine, **options: Any) -> list[dict[str, Any]]:
@@ -149,7 +216,7 @@ def train(task: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-STEPS = {"make": make, "fetch": fetch, "train": train}
+STEPS = {"make": make, "fetch": fetch, "train": train, "call": call, "fit": fit}
 
 if __name__ == "__main__":
     task = json.loads(sys.argv[1])
