@@ -117,15 +117,17 @@ def fetch(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def call(task: dict[str, Any]) -> dict[str, Any]:
-    """The whole ``loom_train`` from the table, every option but the objective's its default:
-    its wall seconds, epochs, and the model on raw rows; after a first train on a few rows that
-    pays what a process pays once (loomdb's modules, numba's compiled kernels from its cache),
-    as the peer's imports happen before its clock starts."""
+    """The whole ``loom_train`` from the table, every option but the objective's and
+    ``task["options"]`` its default: its wall seconds, epochs, and the model on raw rows; after
+    a first train on a few rows that pays what a process pays once (loomdb's modules, numba's
+    compiled kernels from its cache), as the peer's imports happen before its clock starts."""
     from loomdb.bench.loom_runs import stored
     from loomdb.bench.objective import L2
 
     engine = Engine(task)
-    opts = json.dumps({"model": "logistic", "l2": L2, "replace": True, "progress": False})
+    opts = json.dumps(
+        {"model": "logistic", "l2": L2, "replace": True, "progress": False, **task["options"]}
+    )
     engine.rows(f"CREATE TABLE loomdb_scale_few AS SELECT * FROM {SOURCE} LIMIT 2000")
     started = time.perf_counter()
     engine.rows(f"SELECT loom_train('{MODEL}', 'loomdb_scale_few', 'y', '{opts}')")
@@ -149,7 +151,7 @@ def call(task: dict[str, Any]) -> dict[str, Any]:
 def fit(task: dict[str, Any]) -> dict[str, Any]:
     """What a user does instead of ``call``: fetch the rows, z-score them and fit
     scikit-learn's lbfgs on the same objective (one BLAS thread, as loomdb steps on one core);
-    the objective of this fit and of ``task["loom"]``'s model, on the fetched rows."""
+    the objective of this fit and of each of ``task["models"]``, on the fetched rows."""
     from sklearn.preprocessing import StandardScaler
     from threadpoolctl import threadpool_limits
 
@@ -168,13 +170,12 @@ def fit(task: dict[str, Any]) -> dict[str, Any]:
         done = time.perf_counter()
         obj = Objective(X, y, L2)
         w, b = to_raw(model.coef_[0], model.intercept_[0], scaler.mean_, scaler.scale_)
-        loom = task["loom"]
         return {
             "fetch_s": fetched - started,
             "fit_s": done - fetched,
             "iterations": int(np.max(model.n_iter_)),
             "objective": obj(w, b),
-            "loom_objective": obj(np.asarray(loom["w"]), loom["b"]),
+            "objectives": {k: obj(np.asarray(m["w"]), m["b"]) for k, m in task["models"].items()},
         }
 
 
