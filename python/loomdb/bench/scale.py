@@ -78,9 +78,8 @@ def run(
             "LogisticRegression(C = 1/(n·l2), max_iter = 1000) with one BLAS thread, as "
             "loomdb steps on one core; passes: its iterations",
             "loomdb ÷ this: loomdb's total s (its defaults) / this row's (below 1 loomdb is "
-            "faster); "
-            "obj ÷ lbfgs: the objective (mean log-loss + l2/2·‖w∘σ‖²) of the row's model on "
-            "the fetched rows ÷ lbfgs's",
+            "faster); obj ÷ lbfgs: the objective (mean log-loss + l2/2·‖w∘σ‖²) of the row's "
+            "model on the fetched rows ÷ lbfgs's",
         ],
         digits={"fetch/layout s": 3, "fit s": 3, "total s": 3, "obj ÷ lbfgs": 5},
     )

@@ -19,6 +19,7 @@ import numpy as np
 SOURCE = "loomdb_scale_src"
 INDEX = "loomdb_scale_ix"
 MODEL = "loomdb_scale_m"
+FEW = "loomdb_scale_few"  # the rows of a process's first train (``call``)
 FETCH_ROWS = 100_000  # rows a PostgreSQL fetch brings at a time into the preallocated array
 
 
@@ -128,11 +129,12 @@ def call(task: dict[str, Any]) -> dict[str, Any]:
     opts = json.dumps(
         {"model": "logistic", "l2": L2, "replace": True, "progress": False, **task["options"]}
     )
-    engine.rows(f"CREATE TABLE loomdb_scale_few AS SELECT * FROM {SOURCE} LIMIT 2000")
+    engine.rows(f"DROP TABLE IF EXISTS {FEW}")  # a previous run's, interrupted
+    engine.rows(f"CREATE TABLE {FEW} AS SELECT * FROM {SOURCE} LIMIT 2000")
     started = time.perf_counter()
-    engine.rows(f"SELECT loom_train('{MODEL}', 'loomdb_scale_few', 'y', '{opts}')")
+    engine.rows(f"SELECT loom_train('{MODEL}', '{FEW}', 'y', '{opts}')")
     first = time.perf_counter() - started
-    engine.rows("DROP TABLE loomdb_scale_few")
+    engine.rows(f"DROP TABLE {FEW}")
     started = time.perf_counter()
     engine.rows(f"SELECT loom_train('{MODEL}', '{SOURCE}', 'y', '{opts}')")
     trained = stored(engine.rows, MODEL, time.perf_counter() - started)

@@ -118,14 +118,8 @@ def summary_row(
 ) -> tuple:
     """The stored row of a group's aggregated point (part −1)."""
     part = SUMMARY_PART
-    return (
-        batch,
-        part,
-        rows,
-        version,
-        payload,
-        _crc(checked, uid, batch, part, rows, version, payload),
-    )
+    crc = _crc(checked, uid, batch, part, rows, version, payload)
+    return (batch, part, rows, version, payload, crc)
 
 
 def _crc(checked: bool, *row: Any) -> int | None:
