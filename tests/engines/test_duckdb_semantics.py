@@ -225,6 +225,21 @@ def test_progress_goes_to_logging_when_it_is_configured(caplog):
     assert len(epochs) == 2 and epochs[0].startswith("loom_train m: epoch 1/2")
 
 
+def test_a_train_says_when_its_rows_exceed_the_cache(caplog):
+    caplog.set_level(logging.INFO, logger="loomdb.progress")
+    c = loomdb.connect()
+    c.execute("CREATE TABLE t AS SELECT i::DOUBLE AS x, (i % 2)::DOUBLE AS y FROM range(100) r(i)")
+    for cache in (256, 0):
+        options = json.dumps({"epochs": 1, "cache_mb": cache, "replace": True})
+        c.execute(f"SELECT loom_train('m', 't', 'y', '{options}')").fetchall()
+    c.close()
+    said = [r.message for r in caplog.records if "cache_mb" in r.message]
+    assert said == [
+        "loom_train m: the rows take 0.0016 MB, more than cache_mb (0): they go to a temporary "
+        'table that every epoch reads back; "cache_mb": 1 or more keeps them in memory'
+    ]
+
+
 def test_stored_payloads_come_as_views_of_arrow_buffers():
     """The storage reader's query: BLOBs are slices of the result's Arrow buffer, not one
     Python ``bytes`` copy each; NULL stays None, an empty BLOB is an empty view."""

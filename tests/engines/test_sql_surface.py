@@ -123,6 +123,20 @@ def test_postgres_reports_progress_notices(pg_dsn):
     engine.close()
 
 
+def test_postgres_says_when_a_trains_rows_exceed_the_cache(pg_dsn):
+    from conftest import PgEngine
+
+    engine = PgEngine(pg_dsn)
+    engine.load("tiny", np.arange(20.0).reshape(10, 2), np.arange(10.0) % 2)
+    engine.scalar("SELECT loom_train('t', 'tiny', 'y', '{\"epochs\": 1, \"cache_mb\": 0}')")
+    said = [n for n in engine.notices if "cache_mb" in n]
+    assert said == [
+        "loom_train t: the rows take 0.00024 MB, more than cache_mb (0): they go to a temporary "
+        'table that every epoch reads back; "cache_mb": 1 or more keeps them in memory'
+    ]
+    engine.close()
+
+
 def test_wide_table_profiles_in_several_queries(engine):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(64, 450))

@@ -15,6 +15,7 @@ acting on another role's index can never be made to run that role's code with it
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -413,6 +414,12 @@ def scratch(
         _lay_out(db, info, prof, fmt, opts, kept.extend, progress, stored=False)
         memory = MemoryRows(kept)
         return Layout(info, fmt.bind(info), memory.read, by_group=memory if keyed else None)
+    if not shared:
+        progress.phase(
+            f"the rows take {_mb(prof.raw_bytes)} MB, more than cache_mb ({_mb(budget)}): they "
+            "go to a temporary table that every epoch reads back; "
+            f'"cache_mb": {math.ceil(prof.raw_bytes / 1e6)} or more keeps them in memory'
+        )
     make = storage.shared_scratch_relation if shared else storage.scratch_relation
     relation = make(db, info.uid)
     storage.create(db, relation, keyed=keyed)
@@ -427,6 +434,12 @@ def scratch(
     )
     layout.close = lambda: db.execute(f"DROP TABLE IF EXISTS {relation}")
     return layout
+
+
+def _mb(size: int) -> str:
+    """``size`` bytes in cache_mb's units (10⁶ bytes), as a person reads them."""
+    mb = size / 1e6
+    return f"{mb:,.0f}" if mb >= 10 else f"{mb:.2g}"
 
 
 class MemoryRows:
