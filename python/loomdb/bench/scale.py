@@ -138,12 +138,13 @@ def _calls(table: BenchTable, where: dict[str, Any], engine: str, n: int) -> Non
     own, every model judged on the fetched rows.  Where the rows exceed the default cache,
     loomdb also runs with a cache that holds them (the option a user with the memory sets)."""
     from loomdb.functions.train_options import TRAIN
+    from loomdb.store.layout import MB
 
     runs: dict[str, dict[str, Any]] = {"loomdb loom_train": {}}
     default_mb = TRAIN.by_name["cache_mb"].default
     raw = n * (FEATURES + 1) * 8
-    if raw > default_mb * 1e6:  # cache_mb counts 10⁶ bytes
-        holding = math.ceil(raw * 1.25 / 1e6)
+    if raw > default_mb * MB:
+        holding = math.ceil(raw * 1.25 / MB)
         runs[f'loomdb loom_train, "cache_mb": {holding}'] = {"cache_mb": holding}
     loom = {
         what: _child({**where, "step": "call", "rows": n, "options": o}) for what, o in runs.items()

@@ -60,7 +60,7 @@ class Plan:
 
     @property
     def cache_bytes(self) -> int:
-        return int(self.opts["cache_mb"]) * 1_000_000
+        return int(self.opts["cache_mb"]) * layout.MB
 
     @property
     def lr_schedule(self) -> str:

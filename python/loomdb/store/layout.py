@@ -40,6 +40,7 @@ from loomdb.store.source import number as as_double
 CHUNK = 8192  # rows per chunk read from the source
 FLUSH_BYTES = 16 << 20  # stored rows are inserted this much at a time
 PROGRESS_S = 2.0
+MB = 1_000_000  # bytes in a MB of ``cache_mb`` (the trainer's budget)
 
 OPTIONS = Options(
     "layout",
@@ -418,7 +419,7 @@ def scratch(
         progress.phase(
             f"the rows take {_mb(prof.raw_bytes)} MB, more than cache_mb ({_mb(budget)}): they "
             "go to a temporary table that every epoch reads back; "
-            f'"cache_mb": {math.ceil(prof.raw_bytes / 1e6)} or more keeps them in memory'
+            f'"cache_mb": {math.ceil(prof.raw_bytes / MB)} or more keeps them in memory'
         )
     make = storage.shared_scratch_relation if shared else storage.scratch_relation
     relation = make(db, info.uid)
@@ -437,8 +438,8 @@ def scratch(
 
 
 def _mb(size: int) -> str:
-    """``size`` bytes in cache_mb's units (10⁶ bytes), as a person reads them."""
-    mb = size / 1e6
+    """``size`` bytes in cache_mb's units (``MB``), as a person reads them."""
+    mb = size / MB
     return f"{mb:,.0f}" if mb >= 10 else f"{mb:.2g}"
 
 
