@@ -262,3 +262,26 @@ def test_stored_payloads_come_as_views_of_arrow_buffers():
     assert all(isinstance(v, memoryview) for v in (views[0], views[2], views[3]))
     assert views[0].obj is views[3].obj  # one buffer for the column, sliced
     raw.close()
+
+
+def test_the_default_cache_is_a_quarter_of_duckdbs_memory_limit(caplog):
+    """Without ``cache_mb`` a train keeps up to a quarter of ``memory_limit`` in memory,
+    records that value, and says so when the rows do not fit it."""
+    caplog.set_level(logging.INFO, logger="loomdb.progress")
+    c = loomdb.connect()
+    xs = ", ".join(f"((i * {j + 3}) % 101)::DOUBLE AS x{j}" for j in range(40))
+    c.execute(f"CREATE TABLE t AS SELECT {xs}, (i % 2)::DOUBLE AS y FROM range(100000) r(i)")
+    used = {}
+    for limit in ("1GB", "100MB"):  # 32.8 MB of rows: they fit a quarter of 1GB, not of 100MB
+        c.execute(f"SET memory_limit = '{limit}'")
+        options = json.dumps({"epochs": 1, "replace": True})
+        c.execute(f"SELECT loom_train('m', 't', 'y', '{options}')").fetchall()
+        (record,) = c.execute("SELECT options FROM loom.models WHERE name = 'm'").fetchone()
+        used[limit] = json.loads(record)["cache_mb"]
+    c.close()
+    assert used == {"1GB": 250, "100MB": 25}
+    said = [r.message for r in caplog.records if "cache_mb" in r.message]
+    assert said == [
+        "loom_train m: the rows take 33 MB, more than cache_mb (25): they go to a temporary "
+        'table that every epoch reads back; "cache_mb": 33 or more keeps them in memory'
+    ]

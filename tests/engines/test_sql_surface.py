@@ -134,6 +134,9 @@ def test_postgres_says_when_a_trains_rows_exceed_the_cache(pg_dsn):
         "loom_train t: the rows take 0.00024 MB, more than cache_mb (0): they go to a temporary "
         'table that every epoch reads back; "cache_mb": 1 or more keeps them in memory'
     ]
+    engine.scalar("SELECT loom_train('d', 'tiny', 'y', '{\"epochs\": 1}')")
+    used = json.loads(engine.scalar("SELECT options::text FROM loom.models WHERE name = 'd'"))
+    assert used["cache_mb"] == 256  # a backend's default, whatever the machine's memory
     engine.close()
 
 

@@ -18,7 +18,9 @@ class CountingLayout:
     grouped = False
 
     def __init__(self) -> None:
-        self.info = SimpleNamespace(batches=10, stats={}, rows=1000, options={"batch_size": 100})
+        self.info = SimpleNamespace(
+            batches=10, bytes=80_000, stats={}, rows=1000, options={"batch_size": 100}
+        )
         self.fmt = SimpleNamespace(any_precision=False)
         self.reads = 0
 
@@ -56,3 +58,16 @@ def test_an_epoch_too_large_is_read_every_time_and_not_held_again():
     assert held() is None  # the second epoch holds no batch it already handed over
     assert [b.nbytes for b in second] == [8000] * 8  # read again, every batch
     assert layout.reads == 2 and epochs.cached == {}
+
+
+def test_an_epoch_whose_stored_bytes_exceed_twice_the_budget_is_never_held():
+    layout, epochs = _epochs(3 * 8000)  # 80 kB stored against a budget of 24 kB
+    assert epochs.too_large == {0}  # known before reading
+    first = iter(epochs.train_batches(0, 32))
+    batch = next(first)
+    held = weakref.ref(batch.X)
+    del batch
+    next(first)
+    gc.collect()
+    assert held() is None  # not even the first epoch keeps a batch up to the budget
+    assert [b.nbytes for b in first] == [8000] * 8 and epochs.cached == {}

@@ -63,6 +63,8 @@ def fit_record(
     (not yet written) and the model: one train, what ``loom_train`` and each trial of
     ``loom_tune`` run (``metric``: the tune's, scored on the validation rows)."""
     train_parallel.check_options(p.opts)
+    if p.opts["cache_mb"] is None:  # the engine's default, recorded as the value used
+        p.opts["cache_mb"] = db.cache_default_mb()
     cluster = distributed.resolve(db, p.given, p.opts)  # None: trained in this process
     if cluster is not None and p.opts["parallel"] > 1:
         raise LoomOptionError(

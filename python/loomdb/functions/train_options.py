@@ -98,8 +98,9 @@ _OWN = Options(
     Option(
         "cache_mb",
         Interval(True, 0, 1_000_000),
-        256,
-        "keep up to this many MB of batches between epochs (0: read every epoch)",
+        None,
+        "keep up to this many MB of batches between epochs (0: read every epoch; default: a "
+        "quarter of DuckDB's memory_limit, 256 in PostgreSQL)",
     ),
     Option("allow_stale", Boolean(), False, "train on an index whose source changed"),
     Option(

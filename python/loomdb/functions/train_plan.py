@@ -20,7 +20,7 @@ from loomdb.learn.losses import LOSSES, Loss
 from loomdb.learn.optimizers import AUTOMATIC_STEP, DEFAULT_LR
 from loomdb.learn.schedules import DEFAULT_DECAY
 from loomdb.seams import IndexInfo
-from loomdb.store import formats, layout
+from loomdb.store import budget, formats, layout
 from loomdb.store.formats.base import Format
 
 DEFAULT_STANDARDIZE = "zscore"  # a format storing mapped values defaults to its own map
@@ -60,7 +60,7 @@ class Plan:
 
     @property
     def cache_bytes(self) -> int:
-        return int(self.opts["cache_mb"]) * layout.MB
+        return int(self.opts["cache_mb"]) * budget.MB
 
     @property
     def lr_schedule(self) -> str:

@@ -77,6 +77,10 @@ class Database(Queryable, Protocol):
         failure; PostgreSQL runs the block in a subtransaction (its writes go to disk)."""
         ...
 
+    def cache_default_mb(self) -> int:
+        """``cache_mb``'s default here: what a train may keep in memory between epochs."""
+        ...
+
     def notice(self, message: str) -> None:
         """Report progress (a NOTICE in PostgreSQL, a log line or stderr in DuckDB)."""
         ...

@@ -4,7 +4,8 @@ No paper section.  The first batches train, the last ``validation_fraction`` of 
 Decoded batches are kept between epochs while they fit ``cache_mb`` (then ``bytes_read`` is 0
 and ``cached`` true in the history): a format read at one precision reads the same bytes every
 epoch, and an any-precision format is kept per precision.  An epoch found too large to keep is
-not tried again: every later epoch would hold batches up to the budget only to drop them.
+not tried again: every later epoch would hold batches up to the budget only to drop them; one
+whose stored bytes alone exceed the budget well is not tried at all.
 
 In a grouped (SlimML) layout a minibatch is ``groups_per_batch`` consecutive groups.  When the
 trainer passes ``choose``, it is asked, just before each minibatch is read, which of its groups
@@ -63,6 +64,19 @@ class Epochs:
                 hint="use a smaller batch_size or a different validation_fraction",
             )
         self.train_stop = min((n - held) * self.per, layout.info.batches)
+        if self._beyond_budget():
+            self.too_large.add(0)
+
+    def _beyond_budget(self) -> bool:
+        """Whether an epoch cannot fit the budget, known before reading it: a format read whole
+        holds at least the bytes it stores (``_held``), and its training batches store about
+        their share of the layout's; a margin of 2 allows for uneven batches.  Such an epoch is
+        never held, not even the first up to the budget (an any-precision format's bytes depend
+        on the precision: it is tried)."""
+        info = self.layout.info
+        if self.layout.fmt.any_precision or not info.batches:
+            return False
+        return info.bytes * self.train_stop / info.batches > 2 * self.budget
 
     def validation_rows(self) -> int:
         """The rows of the validation batches."""

@@ -29,6 +29,7 @@ from loomdb.options import Choices, Interval, Names, Option, Options
 from loomdb.seams import Aggregates, Batch, IndexInfo
 from loomdb.store import catalog, formats, grouped, sparse, storage
 from loomdb.store import encoding as encodings
+from loomdb.store.budget import MB
 from loomdb.store.db import Database
 from loomdb.store.formats.base import Format
 from loomdb.store.names import quote_ident
@@ -40,7 +41,6 @@ from loomdb.store.source import number as as_double
 CHUNK = 8192  # rows per chunk read from the source
 FLUSH_BYTES = 16 << 20  # stored rows are inserted this much at a time
 PROGRESS_S = 2.0
-MB = 1_000_000  # bytes in a MB of ``cache_mb`` (the trainer's budget)
 
 OPTIONS = Options(
     "layout",

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from loomdb.csr import CsrRows
+from loomdb.engines.duckdb import memory
 from loomdb.engines.duckdb.state import ConnectionState
 from loomdb.errors import LoomConflictError, LoomDatabaseError, LoomDataError, LoomError
 from loomdb.store.names import quote_ident
@@ -174,6 +175,10 @@ class DuckDatabase:
             relation = f"loom_data.{quote_ident(name)}"
             if STAGED_NAME.match(name) and (self.identity, relation) not in _STAGING:
                 self.execute(f"DROP TABLE IF EXISTS {relation}")
+
+    def cache_default_mb(self) -> int:
+        (limit,) = self.query("SELECT current_setting('memory_limit')")[0]
+        return memory.cache_default_mb(limit)
 
     def notice(self, message: str) -> None:
         self.state.notice(message)

@@ -34,6 +34,7 @@ from loomdb.engines.postgres.dialect import (
     type_name,
 )
 from loomdb.errors import LoomConflictError, LoomDatabaseError, LoomError, LoomInterrupted
+from loomdb.store.budget import BACKEND_CACHE_MB
 from loomdb.store.names import quote_ident
 
 # the argument types of the functions loom_deploy makes, by type oid
@@ -155,6 +156,9 @@ class PlpyDatabase:
 
     def staged(self, relation: str) -> AbstractContextManager[Any]:
         return self.plpy.subtransaction()
+
+    def cache_default_mb(self) -> int:
+        return BACKEND_CACHE_MB
 
     def notice(self, message: str) -> None:
         self.plpy.notice(message)
