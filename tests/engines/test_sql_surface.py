@@ -151,6 +151,21 @@ def test_wide_table_profiles_in_several_queries(engine):
     assert np.allclose(stats["shift"], X.mean(axis=0))
 
 
+def test_column_statistics_are_settled_whatever_order_the_engine_summed_in(engine):
+    """A constant column's mean is its value exactly (a sum of 3,000 copies of 0.1 is not);
+    another column's mean lies on the grid store/settle.py rounds it to."""
+    from loomdb.store.settle import BITS
+
+    rng = np.random.default_rng(1)
+    X = np.column_stack([np.full(3000, 0.1), rng.normal(5.0, 3.0, 3000)])
+    engine.load("settle", X, (X[:, 1] > 5).astype(float))
+    engine.scalar("SELECT loom_train('st', 'settle', 'y', '{\"epochs\": 1}')")
+    shift = json.loads(engine.scalar("SELECT standardization FROM loom.models"))["shift"]
+    assert shift[0] == 0.1
+    grid = 2.0 ** (np.frexp(X[:, 1].std())[1] - BITS - 1)
+    assert (shift[1] / grid).is_integer() and abs(shift[1] - X[:, 1].mean()) < 1e-6
+
+
 def test_stale_index_is_refused_until_reindexed(cancer):
     engine, _, _ = cancer
     engine.scalar("SELECT loom_create_index('ix', 'cancer', 'y', '{}')")

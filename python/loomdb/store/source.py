@@ -19,6 +19,7 @@ from loomdb.store import preprocess
 from loomdb.store.db import Database
 from loomdb.store.encoding import Encoded
 from loomdb.store.names import is_table_name, quote_ident, relation
+from loomdb.store.settle import settled
 
 MAX_CLASSES = 1000
 STATS_PER_QUERY = 400  # 4 aggregates each: PostgreSQL allows 1664 entries in a target list
@@ -141,7 +142,8 @@ def _features(
 
 
 def column_stats(db: Database, rel: str, exprs: list[str], where: str | None) -> np.ndarray:
-    """(columns, 4) array of min, max, mean and population std, in SQL."""
+    """(columns, 4) array of min, max, mean and population std, in SQL (the mean and std
+    ``settled``: the same in every run)."""
     out: list[float] = []
     for start in range(0, len(exprs), STATS_PER_QUERY):
         aggs = ", ".join(
@@ -151,7 +153,9 @@ def column_stats(db: Database, rel: str, exprs: list[str], where: str | None) ->
         )
         row = db.query(f"SELECT {aggs} FROM {rel}" + (f" WHERE {where}" if where else ""))[0]
         out.extend(np.nan if v is None else float(v) for v in row)
-    return np.array(out).reshape(-1, 4)
+    stats = np.array(out).reshape(-1, 4)
+    stats[:, 2], stats[:, 3] = settled(stats[:, 2], stats[:, 3], stats[:, 0], stats[:, 1])
+    return stats
 
 
 def label_column(source: str, label: str, available: dict[str, str], text: bool = False) -> str:

@@ -39,6 +39,7 @@ from loomdb.options import Constraint
 from loomdb.store import source as dense_source
 from loomdb.store.db import Database
 from loomdb.store.names import quote_ident
+from loomdb.store.settle import settled
 from loomdb.store.source import SourceProfile, columns_of
 
 MAX_WIDTH = 2**31
@@ -279,12 +280,15 @@ def _column_stats(db: Database, source: str, pairs: str, n: int) -> dict[str, An
     absent = n - held
     mean = held * mean_held / n
     m2 = held * sd_held**2 + held * absent / n * mean_held**2
+    low = np.where(absent > 0, np.minimum(lo, 0.0), lo)
+    high = np.where(absent > 0, np.maximum(hi, 0.0), hi)
+    mean, std = settled(mean, np.sqrt(np.maximum(m2 / n, 0.0)), low, high)
     return {
         "columns": table[:, 0].astype(np.int64),
-        "min": np.where(absent > 0, np.minimum(lo, 0.0), lo),
-        "max": np.where(absent > 0, np.maximum(hi, 0.0), hi),
+        "min": low,
+        "max": high,
         "mean": mean,
-        "std": np.sqrt(np.maximum(m2 / n, 0.0)),
+        "std": std,
     }
 
 

@@ -1,0 +1,38 @@
+"""Column statistics that two runs agree on.  No paper section.
+
+The engines compute a column's mean and population standard deviation with parallel sums
+whose order, and so whose last bits, change from run to run.  The z-score, the automatic step
+size and through them every step follow these numbers, and over millions of steps a last-bit
+difference can decide where a train stops (10M rows in PostgreSQL: 8 epochs in one run, 24 in
+the next).  So each std is rounded to ``BITS`` significant bits and each mean to a multiple of
+the power of two just below std · 2^-BITS: two runs then agree unless a value lies within its
+sums' error of a rounding boundary (about 1e-7 of the time for sums that differ at 1e-14; a
+mean more than about 2^25 deviations from zero has last bits finer than that grid and may still
+differ).  A z-scored value moves by less than 2^-BITS, far below what a model can tell; a model
+stores the scaling it used, so its predictions are exact.  A constant column (min = max) has that
+value for its mean, exactly, and a std of 0.  Min and max are exact already and never rounded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BITS = 24
+
+
+def settled(
+    mean: np.ndarray, std: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, std)`` of columns with minima ``lo`` and maxima ``hi``, rounded as above
+    (NaN and infinite values, and a mean too large for its std's grid, are left as they are)."""
+    mean, std, lo, hi = (np.asarray(a, dtype=np.float64) for a in (mean, std, lo, hi))
+    fraction, exponent = np.frexp(std)  # std = fraction · 2^exponent, 0.5 ≤ fraction < 1
+    rounded_std = np.ldexp(np.round(np.ldexp(fraction, BITS)), exponent - BITS)
+    grid = np.ldexp(1.0, exponent - BITS - 1)  # a power of two: the products below are exact
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        rounded_mean = np.round(mean / grid) * grid
+    usable = np.isfinite(std) & (std > 0) & np.isfinite(rounded_mean) & (grid > 0)
+    constant = lo == hi
+    mean = np.where(constant, lo, np.where(usable, rounded_mean, mean))
+    std = np.where(constant, 0.0, np.where(usable, rounded_std, std))
+    return mean, std

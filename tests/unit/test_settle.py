@@ -1,0 +1,54 @@
+"""Column statistics two runs agree on: means and stds rounded so that last-bit differences
+of the engines' parallel sums vanish (store/settle.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loomdb.store.settle import BITS, settled
+
+rng = np.random.default_rng(7)
+
+
+def _last_bits(a: np.ndarray, ulps: int) -> np.ndarray:
+    """``a`` moved by up to ``ulps`` units in the last place either way."""
+    out = a.copy()
+    for _ in range(ulps):
+        out = np.nextafter(out, np.where(rng.random(a.shape) < 0.5, -np.inf, np.inf))
+    return out
+
+
+def test_sums_that_differ_in_their_last_bits_settle_to_the_same_values():
+    std = (rng.random(2000) + 1e-3) * 10.0 ** rng.integers(-9, 9, 2000)
+    mean = rng.normal(0, 1e3, 2000) * std  # means up to thousands of deviations from 0
+    lo, hi = mean - 3 * std, mean + 3 * std
+    a = settled(mean, std, lo, hi)
+    b = settled(_last_bits(mean, 8), _last_bits(std, 8), lo, hi)
+    agree = (a[0] == b[0]) & (a[1] == b[1])
+    assert agree.mean() > 0.999  # only values within 8 ulps of a rounding boundary differ
+    assert not np.array_equal(a[1], std)  # and they were rounded
+
+
+def test_the_rounding_moves_a_z_score_by_less_than_two_to_the_minus_bits():
+    mean = np.array([1e6, -3.25, 0.1, 12345.678])
+    std = np.array([1e-3, 0.7, 3e-9, 250.0])
+    got_mean, got_std = settled(mean, std, mean - std, mean + std)
+    assert np.all(np.abs(got_mean - mean) <= std * 2.0**-BITS)
+    assert np.all(np.abs(got_std - std) <= std * 2.0**-BITS)
+    assert np.all(got_std > 0)
+
+
+def test_a_constant_columns_mean_is_its_value_exactly():
+    value = np.array([0.1, -7.3, 1e20])
+    inexact = value * (1 + 1e-15)  # what a sum of many copies returns
+    mean, std = settled(inexact, np.array([1e-17, 0.0, 3.0]), value, value)
+    assert np.array_equal(mean, value) and np.array_equal(std, np.zeros(3))
+
+
+def test_what_cannot_be_rounded_is_left_as_it_is():
+    mean = np.array([np.nan, 5.0, 1e300, 2.0])
+    std = np.array([np.nan, 0.0, 1e-300, np.inf])
+    got_mean, got_std = settled(mean, std, np.array([0.0, 4.0, 0.0, 0.0]), np.ones(4) * 9)
+    assert np.isnan(got_mean[0]) and np.isnan(got_std[0])
+    assert got_mean[1:].tolist() == [5.0, 1e300, 2.0]
+    assert got_std[1:].tolist() == [0.0, 1e-300, np.inf]
