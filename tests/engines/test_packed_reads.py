@@ -69,3 +69,18 @@ def test_a_shuffled_read_must_say_how_many_rows_it_returns():
     with pytest.raises(ValueError, match="number of rows"):
         dialect.packed_rows_query("packed_src", ["a"], None, 7, 64, None)
     assert "loom_g" in dialect.packed_rows_query("packed_src", ["a"], None, None, 64, None)
+
+
+def test_a_train_reads_its_source_from_the_first_page(pg_dsn):
+    """A scan that joined another one mid-table would number (and so shuffle) the rows
+    differently: the train's transaction turns synchronize_seqscans off."""
+    with psycopg.connect(pg_dsn) as c:  # one transaction
+        c.execute(
+            "CREATE TEMP TABLE seq_src AS SELECT g::float8 AS x, g % 2 AS y "
+            "FROM generate_series(1, 50) g"
+        )
+        assert c.execute("SHOW synchronize_seqscans").fetchone()[0] == "on"
+        c.execute("SELECT loom_train('seq_m', 'seq_src', 'y', '{\"epochs\": 1}')")
+        assert c.execute("SHOW synchronize_seqscans").fetchone()[0] == "off"
+        c.rollback()
+        assert c.execute("SHOW synchronize_seqscans").fetchone()[0] == "on"

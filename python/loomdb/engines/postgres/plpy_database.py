@@ -248,6 +248,15 @@ class PlpyDatabase:
                 self._analyzed.add(relation)
             return parallel_epochs.run(self.plpy, sql, shards)
 
+    def _scans_from_the_start(self) -> None:
+        """Start this transaction's table scans at the first page.  A source read numbers the
+        rows in the order a scan returns them (the shuffle follows those numbers), and
+        PostgreSQL lets a scan of a large table join one already running on it
+        (``synchronize_seqscans``), which would renumber the rows from run to run.  Local to
+        the caller's transaction (a setting every role may change; it only costs concurrent
+        scans of one table their shared reads)."""
+        self.execute("SELECT set_config('synchronize_seqscans', 'off', true)")
+
     def read_matrix(
         self,
         relation: str,
@@ -258,6 +267,7 @@ class PlpyDatabase:
         rows: int | None = None,
     ) -> Iterator[np.ndarray]:
         sql = packed_rows_query(relation, columns, where, shuffle_seed, chunk, rows)
+        self._scans_from_the_start()
         for (blob,) in self.stream(sql, (), size=1):
             yield decode_packed_rows(bytes(blob), len(columns))
 
@@ -276,6 +286,7 @@ class PlpyDatabase:
         sql = packed_sparse_query(
             relation, label, indices, values, where, shuffle_seed, chunk, rows
         )
+        self._scans_from_the_start()
         for heads, bodies in self.stream(sql, (), size=1):
             yield decode_packed_sparse(bytes(heads), bytes(bodies), width)
 
@@ -288,6 +299,7 @@ class PlpyDatabase:
         chunk: int,
     ) -> Iterator[list[tuple]]:
         rows: list[tuple] = []
+        self._scans_from_the_start()
         for row in self.stream(rows_query(relation, columns, where, shuffle_seed), (), chunk):
             rows.append(row)
             if len(rows) >= chunk:
