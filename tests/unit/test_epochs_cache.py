@@ -35,6 +35,15 @@ def _epochs(budget: int) -> tuple[CountingLayout, Epochs]:
     return layout, Epochs(layout, 0.0, budget)  # type: ignore[arg-type]
 
 
+def _first_is_released(batches) -> bool:
+    """Whether an epoch lets go of its first batch once the trainer has moved past it (the
+    first two batches are taken from ``batches``)."""
+    held = weakref.ref(next(batches).X)
+    next(batches)
+    gc.collect()
+    return held() is None
+
+
 def test_an_epoch_that_fits_is_read_once():
     layout, epochs = _epochs(10 * 8000)
     for _ in range(3):
@@ -50,12 +59,7 @@ def test_an_epoch_too_large_is_read_every_time_and_not_held_again():
     assert [int(b.X[0, 0]) for b in first] == list(range(10))
     assert epochs.too_large == {0}
     second = iter(epochs.train_batches(0, 32))
-    batch = next(second)
-    held = weakref.ref(batch.X)
-    del batch
-    next(second)
-    gc.collect()
-    assert held() is None  # the second epoch holds no batch it already handed over
+    assert _first_is_released(second)  # the second epoch holds no batch it already handed over
     assert [b.nbytes for b in second] == [8000] * 8  # read again, every batch
     assert layout.reads == 2 and epochs.cached == {}
 
@@ -64,10 +68,5 @@ def test_an_epoch_whose_stored_bytes_exceed_twice_the_budget_is_never_held():
     layout, epochs = _epochs(3 * 8000)  # 80 kB stored against a budget of 24 kB
     assert epochs.too_large == {0}  # known before reading
     first = iter(epochs.train_batches(0, 32))
-    batch = next(first)
-    held = weakref.ref(batch.X)
-    del batch
-    next(first)
-    gc.collect()
-    assert held() is None  # not even the first epoch keeps a batch up to the budget
+    assert _first_is_released(first)  # not even the first epoch keeps a batch up to the budget
     assert [b.nbytes for b in first] == [8000] * 8 and epochs.cached == {}
