@@ -166,6 +166,22 @@ def test_column_statistics_are_settled_whatever_order_the_engine_summed_in(engin
     assert (shift[1] / grid).is_integer() and abs(shift[1] - X[:, 1].mean()) < 1e-6
 
 
+def test_a_layout_read_back_from_its_temporary_table_trains_the_same_model(cancer):
+    """``cache_mb`` 0 puts the train's layout in a temporary table (its rows unchecked: only
+    this call writes them) that every epoch reads back; the model is the one a layout kept in
+    memory gives, to the last bit."""
+    engine, _, _ = cancer
+    coefficients = {}
+    for name, cache in (("kept", 256), ("table", 0)):
+        options = json.dumps({"epochs": 3, "tol": 0, "cache_mb": cache})
+        engine.scalar(f"SELECT loom_train('{name}', 'cancer', 'y', '{options}')")
+        stored = engine.scalar(
+            f"SELECT CAST(coefficients AS TEXT) FROM loom.models WHERE name = '{name}'"
+        )
+        coefficients[name] = json.loads(stored)
+    assert coefficients["kept"] == coefficients["table"]
+
+
 def test_stale_index_is_refused_until_reindexed(cancer):
     engine, _, _ = cancer
     engine.scalar("SELECT loom_create_index('ix', 'cancer', 'y', '{}')")

@@ -292,10 +292,10 @@ def _lay_out(
     opts: dict[str, Any],
     sink: Callable[[list[tuple]], None],
     progress: Progress,
-    stored: bool = True,
+    checked: bool = True,
 ) -> None:
-    """Every minibatch's rows into ``sink``, ``FLUSH_BYTES`` at a time; ``stored``: they go to
-    a table, with their checksums (rows kept in memory are never read back from anywhere)."""
+    """Every minibatch's rows into ``sink``, ``FLUSH_BYTES`` at a time; ``checked``: each with
+    its checksum (rows private to one call go without: ``store.storage``)."""
     progress.start(prof.source, fmt.name)
     encoding = fmt.encoding(db, prof, opts, progress) or RowEncoding(
         db, prof, fmt, opts, info, progress
@@ -303,9 +303,9 @@ def _lay_out(
     pending: list[tuple] = []
     size = 0
     for number, rows, first, parts, point in encoding:
-        pending += storage.rows_of(info.uid, number, rows, fmt.version, parts, first, stored)
+        pending += storage.rows_of(info.uid, number, rows, fmt.version, parts, first, checked)
         if point is not None:
-            pending.append(storage.summary_row(info.uid, number, rows, fmt.version, point, stored))
+            pending.append(storage.summary_row(info.uid, number, rows, fmt.version, point, checked))
         nbytes = sum(len(p) for p in parts)
         size += nbytes
         info.batches, info.bytes = max(info.batches, number + 1), info.bytes + nbytes
@@ -412,7 +412,7 @@ def scratch(
     keyed = bool(opts.get("slimml"))
     if not shared and prof.raw_bytes <= budget:
         kept: list[tuple] = []
-        _lay_out(db, info, prof, fmt, opts, kept.extend, progress, stored=False)
+        _lay_out(db, info, prof, fmt, opts, kept.extend, progress, checked=False)
         memory = MemoryRows(kept)
         return Layout(info, fmt.bind(info), memory.read, by_group=memory if keyed else None)
     if not shared:
@@ -424,8 +424,17 @@ def scratch(
     make = storage.shared_scratch_relation if shared else storage.scratch_relation
     relation = make(db, info.uid)
     storage.create(db, relation, keyed=keyed)
-    _lay_out(db, info, prof, fmt, opts, lambda rows: storage.write(db, relation, rows), progress)
-    reader = storage.Reader(db, relation, what, info.uid, fmt.version, None)
+    _lay_out(
+        db,
+        info,
+        prof,
+        fmt,
+        opts,
+        lambda rows: storage.write(db, relation, rows),
+        progress,
+        checked=shared,  # a temporary table is private to this call, a shared one is not
+    )
+    reader = storage.Reader(db, relation, what, info.uid, fmt.version, None, checked=shared)
     layout = Layout(
         info,
         fmt.bind(info),

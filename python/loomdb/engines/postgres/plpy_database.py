@@ -118,12 +118,20 @@ class PlpyDatabase:
                 self.plpy.execute(self.plpy.prepare(sql, kinds), params)
                 return
             arrays = [[r[i] for r in rows] for i in range(len(columns))]
-            kinds = [param_type(a[0]) + "[]" for a in arrays]
+            kinds = self._scalar_kinds(relation, arrays)
             unnest = ", ".join(f"${i + 1}::{k}" for i, k in enumerate(kinds))
             sql = f"INSERT INTO {relation} ({', '.join(columns)}) SELECT * FROM unnest({unnest})"
             self.plpy.execute(self.plpy.prepare(sql, kinds), arrays)
         except self.plpy.SPIError as e:
             raise translate(e) from None
+
+    def _scalar_kinds(self, relation: str, arrays: list[list[Any]]) -> list[str]:
+        """Each column's array type: its values' (``param_type``), or, where every value is
+        NULL (a private layout's checksums), the table's own column type."""
+        samples = [next((v for v in a if v is not None), None) for a in arrays]
+        unknown = any(s is None for s in samples)
+        declared = self._column_types(relation, len(arrays)) if unknown else []
+        return [(declared[i] if s is None else param_type(s)) + "[]" for i, s in enumerate(samples)]
 
     def _column_types(self, relation: str, count: int) -> list[str]:
         rows = self.query(
