@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -370,15 +371,8 @@ def build(
     staged = storage.staged_relation(info.uid)
     with db.staged(staged):
         storage.create(db, staged, keyed=bool(opts.get("slimml")))
-        _lay_out(
-            db,
-            info,
-            prof,
-            fmt,
-            opts,
-            lambda rows: storage.write(db, staged, rows),
-            Progress(db, what, prof.rows, quiet),
-        )
+        sink = partial(storage.write, db, staged)
+        _lay_out(db, info, prof, fmt, opts, sink, Progress(db, what, prof.rows, quiet))
         info.source_signature = _signature(db, info, prof.kinds)
         with db.atomic():
             if replacing:
@@ -424,16 +418,9 @@ def scratch(
     make = storage.shared_scratch_relation if shared else storage.scratch_relation
     relation = make(db, info.uid)
     storage.create(db, relation, keyed=keyed)
-    _lay_out(
-        db,
-        info,
-        prof,
-        fmt,
-        opts,
-        lambda rows: storage.write(db, relation, rows),
-        progress,
-        checked=shared,  # a temporary table is private to this call, a shared one is not
-    )
+    sink = partial(storage.write, db, relation)
+    # a temporary table is private to this call (no checksums), a shared one is not
+    _lay_out(db, info, prof, fmt, opts, sink, progress, checked=shared)
     reader = storage.Reader(db, relation, what, info.uid, fmt.version, None, checked=shared)
     layout = Layout(
         info,
