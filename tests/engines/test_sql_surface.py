@@ -217,3 +217,22 @@ def test_a_train_never_touches_a_users_index_with_a_similar_name(cancer):
     engine.scalar("SELECT loom_train('bc', 'cancer', 'y', '{\"epochs\": 1}')")
     names = [r[0] for r in engine.rows("SELECT name FROM loom.indexes ORDER BY name")]
     assert names == ["tmp_bc", "train_bc"]
+
+
+def test_postgres_errors_name_loomdb_and_carry_the_sqlstate_and_hint(pg_dsn):
+    """PL/Python writes an exception's class before its message: loomdb's errors read
+    ``loomdb: …`` (not ``plpy.Error: …``), with the error class's SQLSTATE and the hint."""
+    import psycopg
+
+    from loomdb.errors import LoomNotFoundError, LoomOptionError
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.Error) as bad_option:
+            conn.execute("SELECT loom_train('e', 'nosuch', 'y', '{\"epoch\": 1}')")
+        with pytest.raises(psycopg.Error) as missing:
+            conn.execute("SELECT loom_predict('no_such_model', ARRAY[1.0]::float8[])")
+    diag = bad_option.value.diag
+    assert diag.message_primary == "loomdb: unknown loom_train option 'epoch'"
+    assert diag.sqlstate == LoomOptionError.sqlstate and "epochs" in diag.message_hint
+    assert missing.value.diag.message_primary == "loomdb: model 'no_such_model' does not exist"
+    assert missing.value.diag.sqlstate == LoomNotFoundError.sqlstate

@@ -119,14 +119,13 @@ def run(plpy: Any, sql: str, shards: int) -> bytes | None:
 
 def _translated(error: Any) -> LoomError:
     """A worker's damaged-minibatch or data error as the same class, message and hint here
-    (PL/Python gives the message as "plpy.Error: …", the hint and detail in ``spidata``)."""
-    from loomdb.engines.postgres.plpy_database import translate
+    (PL/Python gives the message as "loomdb: …", the hint and detail in ``spidata``)."""
+    from loomdb.engines.postgres.plpy_database import message_of, translate
 
     classes: dict[str, type[LoomError]] = {c.sqlstate: c for c in (LoomFormatError, LoomDataError)}
     cls = classes.get(str(getattr(error, "sqlstate", None)))
     if cls is None:
         return translate(error)
-    message = str(error.args[0]) if error.args else str(error)
-    message = message.removeprefix("plpy.Error: ")
+    message = message_of(error)
     data = getattr(error, "spidata", None) or (None, None, None)
     return cls(message, detail=data[1], hint=data[2])

@@ -42,12 +42,21 @@ DEPLOYED_TYPES = {701: "double precision", 25: "text"}
 INTERRUPT_EVERY_S = 0.1
 BLOB_ROWS = 16  # rows a cursor fetches at a time in query_blobs
 CONFLICTS = {"23505", "40001", "40P01"}  # unique key, serialization, deadlock
+#: what PL/Python writes before a loomdb error's message: the name of its class (``server``)
+ERROR_PREFIX = "loomdb: "
 _plans: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+def message_of(error: Exception) -> str:
+    """The message of an error PostgreSQL raised, without the prefix PL/Python gave it when
+    it came from loomdb (a loomdb function that a statement of this one called)."""
+    message = str(error.args[0]) if error.args else str(error)
+    return message.removeprefix(ERROR_PREFIX)
 
 
 def translate(error: Exception) -> LoomError:
     state = getattr(error, "sqlstate", None)
-    message = str(error.args[0]) if error.args else str(error)
+    message = message_of(error)
     if state == "57014":
         return LoomInterrupted("interrupted: the statement was cancelled")
     if state in CONFLICTS:

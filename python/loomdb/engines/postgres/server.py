@@ -10,10 +10,11 @@ access methods' functions (``loom._index_am_build``, ``loom._index_am_check``) c
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from loomdb.engines.calls import rows_of, vectorized
-from loomdb.engines.postgres.plpy_database import PlpyDatabase
+from loomdb.engines.postgres.plpy_database import ERROR_PREFIX, PlpyDatabase
 from loomdb.errors import LoomError
 from loomdb.udfs import by_name
 
@@ -57,5 +58,18 @@ def native_model(plpy: Any, name: str) -> Any:
 
 
 def _raise(plpy: Any, e: LoomError) -> None:
-    extra = {k: v for k, v in (("detail", e.detail), ("hint", e.hint)) if v}
-    plpy.error(e.message, sqlstate=e.sqlstate, **extra)
+    """``e`` as PostgreSQL's error, its detail, hint and SQLSTATE.  PL/Python writes the
+    class of the exception before its message, with its module unless that is ``builtins``:
+    a ``plpy.Error`` reads ``plpy.Error: …``, this subclass of it ``loomdb: …``."""
+    error = _error_class(plpy.Error)(e.message)
+    error.sqlstate = e.sqlstate
+    for key, value in (("detail", e.detail), ("hint", e.hint)):
+        if value:
+            setattr(error, key, value)
+    raise error from None
+
+
+@functools.cache
+def _error_class(base: type) -> type:
+    name = ERROR_PREFIX.removesuffix(": ")
+    return type(name, (base,), {"__module__": "builtins"})
