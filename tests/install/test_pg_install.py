@@ -55,6 +55,8 @@ def test_cli_arguments():
     pg_install.add_arguments(parser)
     args = parser.parse_args(["--dsn", "host=x", "--source", ".", "--reinstall"])
     assert (args.dsn, args.source, args.reinstall) == ("host=x", ".", True)
+    assert not args.drop_catalog
+    assert parser.parse_args(["--dsn", "x", "--reinstall", "--drop-catalog"]).drop_catalog
     assert args.venv == pg_install.DEFAULT_VENV and args.python == pg_install.DEFAULT_PYTHON
 
 
@@ -126,6 +128,32 @@ def test_install_again_is_idempotent(pg_dsn):
     assert any("reusing virtual environment" in line for line in lines)
     with psycopg.connect(pg_dsn) as conn:
         assert conn.execute("SELECT loom_version()").fetchone() == (loomdb.__version__,)
+
+
+@pytest.mark.postgres
+def test_reinstall_refuses_to_drop_a_catalog_that_holds_a_model(pg_dsn):
+    """--reinstall drops the extension with loom.models and loom.indexes: while they hold rows
+    it is refused before anything is done, and the model is still there."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS loom_reinstall")
+        conn.execute("CREATE DATABASE loom_reinstall")
+    dsn = f"{pg_dsn} dbname=loom_reinstall"
+    try:
+        server_setup.create_extension(dsn)
+        assert server_setup.catalog_counts(dsn) == {"models": 0, "indexes": 0}
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "CREATE TABLE t AS SELECT g::float8 AS x, g % 2 AS y FROM generate_series(1, 40) g"
+            )
+            conn.execute("SELECT loom_train('kept', 't', 'y', '{\"epochs\": 1}')")
+        with pytest.raises(LoomStateError, match="holds 1 model and 0 indexes") as refused:
+            pg_install.install(dsn, reinstall=True, log=lambda line: None)
+        assert "--drop-catalog" in refused.value.hint
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("SELECT name FROM loom.models").fetchall() == [("kept",)]
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS loom_reinstall WITH (FORCE)")
 
 
 @pytest.mark.postgres

@@ -42,7 +42,7 @@ from loomdb.engines.postgres.venv import (
     install_requirements,
     make_readable,
 )
-from loomdb.errors import LoomOptionError
+from loomdb.errors import LoomOptionError, LoomStateError
 
 DEFAULT_VENV = extension.DEFAULT_VENV
 DEFAULT_PYTHON = "/usr/bin/python3"
@@ -124,12 +124,17 @@ def install(
     python: str = DEFAULT_PYTHON,
     source: str | None = None,
     reinstall: bool = False,
+    drop_catalog: bool = False,
     numba_cache_dir: str | None = None,
     log: Log = _stderr,
 ) -> dict[str, Any]:
-    """Install loomdb into the server (and database) of ``dsn``; return what was done."""
+    """Install loomdb into the server (and database) of ``dsn``; return what was done.
+    ``reinstall`` drops the extension and its catalog first: refused while the catalog holds
+    a model or an index, unless ``drop_catalog`` says to lose them."""
     log(f"checking the server at {server_setup.describe_dsn(dsn)}")
     server = server_setup.inspect_server(dsn)
+    if reinstall and not drop_catalog:
+        _refuse_losing_the_catalog(dsn)
     log(
         f"PostgreSQL {server.version} (OS user {server.os_user}), extensions in "
         f"{server.extension_dir}"
@@ -161,7 +166,8 @@ def install(
     if done["index_am_library"] and not methods:
         log(
             "the extension was created before the index access methods were built: "
-            "run loomdb pg install --reinstall to add CREATE INDEX … USING"
+            "loomdb pg install --reinstall adds CREATE INDEX … USING, but drops the catalog "
+            "(its models and indexes: with --drop-catalog where it holds any)"
         )
     elif methods:
         log(f"CREATE INDEX … USING {'|'.join(methods)}: available")
@@ -224,8 +230,31 @@ def add_arguments(parser: argparse.ArgumentParser, prepare_only: bool = False) -
         "--reinstall",
         action="store_true",
         help="drop the extension and create it again (its tables, loom.models and "
-        "loom.indexes, go with it); needed when the SQL changed but not the version",
+        "loom.indexes, go with it; refused while they hold rows, see --drop-catalog); needed "
+        "when the SQL changed but not the version",
     )
+    parser.add_argument(
+        "--drop-catalog",
+        action="store_true",
+        help="with --reinstall: drop the models and indexes the catalog holds",
+    )
+
+
+def _refuse_losing_the_catalog(dsn: str) -> None:
+    held = server_setup.catalog_counts(dsn)
+    if any(held.values()):
+        models = _count(held["models"], "model", "models")
+        indexes = _count(held["indexes"], "index", "indexes")
+        raise LoomStateError(
+            "--reinstall drops the loomdb extension with its catalog, which holds "
+            f"{models} and {indexes}",
+            hint="run loomdb pg install without --reinstall to update in place and keep them, "
+            "or add --drop-catalog to drop them with the extension",
+        )
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -236,6 +265,7 @@ def run(args: argparse.Namespace) -> int:
         python=args.python,
         source=args.source,
         reinstall=args.reinstall,
+        drop_catalog=args.drop_catalog,
         numba_cache_dir=getattr(args, "numba_cache_dir", None),
     )
     print(f"loomdb {done['extension_version']} {done['action']} in {done['dsn']}")

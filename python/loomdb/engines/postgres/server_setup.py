@@ -172,6 +172,17 @@ def write_settings(dsn: str, settings: dict[str, str]) -> None:
             catalog.put_setting(PsycopgDatabase(conn), key, value)
 
 
+def catalog_counts(dsn: str) -> dict[str, int]:
+    """How many models and indexes the database's loomdb catalog holds (0 without one)."""
+    counts = {}
+    with connect(dsn) as conn:
+        for table in ("models", "indexes"):
+            held = _one(conn, f"SELECT to_regclass('loom.{table}') IS NOT NULL")
+            rows = _one(conn, f"SELECT count(*) FROM loom.{table}") if held else 0
+            counts[table] = int(str(rows))
+    return counts
+
+
 def create_extension(dsn: str, *, reinstall: bool = False) -> tuple[str, str]:
     """Create (or update, or drop and create) plpython3u and loomdb; return (action, version)."""
     query_version = "SELECT extversion FROM pg_extension WHERE extname = 'loomdb'"
