@@ -45,6 +45,13 @@ def test_describe_dsn_hides_the_password():
     assert "secret" not in shown and "db.example" in shown and "5433" in shown
 
 
+def test_a_server_older_than_14_is_refused():
+    server_setup.check_version(14, "14.0")
+    with pytest.raises(LoomStateError, match="PostgreSQL 13.9 is older") as caught:
+        server_setup.check_version(13, "13.9")
+    assert "14 or newer" in caught.value.hint
+
+
 def test_install_says_when_the_server_cannot_be_reached():
     with pytest.raises(LoomStateError, match="could not connect"):
         pg_install.install("host=127.0.0.1 port=1 user=postgres connect_timeout=2", log=print)

@@ -115,8 +115,11 @@ class Database(Queryable, Protocol):
         """Whether ``schema.function`` (unquoted names) takes ``arity`` arguments."""
         ...
 
-    def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
-        """A cheap fingerprint of the rows (count and a hash sum) to tell a stale index."""
+    def signature(
+        self, relation: str, columns: Sequence[str], where: str | None, like: str | None = None
+    ) -> str:
+        """A fingerprint of the rows (count and a hash sum) to tell a stale index, computed the
+        way ``like`` (one recorded before, perhaps by an earlier version) was."""
         ...
 
     def read_matrix(

