@@ -97,8 +97,7 @@ def test_an_index_fingerprinted_by_an_earlier_version_is_checked_its_way(pg_dsn)
             "FROM generate_series(1, 600) i"
         )
         c.execute(
-            "SELECT loom_create_index('printed', 'printed_src', 'y', "
-            '\'{"format": "dense"}\')'
+            "SELECT loom_create_index('printed', 'printed_src', 'y', '{\"format\": \"dense\"}')"
         )
         (recorded,) = c.execute(
             "SELECT source_signature FROM loom.indexes WHERE name = 'printed'"

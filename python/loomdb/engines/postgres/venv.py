@@ -8,7 +8,7 @@ bootstrap prepends the environment's site-packages to ``sys.path`` (setting
 
 * ``ensure_venv`` creates it (or reuses it when its Python matches the server's);
 * ``install_requirements`` installs what the server side imports (numpy, numba, sqlglot,
-  zstandard, pillow),
+  zstandard, zlib-ng, pillow),
   pinned to the versions the calling interpreter has so both sides behave alike;
 * ``copy_loomdb`` puts the loomdb the caller runs (from a wheel or a checkout) into it;
 * ``make_readable`` opens the tree to the server's OS user.
@@ -34,6 +34,7 @@ SERVER_PACKAGES = (
     "numba",
     "sqlglot",
     "zstandard",
+    "zlib-ng",  # the storage rows' CRC-32 (store/storage.checksum)
     "pillow",
     "threadpoolctl",  # {"parallel": n}: one BLAS thread per shard
     "datasketches",  # workers a train starts inside the server encode gradients (SketchML)
