@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -100,4 +102,5 @@ def readable_dir() -> Path:
     """A fresh directory every OS user can read: the PostgreSQL server reads files from it."""
     path = Path(tempfile.mkdtemp(prefix="loomdb-files-"))
     path.chmod(0o755)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)  # the test run leaves none behind
     return path
