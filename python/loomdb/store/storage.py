@@ -159,6 +159,14 @@ def damaged(index: str, what: str) -> LoomFormatError:
     )
 
 
+def _stored_order(row: tuple) -> tuple[int, int]:
+    """A row's place, (batch, part): readers sort a query's rows here, not in the engine.  An
+    engine's ORDER BY moves every payload with its row (DuckDB: half of a 64 MB page's query,
+    0.58 s against 0.28 s for 2M × 20 dense rows), where Python's sort moves references, and
+    the rows mostly arrive in the order they were written, for which it only compares."""
+    return row[0], row[1]
+
+
 class Reader:
     """Reads minibatches of one index's storage table and checks each as it arrives."""
 
@@ -191,7 +199,8 @@ class Reader:
         where = "batch >= $1 AND batch < $2 AND part >= 0 AND part <= $3"
         for start in range(first, stop, page):
             end = min(start + page, stop)
-            rows = self._query(where, [start, end, parts])
+            rows = self._query(where, [start, end, parts], ordered=False)
+            rows.sort(key=_stored_order)
             yield from self._checked(rows, range(start, end), parts)
 
     def read_ids(self, ids: Sequence[int], parts: int) -> Iterator[Stored]:
@@ -200,7 +209,7 @@ class Reader:
             return iter(())
         where = f"batch = ANY(CAST($1 AS {self.db.type('integer[]')})) AND part >= 0 AND part <= $2"
         rows = self._query(where, [[int(i) for i in ids], parts], ordered=False)
-        rows.sort(key=lambda r: (r[0], r[1]))  # a few rows: cheaper here than an engine's sort
+        rows.sort(key=_stored_order)
         return self._checked(rows, list(ids), parts)
 
     def summaries(self, count: int) -> list[Stored]:
