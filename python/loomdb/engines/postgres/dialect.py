@@ -257,9 +257,9 @@ def signature_query(
     relation: str, columns: Sequence[str], where: str | None, record: bool = True
 ) -> str:
     """The count and hash sum of the rows' ``columns``.  ``record``: each row hashed by its
-    columns' own hash functions (``hash_record_extended``, PostgreSQL 14+), 5x faster than
-    hashing the row's text (28 s for 10M rows × 21 columns here), which earlier versions
-    recorded and a check of their fingerprint still computes.  Both see every change of a value
+    columns' own hash functions (``hash_record_extended``, PostgreSQL 14+): 4.5 s for 10M rows
+    × 21 columns here, against 28 s hashing the row's text, which earlier versions recorded and
+    a check of their fingerprint still computes.  Both see every change of a value
     but a float's −0 to 0 (equal values, the same training)."""
     row = f"ROW({', '.join(columns)})"
     hashed = f"hash_record_extended({row}, 0)" if record else f"hashtextextended({row}::text, 0)"
