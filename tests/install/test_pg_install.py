@@ -163,6 +163,68 @@ def test_reinstall_refuses_to_drop_a_catalog_that_holds_a_model(pg_dsn):
             conn.execute("DROP DATABASE IF EXISTS loom_reinstall WITH (FORCE)")
 
 
+STRIP_PCR = (  # an extension as made before the C module was built, for the pcr method
+    "ALTER EXTENSION loomdb DROP OPERATOR CLASS loom.pcr_bytea_ops USING pcr",
+    "ALTER EXTENSION loomdb DROP OPERATOR FAMILY loom.pcr_bytea_ops USING pcr",
+    "ALTER EXTENSION loomdb DROP ACCESS METHOD pcr",
+    "ALTER EXTENSION loomdb DROP FUNCTION loom.pcr_handler(internal)",
+    "ALTER EXTENSION loomdb DROP FUNCTION loom.finite(double precision)",
+    "DROP ACCESS METHOD pcr CASCADE",
+    "DROP FUNCTION loom.pcr_handler(internal)",
+    "DROP FUNCTION loom.finite(double precision)",
+)
+
+
+@pytest.mark.postgres
+def test_install_adds_the_c_module_in_place_keeping_the_catalog(pg_dsn):
+    """An extension created before the C module was built lacks its access methods and C
+    functions.  Running the install again adds them in place, each joined to the extension
+    (so DROP EXTENSION removes them), and the catalog keeps its models; it used to advise
+    --reinstall, which drops them.  A run with nothing missing adds nothing."""
+    from conftest import need
+    from support import pgserver
+
+    if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
+        pytest.skip("the server was not made by the tests: not installing into it again")
+    if sorted(server_setup.index_methods(pg_dsn)) != sorted(index_am_install.METHODS):
+        need("loomdb's index access methods (the C module)")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS loom_inplace")
+        conn.execute("CREATE DATABASE loom_inplace")
+    dsn = f"{pg_dsn} dbname=loom_inplace"
+    try:
+        server_setup.create_extension(dsn)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "CREATE TABLE t AS SELECT g::float8 AS x, g % 2 AS y FROM generate_series(1, 40) g"
+            )
+            conn.execute("SELECT loom_train('kept', 't', 'y', '{\"epochs\": 1}')")
+            for statement in STRIP_PCR:
+                conn.execute(statement)
+        assert "pcr" not in server_setup.index_methods(dsn)
+        assert not server_setup.native_predict(dsn)
+        lines: list[str] = []
+        pg_install.install(dsn, log=lines.append)
+        assert "the extension predates the C module: added 5 objects in place" in lines
+        assert sorted(server_setup.index_methods(dsn)) == sorted(index_am_install.METHODS)
+        assert server_setup.native_predict(dsn)
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("SELECT name FROM loom.models").fetchall() == [("kept",)]
+            members = conn.execute(
+                "SELECT count(*) FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid "
+                "WHERE e.extname = 'loomdb' AND d.deptype = 'e' AND ("
+                "(d.classid = 'pg_am'::regclass AND d.objid = (SELECT oid FROM pg_am "
+                "WHERE amname = 'pcr')) OR (d.classid = 'pg_proc'::regclass AND d.objid IN "
+                "('loom.finite(double precision)'::regprocedure, "
+                "'loom.pcr_handler(internal)'::regprocedure)))"
+            ).fetchone()
+            assert members == (3,)
+        assert server_setup.add_native(dsn) == []
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS loom_inplace WITH (FORCE)")
+
+
 @pytest.mark.postgres
 def test_install_refuses_a_role_that_is_not_superuser(pg_dsn):
     from support import pgserver

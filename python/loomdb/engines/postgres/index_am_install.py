@@ -5,8 +5,9 @@ The C part is optional.  Without PostgreSQL's server headers (Debian:
 ``postgresql-server-dev-15``), ``make`` or a C compiler, ``loomdb pg install`` says what is
 missing and goes on: ``loom_create_index`` and every other function work, ``CREATE INDEX …
 USING mlweaving`` in psql does not.  The install script is the same either way: it declares
-the access methods only when it finds the library (``pg_stat_file``), so an extension created
-before the library was installed gains them with ``loomdb pg install --reinstall``.  With the
+the access methods only when it finds the library (``pg_stat_file``); an extension created
+before the library was installed gains them when ``loomdb pg install`` runs again
+(``server_setup.add_native``: in place, its catalog kept).  With the
 tools present, a failing build is an error, never skipped.
 """
 
@@ -157,11 +158,14 @@ def _methods_sql() -> str:
 def extension_sql() -> str:
     """The access methods' part of the install (and update) script."""
     text = resources.files("loomdb.engines.postgres").joinpath("index_am.sql").read_text()
+    return text.replace("{name_pattern}", NAME_PATTERN) + predict_install.sql() + native_sql()
+
+
+def native_sql() -> str:
+    """The C module's objects, made where its library is installed: the ``DO`` block the
+    install script ends with, which ``server_setup.add_native`` also runs on its own."""
     library = f"{LIBRARY}.so"
-    return (
-        text.replace("{name_pattern}", NAME_PATTERN)
-        + predict_install.sql()
-        + f"""
+    return f"""
 -- The access methods themselves, loom.finite and the C loom_predict, when their library is
 -- installed (loomdb pg install builds it where PostgreSQL's server headers are present);
 -- without it, loom_create_index only, and loom_predict in Python.
@@ -186,4 +190,3 @@ BEGIN
 END
 $do$;
 """
-    )

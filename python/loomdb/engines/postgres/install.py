@@ -163,13 +163,11 @@ def install(
         server_setup.write_settings(dsn, settings)
     log(f"extension loomdb {version}: {action}")
     methods = server_setup.index_methods(dsn)
-    if done["index_am_library"] and not methods:
-        log(
-            "the extension was created before the index access methods were built: "
-            "loomdb pg install --reinstall adds CREATE INDEX … USING, but drops the catalog "
-            "(its models and indexes: with --drop-catalog where it holds any)"
-        )
-    elif methods:
+    if done["index_am_library"] and not (methods and server_setup.native_predict(dsn)):
+        added = server_setup.add_native(dsn)
+        log(f"the extension predates the C module: added {len(added)} objects in place")
+        methods = server_setup.index_methods(dsn)
+    if methods:
         log(f"CREATE INDEX … USING {'|'.join(methods)}: available")
     native = server_setup.native_predict(dsn)
     log(

@@ -196,6 +196,55 @@ def catalog_counts(dsn: str) -> dict[str, int]:
     return counts
 
 
+# The objects this transaction made in loomdb's schema and access methods that no extension
+# holds yet, each as what follows ALTER EXTENSION … ADD (names quoted by PostgreSQL's format:
+# only objects the install script's own block just made are named, never a row a role wrote).
+_NEW_MEMBERS = """
+WITH fresh (classid, objid) AS (
+    SELECT 'pg_catalog.pg_proc'::regclass, oid FROM pg_catalog.pg_proc
+    WHERE xmin = pg_catalog.pg_current_xact_id()::xid AND pronamespace = 'loom'::regnamespace
+    UNION ALL SELECT 'pg_catalog.pg_am'::regclass, oid FROM pg_catalog.pg_am
+    WHERE xmin = pg_catalog.pg_current_xact_id()::xid
+    UNION ALL SELECT 'pg_catalog.pg_opfamily'::regclass, oid FROM pg_catalog.pg_opfamily
+    WHERE xmin = pg_catalog.pg_current_xact_id()::xid AND opfnamespace = 'loom'::regnamespace
+    UNION ALL SELECT 'pg_catalog.pg_opclass'::regclass, oid FROM pg_catalog.pg_opclass
+    WHERE xmin = pg_catalog.pg_current_xact_id()::xid AND opcnamespace = 'loom'::regnamespace
+)
+SELECT CASE f.classid
+    WHEN 'pg_catalog.pg_proc'::regclass THEN format('FUNCTION %s', f.objid::regprocedure)
+    WHEN 'pg_catalog.pg_am'::regclass THEN format('ACCESS METHOD %I', a.amname)
+    WHEN 'pg_catalog.pg_opfamily'::regclass THEN format('OPERATOR FAMILY loom.%I USING %I',
+        o.opfname, (SELECT amname FROM pg_catalog.pg_am WHERE oid = o.opfmethod))
+    ELSE format('OPERATOR CLASS loom.%I USING %I',
+        c.opcname, (SELECT amname FROM pg_catalog.pg_am WHERE oid = c.opcmethod))
+    END
+FROM fresh AS f
+LEFT JOIN pg_catalog.pg_am AS a ON f.classid = 'pg_catalog.pg_am'::regclass AND a.oid = f.objid
+LEFT JOIN pg_catalog.pg_opfamily AS o
+    ON f.classid = 'pg_catalog.pg_opfamily'::regclass AND o.oid = f.objid
+LEFT JOIN pg_catalog.pg_opclass AS c
+    ON f.classid = 'pg_catalog.pg_opclass'::regclass AND c.oid = f.objid
+WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend AS d
+                  WHERE d.classid = f.classid AND d.objid = f.objid AND d.deptype = 'e')
+ORDER BY 1
+"""
+
+
+def add_native(dsn: str) -> list[str]:
+    """Give an extension created before the C module was built its objects — the index access
+    methods, ``loom.finite``, the C ``loom_predict`` — in place, keeping its catalog: the
+    install script's own ``DO`` block, then each object it made joined to the extension (found
+    as the new rows of this transaction), all in one transaction.  What was added, in words."""
+    from loomdb.engines.postgres import index_am_install
+
+    with connect(dsn) as conn, conn.transaction():
+        conn.execute(index_am_install.native_sql())  # type: ignore[arg-type]
+        added = [str(r[0]) for r in conn.execute(_NEW_MEMBERS).fetchall()]  # type: ignore[arg-type]
+        for member in added:
+            conn.execute(sql.SQL("ALTER EXTENSION loomdb ADD ") + sql.SQL(member))  # type: ignore[arg-type]
+    return added
+
+
 def create_extension(dsn: str, *, reinstall: bool = False) -> tuple[str, str]:
     """Create (or update, or drop and create) plpython3u and loomdb; return (action, version)."""
     query_version = "SELECT extversion FROM pg_extension WHERE extname = 'loomdb'"
