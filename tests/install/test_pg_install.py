@@ -8,6 +8,8 @@ left behind, and install again only into a cluster the test run made itself.
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -141,10 +143,21 @@ def test_install_again_is_idempotent(pg_dsn):
 def test_reinstall_refuses_to_drop_a_catalog_that_holds_a_model(pg_dsn):
     """--reinstall drops the extension with loom.models and loom.indexes: while they hold rows
     it is refused before anything is done, and the model is still there."""
+    with database_with_a_model(pg_dsn, "loom_reinstall") as dsn:
+        with pytest.raises(LoomStateError, match="holds 1 model and 0 indexes") as refused:
+            pg_install.install(dsn, reinstall=True, log=lambda line: None)
+        assert "--drop-catalog" in refused.value.hint
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("SELECT name FROM loom.models").fetchall() == [("kept",)]
+
+
+@contextlib.contextmanager
+def database_with_a_model(pg_dsn: str, name: str) -> Iterator[str]:
+    """A new database of the server with loomdb and one model, ``kept``; its DSN, then gone."""
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS loom_reinstall")
-        conn.execute("CREATE DATABASE loom_reinstall")
-    dsn = f"{pg_dsn} dbname=loom_reinstall"
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    dsn = f"{pg_dsn} dbname={name}"
     try:
         server_setup.create_extension(dsn)
         assert server_setup.catalog_counts(dsn) == {"models": 0, "indexes": 0}
@@ -153,14 +166,10 @@ def test_reinstall_refuses_to_drop_a_catalog_that_holds_a_model(pg_dsn):
                 "CREATE TABLE t AS SELECT g::float8 AS x, g % 2 AS y FROM generate_series(1, 40) g"
             )
             conn.execute("SELECT loom_train('kept', 't', 'y', '{\"epochs\": 1}')")
-        with pytest.raises(LoomStateError, match="holds 1 model and 0 indexes") as refused:
-            pg_install.install(dsn, reinstall=True, log=lambda line: None)
-        assert "--drop-catalog" in refused.value.hint
-        with psycopg.connect(dsn) as conn:
-            assert conn.execute("SELECT name FROM loom.models").fetchall() == [("kept",)]
+        yield dsn
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            conn.execute("DROP DATABASE IF EXISTS loom_reinstall WITH (FORCE)")
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 STRIP_PCR = (  # an extension as made before the C module was built, for the pcr method
@@ -188,17 +197,8 @@ def test_install_adds_the_c_module_in_place_keeping_the_catalog(pg_dsn):
         pytest.skip("the server was not made by the tests: not installing into it again")
     if sorted(server_setup.index_methods(pg_dsn)) != sorted(index_am_install.METHODS):
         need("loomdb's index access methods (the C module)")
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS loom_inplace")
-        conn.execute("CREATE DATABASE loom_inplace")
-    dsn = f"{pg_dsn} dbname=loom_inplace"
-    try:
-        server_setup.create_extension(dsn)
+    with database_with_a_model(pg_dsn, "loom_inplace") as dsn:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(
-                "CREATE TABLE t AS SELECT g::float8 AS x, g % 2 AS y FROM generate_series(1, 40) g"
-            )
-            conn.execute("SELECT loom_train('kept', 't', 'y', '{\"epochs\": 1}')")
             for statement in STRIP_PCR:
                 conn.execute(statement)
         assert "pcr" not in server_setup.index_methods(dsn)
@@ -220,9 +220,6 @@ def test_install_adds_the_c_module_in_place_keeping_the_catalog(pg_dsn):
             ).fetchone()
             assert members == (3,)
         assert server_setup.add_native(dsn) == []
-    finally:
-        with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            conn.execute("DROP DATABASE IF EXISTS loom_inplace WITH (FORCE)")
 
 
 @pytest.mark.postgres
