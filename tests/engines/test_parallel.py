@@ -243,6 +243,25 @@ def test_shards_run_in_the_workers_and_the_model_does_not_care_who_ran_them(pg):
     assert np.array_equal(_model(pg)[0], shared)
 
 
+def test_a_workers_error_reads_as_the_leaders(pg):
+    """A damaged minibatch found in a parallel worker (the leader out of the plan) comes back
+    as the same error a serial train gives: ``loomdb: …``, its SQLSTATE and hint, without the
+    ``plpy.Error`` the worker's PL/Python would otherwise put before it."""
+    import psycopg
+
+    from loomdb.errors import LoomFormatError
+
+    pg.rows('UPDATE loom_data."pix" SET payload = payload || payload WHERE batch = 3 AND part = 1')
+    pg.rows("SET parallel_leader_participation = off")
+    with pytest.raises(psycopg.Error) as info:
+        _train(pg, {"index": "pix", "parallel": 2, "lr": 0.1, "cache_mb": 0}, "NULL")
+    diag = info.value.diag
+    assert diag.message_primary == (
+        "loomdb: index 'pix' is damaged: minibatch 3 part 1 does not match its checksum"
+    )
+    assert diag.sqlstate == LoomFormatError.sqlstate and "loom_reindex('pix')" in diag.message_hint
+
+
 def test_the_planner_settings_are_put_back_inside_a_transaction(pg):
     with pg.conn.transaction():
         before = pg.rows("SELECT current_setting('enable_hashagg'), current_setting('work_mem')")

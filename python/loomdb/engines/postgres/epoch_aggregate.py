@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loomdb.codecs.blob import byte_view
+from loomdb.engines.postgres.plpy_database import raise_error
 from loomdb.errors import LoomError, LoomFormatError
 from loomdb.learn import averaging, shard_state
 from loomdb.store import formats, storage
@@ -46,8 +47,7 @@ def call(plpy: Any, name: str, *args: Any) -> Any:
     try:
         return FUNCTIONS[name](*args)
     except LoomError as e:
-        extra = {k: v for k, v in (("detail", e.detail), ("hint", e.hint)) if v}
-        plpy.error(e.message, sqlstate=e.sqlstate, **extra)
+        raise_error(plpy, e)
 
 
 def job(start: averaging.Start, read: dict[str, Any]) -> bytes:

@@ -13,6 +13,7 @@ cancel).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -43,7 +44,7 @@ DEPLOYED_TYPES = {701: "double precision", 25: "text"}
 INTERRUPT_EVERY_S = 0.1
 BLOB_ROWS = 16  # rows a cursor fetches at a time in query_blobs
 CONFLICTS = {"23505", "40001", "40P01"}  # unique key, serialization, deadlock
-#: what PL/Python writes before a loomdb error's message: the name of its class (``server``)
+#: what PL/Python writes before a loomdb error's message: the name of its class (raise_error)
 ERROR_PREFIX = "loomdb: "
 _plans: dict[tuple[str, tuple[str, ...]], Any] = {}
 
@@ -53,6 +54,25 @@ def message_of(error: Exception) -> str:
     it came from loomdb (a loomdb function that a statement of this one called)."""
     message = str(error.args[0]) if error.args else str(error)
     return message.removeprefix(ERROR_PREFIX)
+
+
+def raise_error(plpy: Any, e: LoomError) -> None:
+    """``e`` as PostgreSQL's error, its detail, hint and SQLSTATE: how every loomdb function,
+    the parallel epoch's aggregate too, ends in an error.  PL/Python writes the class of the
+    exception before its message, with its module unless that is ``builtins``: a
+    ``plpy.Error`` reads ``plpy.Error: …``, this subclass of it ``loomdb: …``."""
+    error = _error_class(plpy.Error)(e.message)
+    error.sqlstate = e.sqlstate
+    for key, value in (("detail", e.detail), ("hint", e.hint)):
+        if value:
+            setattr(error, key, value)
+    raise error from None
+
+
+@functools.cache
+def _error_class(base: type) -> type:
+    name = ERROR_PREFIX.removesuffix(": ")
+    return type(name, (base,), {"__module__": "builtins"})
 
 
 def translate(error: Exception) -> LoomError:

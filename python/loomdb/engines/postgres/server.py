@@ -10,11 +10,10 @@ access methods' functions (``loom._index_am_build``, ``loom._index_am_check``) c
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from loomdb.engines.calls import rows_of, vectorized
-from loomdb.engines.postgres.plpy_database import ERROR_PREFIX, PlpyDatabase
+from loomdb.engines.postgres.plpy_database import PlpyDatabase, raise_error
 from loomdb.errors import LoomError
 from loomdb.udfs import by_name
 
@@ -34,7 +33,7 @@ def call(plpy: Any, name: str, *args: Any) -> Any:
             return None if value != value else float(value)
         return udf.callable()(db, *args)
     except LoomError as e:
-        _raise(plpy, e)
+        raise_error(plpy, e)
 
 
 def index_am(plpy: Any, name: str, *args: Any) -> Any:
@@ -44,7 +43,7 @@ def index_am(plpy: Any, name: str, *args: Any) -> Any:
     try:
         return getattr(methods, name)(PlpyDatabase(plpy), *args)
     except LoomError as e:
-        _raise(plpy, e)
+        raise_error(plpy, e)
 
 
 def native_model(plpy: Any, name: str) -> Any:
@@ -54,22 +53,4 @@ def native_model(plpy: Any, name: str) -> Any:
     try:
         return read(PlpyDatabase(plpy), name)
     except LoomError as e:
-        _raise(plpy, e)
-
-
-def _raise(plpy: Any, e: LoomError) -> None:
-    """``e`` as PostgreSQL's error, its detail, hint and SQLSTATE.  PL/Python writes the
-    class of the exception before its message, with its module unless that is ``builtins``:
-    a ``plpy.Error`` reads ``plpy.Error: …``, this subclass of it ``loomdb: …``."""
-    error = _error_class(plpy.Error)(e.message)
-    error.sqlstate = e.sqlstate
-    for key, value in (("detail", e.detail), ("hint", e.hint)):
-        if value:
-            setattr(error, key, value)
-    raise error from None
-
-
-@functools.cache
-def _error_class(base: type) -> type:
-    name = ERROR_PREFIX.removesuffix(": ")
-    return type(name, (base,), {"__module__": "builtins"})
+        raise_error(plpy, e)
