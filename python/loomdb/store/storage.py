@@ -192,14 +192,14 @@ class Reader:
         self.uid, self.version, self.owner = uid, version, owner
         self.checked = checked  # False: a private table, its rows without checksums
 
-    def _query(self, where: str, params: list, ordered: bool = True) -> list[tuple]:
-        sql = (
-            f"SELECT batch, part, rows, version, payload, checksum FROM {self.relation} "
-            f"WHERE {where}" + (" ORDER BY batch, part" if ordered else "")
-        )
+    def _query(self, where: str, params: list) -> list[tuple]:
+        """The rows ``where`` says, in (batch, part) order (``_stored_order``)."""
+        sql = f"SELECT batch, part, rows, version, payload, checksum FROM {self.relation} "
         self.db.check_interrupt()
         with self.db.as_role(self.owner):  # the owner's table: read with the owner's rights
-            return self.db.query_blobs(sql, params)
+            rows = self.db.query_blobs(sql + f"WHERE {where}", params)
+        rows.sort(key=_stored_order)
+        return rows
 
     def read(self, first: int, stop: int, parts: int, batch_bytes: int) -> Iterator[Stored]:
         """Minibatches ``[first, stop)`` with parts ``0 … parts``, each exactly once, in order."""
@@ -207,8 +207,7 @@ class Reader:
         where = "batch >= $1 AND batch < $2 AND part >= 0 AND part <= $3"
         for start in range(first, stop, page):
             end = min(start + page, stop)
-            rows = self._query(where, [start, end, parts], ordered=False)
-            rows.sort(key=_stored_order)
+            rows = self._query(where, [start, end, parts])
             yield from self._checked(rows, range(start, end), parts)
 
     def read_ids(self, ids: Sequence[int], parts: int) -> Iterator[Stored]:
@@ -216,8 +215,7 @@ class Reader:
         if not len(ids):
             return iter(())
         where = f"batch = ANY(CAST($1 AS {self.db.type('integer[]')})) AND part >= 0 AND part <= $2"
-        rows = self._query(where, [[int(i) for i in ids], parts], ordered=False)
-        rows.sort(key=_stored_order)
+        rows = self._query(where, [[int(i) for i in ids], parts])
         return self._checked(rows, list(ids), parts)
 
     def summaries(self, count: int) -> list[Stored]:

@@ -162,14 +162,13 @@ def install(
     if action in ("updated", "already installed"):
         server_setup.write_settings(dsn, settings)
     log(f"extension loomdb {version}: {action}")
-    methods = server_setup.index_methods(dsn)
-    if done["index_am_library"] and not (methods and server_setup.native_predict(dsn)):
+    methods, native = server_setup.index_methods(dsn), server_setup.native_predict(dsn)
+    if done["index_am_library"] and not (methods and native):
         added = server_setup.add_native(dsn)
         log(f"the extension predates the C module: added {len(added)} objects in place")
-        methods = server_setup.index_methods(dsn)
+        methods, native = server_setup.index_methods(dsn), server_setup.native_predict(dsn)
     if methods:
         log(f"CREATE INDEX … USING {'|'.join(methods)}: available")
-    native = server_setup.native_predict(dsn)
     log(
         "loom_predict per row in C, loom.finite guards compiled models: available"
         if native
