@@ -28,6 +28,7 @@ returns nothing of the others.
 from __future__ import annotations
 
 import functools
+import operator
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -167,12 +168,11 @@ def damaged(index: str, what: str) -> LoomFormatError:
     )
 
 
-def _stored_order(row: tuple) -> tuple[int, int]:
-    """A row's place, (batch, part): readers sort a query's rows here, not in the engine.  An
-    engine's ORDER BY moves every payload with its row (DuckDB: half of a 64 MB page's query,
-    0.58 s against 0.28 s for 2M × 20 dense rows), where Python's sort moves references, and
-    the rows mostly arrive in the order they were written, for which it only compares."""
-    return row[0], row[1]
+# A row's place, (batch, part): readers sort a query's rows here, not in the engine.  An
+# engine's ORDER BY moves every payload with its row (DuckDB: half of a 64 MB page's query,
+# 0.58 s against 0.28 s for 2M × 20 dense rows), where Python's sort moves references, and the
+# rows mostly arrive in the order they were written, for which it only compares.
+_stored_order = operator.itemgetter(0, 1)
 
 
 class Reader:
