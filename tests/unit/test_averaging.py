@@ -215,11 +215,11 @@ def test_shard_state_refuses_hostile_headers(header):
 
 
 class FakePlpy:
+    """What the aggregate uses of PL/Python's ``plpy``: its ``Error``, which loomdb subclasses
+    and raises with the error's SQLSTATE, detail and hint set on it (``raise_error``)."""
+
     class Error(Exception):
         pass
-
-    def error(self, message, sqlstate=None, **extra):
-        raise FakePlpy.Error(message, sqlstate, extra.get("hint"))
 
 
 def _layout(X, y, fmt_name, batch_size=16):
@@ -364,7 +364,7 @@ def test_the_aggregate_refuses_damaged_and_misordered_minibatches():
     state = agg.call(plpy, "step", None, 0, *_epoch_rows(rows, 0), job)
     with pytest.raises(FakePlpy.Error, match="minibatch 2 is missing") as info:
         agg.call(plpy, "step", state, 0, *_epoch_rows(rows, 4), job)
-    assert info.value.args[1] == "XX001" and "loom_reindex('ix')" in info.value.args[2]
+    assert info.value.sqlstate == "XX001" and "loom_reindex('ix')" in info.value.hint
     with pytest.raises(FakePlpy.Error, match="minibatch 4 is missing"):  # inside a run
         agg.call(plpy, "step", state, 0, *_epoch_rows(rows, 2, 6), job)
     later = agg.call(plpy, "step", state, 0, *_epoch_rows(rows, 2, 4), job)  # a run of two
