@@ -16,10 +16,10 @@ import numpy as np
 from loomdb.errors import LoomDataError, LoomOptionError
 from loomdb.store.db import Database
 from loomdb.store.names import quote_ident
+from loomdb.store.settle import column_stats
 from loomdb.store.source import (
     USABLE,
     SourceProfile,
-    column_stats,
     columns_of,
     count_rows,
     label_counts,

@@ -28,6 +28,7 @@ from loomdb.options import Constraint
 from loomdb.store.db import Database
 from loomdb.store.encoding import Encoded
 from loomdb.store.names import quote_ident
+from loomdb.store.settle import column_stats
 
 TOP_K = 100  # categories kept per text column unless top_k says otherwise
 MAX_TOP_K = 1000
@@ -145,13 +146,12 @@ def _column(
     if not isinstance(fill, str):
         return Encoded(column, kind, impute=float(fill))
     value = Encoded(column, kind).sql(db.type("double"), db.dialect)[0]
-    aggregate = (
-        f"avg({value})"
-        if fill == "mean"
-        else (f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {value})")
-    )
-    (got,) = db.query(f"SELECT {aggregate} FROM {rel}" + (f" WHERE {where}" if where else ""))[0]
-    if got is None:
+    if fill == "mean":  # settled, as the column's own statistics are: the same in every run
+        got = column_stats(db, rel, [value], where)[0, 2]
+    else:
+        median = f"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY {value}) FROM {rel}"
+        (got,) = db.query(median + (f" WHERE {where}" if where else ""))[0]
+    if got is None or got != got:  # NULL (PostgreSQL, DuckDB) or NaN (no values: the mean)
         raise LoomDataError(
             f"feature column '{column}' has no values to take the {fill} of",
             hint="every training row holds NULL there: leave it out of 'features'",

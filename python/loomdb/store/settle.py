@@ -11,13 +11,18 @@ mean more than about 2^25 deviations from zero has last bits finer than that gri
 differ).  A z-scored value moves by less than 2^-BITS, far below what a model can tell; a model
 stores the scaling it used, so its predictions are exact.  A constant column (min = max) has that
 value for its mean, exactly, and a std of 0.  Min and max are exact already and never rounded.
+``column_stats`` computes them in SQL; a column's imputed mean (``preprocess``) is its settled
+mean, so the values that fill its NULLs are the same in every run too.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from loomdb.store.db import Database
+
 BITS = 24
+STATS_PER_QUERY = 400  # 4 aggregates each: PostgreSQL allows 1664 entries in a target list
 
 
 def settled(
@@ -36,3 +41,20 @@ def settled(
     mean = np.where(constant, lo, np.where(usable, rounded_mean, mean))
     std = np.where(constant, 0.0, np.where(usable, rounded_std, std))
     return mean, std
+
+
+def column_stats(db: Database, rel: str, exprs: list[str], where: str | None) -> np.ndarray:
+    """(columns, 4) array of min, max, mean and population std, in SQL (the mean and std
+    ``settled``: the same in every run)."""
+    out: list[float] = []
+    for start in range(0, len(exprs), STATS_PER_QUERY):
+        aggs = ", ".join(
+            f"{fn}({c}) AS s{start + i}_{fn}"
+            for i, c in enumerate(exprs[start : start + STATS_PER_QUERY])
+            for fn in ("min", "max", "avg", "stddev_pop")
+        )
+        row = db.query(f"SELECT {aggs} FROM {rel}" + (f" WHERE {where}" if where else ""))[0]
+        out.extend(np.nan if v is None else float(v) for v in row)
+    stats = np.array(out).reshape(-1, 4)
+    stats[:, 2], stats[:, 3] = settled(stats[:, 2], stats[:, 3], stats[:, 0], stats[:, 1])
+    return stats

@@ -19,10 +19,9 @@ from loomdb.store import preprocess
 from loomdb.store.db import Database
 from loomdb.store.encoding import Encoded
 from loomdb.store.names import is_table_name, quote_ident, relation
-from loomdb.store.settle import settled
+from loomdb.store.settle import column_stats
 
 MAX_CLASSES = 1000
-STATS_PER_QUERY = 400  # 4 aggregates each: PostgreSQL allows 1664 entries in a target list
 USABLE = ("numeric", "boolean")
 ENCODABLE = (*USABLE, "text")  # text features are one-hot encoded (store/preprocess.py)
 
@@ -139,23 +138,6 @@ def _features(
     if label in chosen:
         raise LoomOptionError(f"'{label}' is the label; it cannot also be a feature")
     return chosen
-
-
-def column_stats(db: Database, rel: str, exprs: list[str], where: str | None) -> np.ndarray:
-    """(columns, 4) array of min, max, mean and population std, in SQL (the mean and std
-    ``settled``: the same in every run)."""
-    out: list[float] = []
-    for start in range(0, len(exprs), STATS_PER_QUERY):
-        aggs = ", ".join(
-            f"{fn}({c}) AS s{start + i}_{fn}"
-            for i, c in enumerate(exprs[start : start + STATS_PER_QUERY])
-            for fn in ("min", "max", "avg", "stddev_pop")
-        )
-        row = db.query(f"SELECT {aggs} FROM {rel}" + (f" WHERE {where}" if where else ""))[0]
-        out.extend(np.nan if v is None else float(v) for v in row)
-    stats = np.array(out).reshape(-1, 4)
-    stats[:, 2], stats[:, 3] = settled(stats[:, 2], stats[:, 3], stats[:, 0], stats[:, 1])
-    return stats
 
 
 def label_column(source: str, label: str, available: dict[str, str], text: bool = False) -> str:

@@ -39,7 +39,7 @@ from loomdb.options import Constraint
 from loomdb.store import source as dense_source
 from loomdb.store.db import Database
 from loomdb.store.names import quote_ident
-from loomdb.store.settle import settled
+from loomdb.store.settle import column_stats, settled
 from loomdb.store.source import SourceProfile, columns_of
 
 MAX_WIDTH = 2**31
@@ -220,7 +220,7 @@ def _profile(db, source, rel, available, label, spec, nulls) -> SparseProfile:
     prof.stats = _column_stats(db, source, pairs, rows)
     prof.nnz = int(nnz)
     double = db.type("double")
-    label_stats = dense_source.column_stats(db, rel, [prof.label_expr(double)], where)[0]
+    label_stats = column_stats(db, rel, [prof.label_expr(double)], where)[0]
     if not np.isfinite(label_stats[:2]).all():
         raise LoomDataError(f"label '{label}' of {source} holds NaN or infinite values")
     prof.stats["label"] = np.nan_to_num(label_stats)
