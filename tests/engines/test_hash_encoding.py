@@ -130,3 +130,25 @@ def test_a_model_of_hashed_features_only_compiles(source):
     rows = source.rows(f"SELECT {compiled}, loom_predict_row('he_h', he) FROM he ORDER BY id")
     got = np.array(rows, dtype=float)
     assert np.allclose(got[:, 0], got[:, 1], rtol=0, atol=1e-9)
+
+
+def test_a_split_select_source_lays_hashed_columns_out_by_their_bucket(source):
+    # The layout computes each hashed column's bucket once a row, in a column of its own; a
+    # source holding a column of that name, a SELECT source and a split all read the same.
+    query = (
+        "SELECT *, id AS loom_bucket_0, CASE WHEN id % 5 = 0 THEN 'test' ELSE 'train' END "
+        "AS part FROM he"
+    )
+    options = {"features": ["city", "x"], "preprocess": HASH, "model": "linear"}
+    options["split_column"] = "part"
+    sql = json.dumps(options)
+    source.scalar(
+        f"SELECT loom_train('he_s', '{query.replace(chr(39), chr(39) * 2)}', 'y', '{sql}')"
+    )
+    info = json.loads(source.scalar("SELECT loom_model_info('he_s')"))
+    train = np.arange(N) % 5 != 0
+    city = encodings.load(info["options"]["encoding"])[0]
+    design = np.hstack([city.apply(list(CITY[train])), X[train, None]])
+    assert info["rows_processed"] == train.sum()
+    means = np.array(info["standardization"]["shift"])
+    assert np.allclose(means, design.mean(axis=0), rtol=0, atol=1e-6)

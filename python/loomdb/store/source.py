@@ -63,6 +63,7 @@ class SourceProfile:
     encoding: list[Encoded] | None = None  # how columns became ``features``, where they did
     split: dict[str, Any] | None = None  # the test split left out of ``relation`` (store/split.py)
     label_classes: list[str] | None = None  # a text label's classes; the label is their code
+    buckets: dict[str, str] = field(default_factory=dict)  # hashed column: its bucket's column
 
     @property
     def raw_bytes(self) -> int:
@@ -73,7 +74,7 @@ class SourceProfile:
         """SQL expressions of the features then the label, as doubles, for ``dialect``."""
         label = label_value(self.label, self.kinds[self.label], self.label_classes, double)
         if self.encoding is not None:
-            return [*encodings.sql(self.encoding, double, dialect), label]
+            return [*encodings.sql(self.encoding, double, dialect, self.buckets), label]
         return [*(number(c, self.kinds[c], double) for c in self.features), label]
 
     def stored_stats(self) -> dict[str, Any]:
@@ -239,6 +240,8 @@ def profile(
     if encode:
         prof.encoding = preprocess.plan(db, rel, source, chosen, kinds, spec, where)
         prof.features = encodings.names(prof.encoding)
+        rel, prof.buckets = encodings.with_buckets(rel, prof.encoding, db.dialect, available)
+        prof.relation = rel
     double = db.type("double")
     values = column_stats(db, rel, prof.values(double, db.dialect), where)
     bad = [
