@@ -26,9 +26,9 @@ database's encoding: UTF8, or non-ASCII values land elsewhere than in Python and
 reading hex as an integer is spelled per dialect (:data:`HEX_INTEGER`), and each spelling is
 immutable, so a deployed PostgreSQL function stays ``IMMUTABLE``.  Where the layout reads a
 source, each hashed column's bucket is computed once per row (:func:`with_buckets`) and its n
-features compare that: PostgreSQL computes each expression of a row on its own, so n features
-each hashing the text took n MD5s a row (100,000 rows, 64 buckets: 31 s to lay out, against 3 s
-one-hot).
+features compare that: PostgreSQL computes each expression of a row on its own, and n features
+each hashing the text took n MD5s a row (100,000 rows, 64 buckets: 31.9 s to train, 3.9 s with
+the bucket computed once).
 """
 
 from __future__ import annotations
