@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from loomdb.engines.postgres import dialect
 from loomdb.store import encoding as encodings
 
 pytestmark = pytest.mark.postgres
@@ -152,3 +153,33 @@ def test_a_split_select_source_lays_hashed_columns_out_by_their_bucket(source):
     assert info["rows_processed"] == train.sum()
     means = np.array(info["standardization"]["shift"])
     assert np.allclose(means, design.mean(axis=0), rtol=0, atol=1e-6)
+
+
+def test_a_hashed_index_fingerprints_its_source_as_before_and_sees_a_bucket_change(source):
+    # The fingerprint reads each bucket once a row too, and comes out as it did when every
+    # feature hashed the text (so indexes built before stay fresh); a value moved to another
+    # bucket makes the index stale.
+    spec = json.dumps({"features": ["city", "x"], "preprocess": HASH})
+    source.scalar(f"SELECT loom_create_index('he_i', 'he', 'y', '{spec}')")
+    stats, recorded = source.rows(
+        "SELECT stats, source_signature FROM loom.indexes WHERE name = 'he_i'"
+    )[0]
+    encoding = encodings.load(json.loads(stats)["encoding"]) or []
+    double = "DOUBLE PRECISION"
+    exprs = [*encodings.sql(encoding, double, source.name), 'CAST("y" AS DOUBLE PRECISION)']
+    if source.name == "postgres":
+        n, total = source.rows(dialect.signature_query("he", exprs, None))[0]
+        assert recorded == f"{dialect.RECORD_HASH}{n}:{total}"
+    else:
+        n, total = source.rows(f"SELECT count(*), sum(hash({', '.join(exprs)})) FROM he")[0]
+        assert recorded == f"{n}:{total}"
+    options = json.dumps({"index": "he_i", "epochs": 1, "replace": True})
+    train = f"SELECT loom_train('he_f', NULL, 'y', '{options}')"
+    source.scalar(train)  # fresh
+    moved = next(
+        f"moved{i}"
+        for i in range(64)
+        if encodings.bucket(f"moved{i}", 16) != encodings.bucket(CITY[3], 16)
+    )
+    source.rows(f"UPDATE he SET city = '{moved}' WHERE id = 3")
+    assert "older than the last change" in _error(source, train)

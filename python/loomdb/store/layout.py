@@ -338,8 +338,10 @@ def _signature(
     if encoding is not None:  # the encoded features, as the layout read them
         strict = [*encodings.strict(encoding), info.label]
         where = complete_rows(strict) if info.options.get("nulls") == "skip" else None
-        rel = relation(info.source, db.dialect)
-        exprs = [*encodings.sql(encoding, double, db.dialect), label]
+        rel = relation(info.source, db.dialect)  # a hashed column's bucket once a row
+        taken = [c for c, _ in db.columns(rel)] if any(e.hashed for e in encoding) else []
+        rel, buckets = encodings.with_buckets(rel, encoding, db.dialect, taken)
+        exprs = [*encodings.sql(encoding, double, db.dialect, buckets), label]
         return db.signature(rel, exprs, where, like)
     exprs = [  # the array columns of a sparse source and an image column's bytes as they are
         quote_ident(c)
