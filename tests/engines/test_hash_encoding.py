@@ -153,6 +153,17 @@ def test_a_split_select_source_lays_hashed_columns_out_by_their_bucket(source):
     assert info["rows_processed"] == train.sum()
     means = np.array(info["standardization"]["shift"])
     assert np.allclose(means, design.mean(axis=0), rtol=0, atol=1e-6)
+    # evaluated on the held-out rows, read the same way: the mse of the model's predictions
+    source_sql = query.replace("'", "''")
+    got = json.loads(
+        source.scalar(f"SELECT loom_evaluate('he_s', '{source_sql}', '{{\"split\": \"test\"}}')")
+    )
+    test = ~train
+    held = np.hstack([city.apply(list(CITY[test])), X[test, None]])
+    scaled = (held - means) * np.array(info["standardization"]["scale"])
+    w, b = np.array(info["coefficients"]).ravel(), np.ravel(info["intercept"])[0]
+    assert got["rows"] == test.sum()
+    assert got["mse"] == pytest.approx(np.mean((scaled @ w + b - Y[test]) ** 2), rel=1e-9)
 
 
 def test_a_hashed_index_fingerprints_its_source_as_before_and_sees_a_bucket_change(source):

@@ -179,8 +179,9 @@ def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np
         cols = [*encodings.columns(encoding), label]
         _require(source, name, kinds, cols, f"{', '.join(cols[:10])} and its label {label}")
         double = db.type("double")
+        rel, buckets = encodings.with_buckets(rel, encoding, db.dialect, kinds)
         values = [
-            *encodings.sql(encoding, double, db.dialect),
+            *encodings.sql(encoding, double, db.dialect, buckets),
             _label(model, label, kinds, double),
         ]
         where = complete_rows([*encodings.strict(encoding), label])
