@@ -243,7 +243,8 @@ def profile(
         rel, prof.buckets = encodings.with_buckets(rel, prof.encoding, db.dialect, available)
         prof.relation = rel
     double = db.type("double")
-    values = column_stats(db, rel, prof.values(double, db.dialect), where)
+    exprs = prof.values(double, db.dialect)
+    values = column_stats(db, rel, exprs, where, once=prof.encoding is not None)
     bad = [
         n
         for n, (lo, hi) in zip([*prof.features, label], values[:, :2])
