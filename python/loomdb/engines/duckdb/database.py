@@ -288,8 +288,9 @@ def _shuffled(relation: str, listed: str, where: str | None, seed: int | None) -
 
     The rows are sorted before ``listed`` is computed: a sort moves every value it is given, and
     an encoded source's features outnumber its columns (one text column one-hot encoded to 64
-    features: 2M rows read in 1.8 s sorted after, 0.7 s before).  DuckDB keeps a subquery's
-    order through a SELECT from it alone (its "order preservation" rules)."""
+    features, 2M rows: 1.8 s to read with the features sorted, 0.7 s with the columns sorted
+    and the features computed after).  DuckDB keeps a subquery's order through a SELECT from it
+    alone (its "order preservation" rules)."""
     filtered = f" WHERE {where}" if where else ""
     order = f"hash(loom_rn, {int(seed)}), loom_rn" if seed is not None else "loom_rn"
     numbered = f"SELECT *, row_number() OVER () AS loom_rn FROM {relation}{filtered}"
