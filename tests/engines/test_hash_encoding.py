@@ -142,10 +142,8 @@ def test_a_split_select_source_lays_hashed_columns_out_by_their_bucket(source):
     )
     options = {"features": ["city", "x"], "preprocess": HASH, "model": "linear"}
     options["split_column"] = "part"
-    sql = json.dumps(options)
-    source.scalar(
-        f"SELECT loom_train('he_s', '{query.replace(chr(39), chr(39) * 2)}', 'y', '{sql}')"
-    )
+    quoted = query.replace("'", "''")
+    source.scalar(f"SELECT loom_train('he_s', '{quoted}', 'y', '{json.dumps(options)}')")
     info = json.loads(source.scalar("SELECT loom_model_info('he_s')"))
     train = np.arange(N) % 5 != 0
     city = encodings.load(info["options"]["encoding"])[0]
@@ -154,9 +152,8 @@ def test_a_split_select_source_lays_hashed_columns_out_by_their_bucket(source):
     means = np.array(info["standardization"]["shift"])
     assert np.allclose(means, design.mean(axis=0), rtol=0, atol=1e-6)
     # evaluated on the held-out rows, read the same way: the mse of the model's predictions
-    source_sql = query.replace("'", "''")
     got = json.loads(
-        source.scalar(f"SELECT loom_evaluate('he_s', '{source_sql}', '{{\"split\": \"test\"}}')")
+        source.scalar(f"SELECT loom_evaluate('he_s', '{quoted}', '{{\"split\": \"test\"}}')")
     )
     test = ~train
     held = np.hstack([city.apply(list(CITY[test])), X[test, None]])
