@@ -20,7 +20,7 @@ from loomdb.distributed import options as distributed
 from loomdb.errors import LoomDataError, LoomDivergedError, LoomOptionError
 from loomdb.functions import deploy, train_parallel
 from loomdb.functions.train_plan import Plan, plan, standardize_for
-from loomdb.learn import fused_steps, skipping, slim, step_size
+from loomdb.learn import skipping, slim, step_size
 from loomdb.learn.model import LinearModel
 from loomdb.learn.problem import Problem
 from loomdb.learn.scaling import Scaling
@@ -156,19 +156,15 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     config = _config(p, laid, lr, safe, metric)
     skip, skip_used = _skip(p, laid, problem)
     read_ahead = skip_used.get("read_ahead", 1)
-    background = cluster is None and _in_background(db, p, laid, backend)
-    epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead, background)
+    epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead)
     train_parallel.check_layout(p.opts, epochs)
     progress = _progress(db, what) if p.opts["progress"] else None
     report = None
     if cluster is None:
-        try:
-            with train_parallel.runner(db, p.opts, laid, epochs, problem, config) as runner:
-                model, history = fit(
-                    epochs, problem, config, backend, progress, db.check_interrupt, skip, runner
-                )
-        finally:  # the reader has stopped before the database is used again
-            epochs.close()
+        with train_parallel.runner(db, p.opts, laid, epochs, problem, config) as runner:
+            model, history = fit(
+                epochs, problem, config, backend, progress, db.check_interrupt, skip, runner
+            )
     else:  # the epochs run on a cluster (distributed/; skip is refused there)
         from loomdb.distributed.fit import fit_distributed
 
@@ -203,18 +199,6 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     if sparse:  # coefficients kept by source column (learn/sparse_model.py)
         model = from_layout(model, np.asarray(info.stats["columns"]), sparse["width"])
     return model, history, used, report
-
-
-def _in_background(db: Any, p: Plan, laid: layout.Layout, backend: Any) -> bool:
-    """Whether epochs read the layout on a thread of their own (``store/read_ahead``): for a
-    format whose decode is worth it (``Format.decodes_apart``), in the serial loop (parallel
-    shards already read on one thread and step on others), without a skip policy (it chooses
-    the rows from the model of the moment), where the steps are ``learn/fused_steps``'s (a TOC
-    minibatch's at any width), whose kernels let go of Python's lock, and where the engine
-    allows it."""
-    if not laid.fmt.decodes_apart or p.opts["parallel"] > 1 or p.skip:
-        return False
-    return fused_steps.serves_named(backend, p.opts["optimizer"]) and db.background_reads()
 
 
 def _config(

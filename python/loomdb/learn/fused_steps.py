@@ -81,12 +81,10 @@ _NONE_2D, _NONE_1D = np.zeros((0, 0)), np.zeros(0)
 
 def serves(backend: Any, optimizer: Any) -> bool:
     """Whether a train on ``backend`` with ``optimizer`` steps here (what its payloads allow)."""
-    return serves_named(backend, getattr(optimizer, "name", None))
-
-
-def serves_named(backend: Any, optimizer: str | None) -> bool:
-    """``serves`` given the optimiser's name, before one is made."""
-    return getattr(backend, "name", None) == "cpu" and optimizer in ("sgd", "nesterov")
+    return getattr(backend, "name", None) == "cpu" and getattr(optimizer, "name", None) in (
+        "sgd",
+        "nesterov",
+    )
 
 
 def runs(batches: Iterable[Batch], width: int) -> Iterator[tuple[str, list[Batch]] | Batch]:

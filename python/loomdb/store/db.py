@@ -81,12 +81,6 @@ class Database(Queryable, Protocol):
         """``cache_mb``'s default here: what a train may keep in memory between epochs."""
         ...
 
-    def background_reads(self) -> bool:
-        """Whether a train may read the layout on a thread of its own beside the caller's
-        (``store/read_ahead``): this connection may be used from another thread, one statement
-        at a time, and the engine is allowed more than one thread."""
-        ...
-
     def notice(self, message: str) -> None:
         """Report progress (a NOTICE in PostgreSQL, a log line or stderr in DuckDB)."""
         ...

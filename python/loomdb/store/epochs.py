@@ -16,12 +16,6 @@ minibatches at once, at the parameters of the first one's step, in one query —
 SlimML's per-iteration evaluation (Algorithm 1) for engines where a query costs more than a
 step (DuckDB: milliseconds); 1, the default, is the paper's.  Decoded groups are kept (per
 group) within the same budget, so a warm epoch reads only groups it has not seen yet.
-
-With ``background``, an epoch that reads the layout (not kept) reads it on a thread of its own
-while the trainer steps (``store/read_ahead``): the same minibatches in the same order.  The
-caller allows it only where the engine's connection may be used from another thread and the
-steps let go of Python's lock (``functions/train``), and calls ``close`` before it uses the
-database again.
 """
 
 from __future__ import annotations
@@ -36,14 +30,6 @@ from loomdb.errors import LoomOptionError
 from loomdb.seams import Aggregates, Batch
 from loomdb.store.grouped import groups_per_batch
 from loomdb.store.layout import Layout
-from loomdb.store.read_ahead import ReadAhead
-
-#: Training minibatches from which an epoch is read in the background (when its caller allows):
-#: eight runs of ``learn/fused_steps`` (which steps 64 at a time; the first run waits for the
-#: reader and the reader is done during the last).  Measured, toc, census-like rows in 250-row
-#: minibatches, cold epochs, DuckDB, 2 cores: 1.0x at 256 minibatches, 1.07x at 400, 1.2x at
-#: 640, 1.3x at 1,600.
-BACKGROUND_LEAST = 512
 
 #: Given a minibatch's group ids: which of them to read (a mask) and a weight per group (or
 #: None), the weight of a group's rows in the step.
@@ -58,12 +44,7 @@ def _held(batch: Batch) -> int:
 
 class Epochs:
     def __init__(
-        self,
-        layout: Layout,
-        validation_fraction: float,
-        cache_bytes: int,
-        read_ahead: int = 1,
-        background: bool = False,
+        self, layout: Layout, validation_fraction: float, cache_bytes: int, read_ahead: int = 1
     ):
         self.layout = layout
         self.read_ahead = read_ahead
@@ -85,15 +66,6 @@ class Epochs:
         self.train_stop = min((n - held) * self.per, layout.info.batches)
         if self._beyond_budget():
             self.too_large.add(0)
-        # reading on a thread of its own pays where an epoch holds many runs of minibatches
-        # (``store/read_ahead``); below that the thread costs more than it overlaps
-        many = self.train_stop >= BACKGROUND_LEAST
-        self.reader = ReadAhead() if background and many else None
-
-    def close(self) -> None:
-        """Stop reading in the background (before the train uses the database again)."""
-        if self.reader is not None:
-            self.reader.stop()
 
     def _beyond_budget(self) -> bool:
         """Whether an epoch cannot fit the budget, known before reading it: a format read whole
@@ -131,15 +103,11 @@ class Epochs:
                     "skipping needs a layout laid out in groups",
                     hint='build the index with {"slimml": true}',
                 )
-            self.close()  # read here, on the caller's thread
             return self._chosen(precision, choose)
         kept = self.cached.get(self._key(precision))
         if kept is not None:
             return list(kept)  # kept with nbytes 0: nothing is read
-        units: Iterable[Batch] = self.layout.batches(0, self.train_stop, precision)
-        if self.reader is not None:
-            units = self.reader.stream(units)
-        batches = self._minibatches(units)
+        batches = self._minibatches(self.layout.batches(0, self.train_stop, precision))
         keep = self.budget and self._key(precision) not in self.too_large
         return self._keeping(batches, precision) if keep else batches
 
@@ -216,7 +184,6 @@ class Epochs:
         ]
 
     def validation_batches(self, precision: int) -> Iterable[Batch]:
-        self.close()  # read here, on the caller's thread
         if self.train_stop >= self.layout.info.batches:
             return ()
         units = self.layout.batches(self.train_stop, self.layout.info.batches, precision)

@@ -180,12 +180,6 @@ class DuckDatabase:
         (limit,) = self.query("SELECT current_setting('memory_limit')")[0]
         return memory.cache_default_mb(limit)
 
-    def background_reads(self) -> bool:
-        """Yes, unless DuckDB is held to one thread (``SET threads = 1``): a cursor may be used
-        from any thread, one statement at a time."""
-        (threads,) = self.query("SELECT current_setting('threads')")[0]
-        return int(threads) > 1
-
     def notice(self, message: str) -> None:
         self.state.notice(message)
 

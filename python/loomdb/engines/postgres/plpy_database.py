@@ -198,10 +198,6 @@ class PlpyDatabase:
     def cache_default_mb(self) -> int:
         return BACKEND_CACHE_MB
 
-    def background_reads(self) -> bool:
-        """Never: the server's API (``plpy``) may only be called on the backend's own thread."""
-        return False
-
     def notice(self, message: str) -> None:
         self.plpy.notice(message)
 

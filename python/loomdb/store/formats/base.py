@@ -69,12 +69,6 @@ class Format:
     any_precision = False  # reads fewer bytes at a lower precision
     fidelity: str | None = None  # the train option choosing the precision read, if any
     value_map: str | None = None  # the affine map applied to stored values, if any
-    # whether a cold epoch reads this format on a thread of its own (``store/read_ahead``):
-    # where decoding a minibatch is a kernel that lets go of Python's lock and costs as much as
-    # a step.  Measured (400,000 census-like rows, cold epochs, DuckDB, 2 cores): toc 1.2–1.3x
-    # faster; dense (its decode a view) 0.85–1.1x and mlweaving at 4 bits 0.8–0.95x, whose
-    # reading is mostly the engine's and Python's.
-    decodes_apart = False
     options = Options("layout")  # what this format accepts besides the shared layout options
 
     def parts(self, precision: int) -> int:

@@ -19,7 +19,6 @@ from loomdb.store.storage import Buffer
 
 class TocFormat(Format):
     name = "toc"
-    decodes_apart = True  # the decode tree's kernel (``codecs/toc_read``) is most of a read
     options = Options(
         "layout",
         Option(
