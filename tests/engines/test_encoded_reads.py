@@ -1,0 +1,79 @@
+"""A layout reads an encoded text column as one feature index a row (``encoding.codes_sql``) and
+expands it in numpy (``encoding.expand``): the same features, to the bit, as the one expression
+per feature that predicting compiles (``Encoded.sql``), on each engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from loomdb.store import encoding as encodings
+from loomdb.store.encoding import Encoded
+
+pytestmark = pytest.mark.postgres
+
+ROWS = [  # (id, city, flag, x)
+    (0, "a", True, 1.5),
+    (1, "b", False, None),
+    (2, None, None, -0.0),
+    (3, "it's", True, 2.0),
+    (4, "東京", False, 3.25),
+    (5, "zz", True, -1.0),
+    (6, "", None, 0.5),
+    (7, "a", False, 7.0),
+]
+ENCODINGS = {
+    "one-hot with other": [
+        Encoded("city", "text", categories=("a", "it's", "東京", ""), other=True),
+        Encoded("x", "numeric", impute=0.25),
+    ],
+    "one-hot, no other": [Encoded("city", "text", categories=("b", "zz")), Encoded("x", "numeric")],
+    "no categories": [Encoded("city", "text"), Encoded("flag", "boolean")],  # NULL throughout
+    "hashed": [Encoded("city", "text", buckets=3), Encoded("x", "numeric", impute=-2.0)],
+}
+
+
+@pytest.fixture
+def table(engine):
+    double = "DOUBLE PRECISION" if engine.name == "postgres" else "DOUBLE"
+    engine.rows(f"CREATE TABLE enc (id INTEGER, city TEXT, flag BOOLEAN, x {double})")
+    values = ", ".join(
+        "({}, {}, {}, {})".format(
+            i,
+            "NULL" if c is None else encodings.text_literal(c),
+            "NULL" if f is None else str(f).upper(),
+            "NULL" if x is None else repr(x),
+        )
+        for i, c, f, x in ROWS
+    )
+    engine.rows(f"INSERT INTO enc VALUES {values}")
+    return engine
+
+
+def _matrix(engine, exprs: list[str]) -> np.ndarray:
+    listed = ", ".join(exprs)
+    return np.array(engine.rows(f"SELECT {listed} FROM enc ORDER BY id"), dtype=float)
+
+
+@pytest.mark.parametrize("case", list(ENCODINGS))
+def test_expanded_codes_are_the_features_bit_for_bit(table, case):
+    encoding = ENCODINGS[case]
+    if case == "one-hot, no other":  # rows with NULL x are left out of a layout (not imputed)
+        table.rows("DELETE FROM enc WHERE x IS NULL")
+    if case == "no categories":  # a layout leaves out rows with a NULL boolean
+        table.rows("DELETE FROM enc WHERE flag IS NULL")
+    double = "FLOAT8" if table.name == "postgres" else "DOUBLE"
+    dialect = table.name
+    features = _matrix(table, encodings.sql(encoding, double, dialect))
+    codes = _matrix(table, [*encodings.codes_sql(encoding, double, dialect), "CAST(id AS FLOAT8)"])
+    expanded = encodings.expand(encoding, codes)
+    assert expanded.shape == (len(features), features.shape[1] + 1)
+    assert expanded[:, :-1].tobytes() == features.tobytes()  # -0.0 and 0.0 told apart
+    assert expanded[:, -1].tolist() == sorted(expanded[:, -1].tolist())  # the label column kept
+    text = next(e for e in encoding if e.text)
+    width = len(text.names())
+    kept = [int(i) for i in codes[:, -1]]
+    for row, i in zip(expanded, kept):  # one indicator for a value it places, none for NULL
+        city = ROWS[i][1]
+        placed = city is not None and (text.other or text.hashed or city in text.categories)
+        assert row[:width].sum() == float(placed)
