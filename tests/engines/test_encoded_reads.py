@@ -4,11 +4,14 @@ per feature that predicting compiles (``Encoded.sql``), on each engine."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from loomdb.store import encoding as encodings
 from loomdb.store.encoding import Encoded
+from loomdb.store.settle import settled
 
 pytestmark = pytest.mark.postgres
 
@@ -77,3 +80,26 @@ def test_expanded_codes_are_the_features_bit_for_bit(table, case):
         city = ROWS[i][1]
         placed = city is not None and (text.other or text.hashed or city in text.categories)
         assert row[:width].sum() == float(placed)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{"city": {"top_k": 2}, "x": {"impute": 0.5}}, {"city": {"encode": "hash", "buckets": 3}}],
+    ids=["one-hot", "hashed"],
+)
+def test_an_indicators_statistics_are_counted_as_its_values_would_give(table, spec):
+    """The profile counts each text column's feature indices (``source._feature_stats``): the
+    same minimum, maximum and mean as the features' values give, and their deviation."""
+    if "x" not in spec:
+        table.rows("DELETE FROM enc WHERE x IS NULL")
+    options = json.dumps({"features": ["city", "x"], "preprocess": spec})
+    table.rows(f"SELECT loom_create_index('enc_ix', 'enc', 'id', '{options}')")
+    stats = json.loads(table.scalar("SELECT stats FROM loom.indexes WHERE name = 'enc_ix'"))
+    encoding = encodings.load(stats["encoding"])
+    double = "FLOAT8" if table.name == "postgres" else "DOUBLE"
+    X = _matrix(table, encodings.sql(encoding, double, table.name))
+    mean, std = settled(X.mean(axis=0), X.std(axis=0), X.min(axis=0), X.max(axis=0))
+    assert len(stats["mean"]) == X.shape[1] > 3
+    assert stats["min"] == X.min(axis=0).tolist() and stats["max"] == X.max(axis=0).tolist()
+    assert stats["mean"] == mean.tolist()
+    assert np.allclose(stats["std"], std, rtol=2.0**-22, atol=0)

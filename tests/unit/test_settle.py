@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from loomdb.store.settle import BITS, settled
+from loomdb.store.settle import BITS, indicator_stats, settled
 
 rng = np.random.default_rng(7)
 
@@ -72,3 +72,23 @@ def test_column_stats_computed_once_a_row_are_the_same_in_every_chunk():
     assert a[0, :2].tolist() == [first.min(), first.max()]
     step = first.std() * 2.0**-BITS  # as settled
     assert abs(a[0, 2] - first.mean()) <= step and abs(a[0, 3] - first.std()) <= step
+
+
+def test_indicator_statistics_from_counts_are_those_of_the_ones_and_zeros():
+    rng = np.random.default_rng(3)
+    ones = np.zeros((1000, 5))
+    ones[:, 0] = 1.0  # every row
+    ones[:, 2] = rng.random(1000) < 0.3
+    ones[:, 3] = rng.random(1000) < 0.001
+    ones[:, 4] = np.arange(1000) < 999  # all but one (column 1: none)
+    got = indicator_stats(ones.sum(axis=0), len(ones))
+    mean, std = settled(ones.mean(axis=0), ones.std(axis=0), ones.min(axis=0), ones.max(axis=0))
+    assert got[:, 0].tolist() == ones.min(axis=0).tolist()
+    assert got[:, 1].tolist() == ones.max(axis=0).tolist()
+    assert got[:, 2].tolist() == mean.tolist()
+    assert np.allclose(got[:, 3], std, rtol=2.0**-22, atol=0)
+    assert got[0, 3] == got[1, 3] == 0.0  # constant indicators
+
+
+def test_indicator_statistics_of_no_rows_are_null():
+    assert np.isnan(indicator_stats(np.zeros(3), 0)).all()

