@@ -13,6 +13,7 @@ blobs; MLWeaving: on the woven planes at 32 bits) without decompressing.
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -180,12 +181,12 @@ def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np
         _require(source, name, kinds, cols, f"{', '.join(cols[:10])} and its label {label}")
         double = db.type("double")
         rel, buckets = encodings.with_buckets(rel, encoding, db.dialect, kinds)
-        values = [
-            *encodings.sql(encoding, double, db.dialect, buckets),
+        values = [  # each text column's feature index, as the layout reads it
+            *encodings.codes_sql(encoding, double, db.dialect, buckets),
             _label(model, label, kinds, double),
         ]
         where = complete_rows([*encodings.strict(encoding), label])
-        return _read_margins(db, model, rel, values, where)
+        return _read_margins(db, model, rel, values, where, partial(encodings.expand, encoding))
     cols = [*model.features, label]
     _require(source, name, kinds, cols, f"{', '.join(model.features[:10])} and its label {label}")
     where = complete_rows(cols)
@@ -206,9 +207,13 @@ def _label(model: LinearModel, label: str, kinds: dict[str, str], double: str) -
     return label_value(label, kinds[label], model.class_names, double)
 
 
-def _read_margins(db, model, rel, values, where) -> tuple[np.ndarray, np.ndarray]:
-    chunks = list(db.read_matrix(rel, values, where, None, EVAL_CHUNK))
-    data = np.concatenate(chunks) if chunks else np.empty((0, len(values)))
+def _read_margins(db, model, rel, values, where, expand=None) -> tuple[np.ndarray, np.ndarray]:
+    """Margins and labels of the rows ``values`` reads (``expand``: what makes the features
+    and the label of them, ``encoding.expand``)."""
+    chunks = [
+        expand(c) if expand else c for c in db.read_matrix(rel, values, where, None, EVAL_CHUNK)
+    ]
+    data = np.concatenate(chunks) if chunks else np.empty((0, len(model.features) + 1))
     Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
     return Z, data[:, -1]
 

@@ -6,13 +6,13 @@ No paper section (BigQuery ML's TRANSFORM and PostgresML's preprocess are the mo
 (``options["encoding"]``) and replayed two ways that agree row for row:
 
 - as SQL (:meth:`Encoded.sql`), one numeric expression per feature over the source column —
-  what ``loom_predict_sql`` / ``loom_deploy`` compile and ``loom_evaluate`` reads:
+  what ``loom_predict_sql`` / ``loom_deploy`` compile:
   ``CASE WHEN CAST("c" AS TEXT) = 'v' THEN 1.0 ELSE 0.0 END`` with every value a quoted
   literal, ``COALESCE(CAST("x" AS FLOAT8), 41.5)`` for an imputed number, ``CASE WHEN
   <bucket of "c"> = 3 THEN 1.0 ELSE 0.0 END`` for a hashed one;
 - in Python (:meth:`Encoded.apply`), over a row's named values (``loom_predict_row``).
 
-A layout reads a third form, equal to the first: one value a row per column
+A layout and ``loom_evaluate`` read a third form, equal to the first: one value a row per column
 (:meth:`Encoded.code_sql`: a text column's feature that is 1.0, by its place, −1 for none) that
 :func:`expand` turns into the features in numpy — k features of a text column cost one value
 instead of k expressions, each an array element PostgreSQL serialises (100,000 rows, 64
