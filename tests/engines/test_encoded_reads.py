@@ -32,6 +32,7 @@ ENCODINGS = {
     ],
     "one-hot, no other": [Encoded("city", "text", categories=("b", "zz")), Encoded("x", "numeric")],
     "no categories": [Encoded("city", "text"), Encoded("flag", "boolean")],  # NULL throughout
+    "no categories, other": [Encoded("city", "text", other=True), Encoded("x", "numeric")],
     "hashed": [Encoded("city", "text", buckets=3), Encoded("x", "numeric", impute=-2.0)],
 }
 
@@ -61,7 +62,7 @@ def _matrix(engine, exprs: list[str]) -> np.ndarray:
 @pytest.mark.parametrize("case", list(ENCODINGS))
 def test_expanded_codes_are_the_features_bit_for_bit(table, case):
     encoding = ENCODINGS[case]
-    if case == "one-hot, no other":  # rows with NULL x are left out of a layout (not imputed)
+    if case in ("one-hot, no other", "no categories, other"):  # NULL x: not laid out
         table.rows("DELETE FROM enc WHERE x IS NULL")
     if case == "no categories":  # a layout leaves out rows with a NULL boolean
         table.rows("DELETE FROM enc WHERE flag IS NULL")
@@ -103,3 +104,15 @@ def test_an_indicators_statistics_are_counted_as_its_values_would_give(table, sp
     assert stats["min"] == X.min(axis=0).tolist() and stats["max"] == X.max(axis=0).tolist()
     assert stats["mean"] == mean.tolist()
     assert np.allclose(stats["std"], std, rtol=2.0**-22, atol=0)
+
+
+def test_the_sql_features_are_what_python_makes_of_each_value(table):
+    """``Encoded.sql`` (what prediction compiles) and ``Encoded.apply`` (``loom_predict_row``)
+    agree for every encoding here, ``<other>`` without categories included."""
+    double = "FLOAT8" if table.name == "postgres" else "DOUBLE"
+    for encoding in ENCODINGS.values():
+        text = next(e for e in encoding if e.text)
+        if not text.names():  # no feature to compare
+            continue
+        got = _matrix(table, text.sql(double, table.name))
+        assert got.tolist() == text.apply([c for _, c, _, _ in ROWS]).tolist()

@@ -130,12 +130,10 @@ class Encoded:
                 f"(CASE WHEN {value} = {text_literal(v)} THEN 1.0 ELSE 0.0 END)"
                 for v in self.categories
             ]
-            if self.other:
-                kept = ", ".join(text_literal(v) for v in self.categories) or "NULL"
-                exprs.append(
-                    f"(CASE WHEN {value} IS NOT NULL AND {value} NOT IN ({kept}) "
-                    "THEN 1.0 ELSE 0.0 END)"
-                )
+            if self.other:  # no categories: every value is another (``NOT IN (NULL)`` is NULL)
+                kept = ", ".join(text_literal(v) for v in self.categories)
+                outside = f" AND {value} NOT IN ({kept})" if kept else ""
+                exprs.append(f"(CASE WHEN {value} IS NOT NULL{outside} THEN 1.0 ELSE 0.0 END)")
             return [f"CAST({e} AS {double})" for e in exprs]
         inner = f"CAST({col} AS INTEGER)" if self.kind == "boolean" else col
         number = f"CAST({inner} AS {double})"
