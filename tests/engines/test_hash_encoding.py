@@ -10,6 +10,7 @@ import pytest
 
 from loomdb.engines.postgres import dialect
 from loomdb.store import encoding as encodings
+from loomdb.store import layout
 
 pytestmark = pytest.mark.postgres
 
@@ -163,10 +164,20 @@ def test_a_split_select_source_lays_hashed_columns_out_by_their_bucket(source):
     assert got["mse"] == pytest.approx(np.mean((scaled @ w + b - Y[test]) ** 2), rel=1e-9)
 
 
-def test_a_hashed_index_fingerprints_its_source_as_before_and_sees_a_bucket_change(source):
-    # The fingerprint reads each bucket once a row too, and comes out as it did when every
-    # feature hashed the text (so indexes built before stay fresh); a value moved to another
-    # bucket makes the index stale.
+def _fingerprint(source, exprs: list[str]) -> str:
+    """The engine's fingerprint of table ``he`` over ``exprs`` (``Database.signature``)."""
+    if source.name == "postgres":
+        n, total = source.rows(dialect.signature_query("he", exprs, None))[0]
+        return f"{dialect.RECORD_HASH}{n}:{total}"
+    n, total = source.rows(f"SELECT count(*), sum(hash({', '.join(exprs)})) FROM he")[0]
+    return f"{n}:{total}"
+
+
+@pytest.mark.parametrize("recorded_as", ["codes", "features"])
+def test_a_hashed_index_fingerprints_its_source_and_sees_a_bucket_change(source, recorded_as):
+    # A new index fingerprints each hashed column's bucket, once a row (``layout.CODES``); one
+    # recorded before over every feature's expression is checked that way and stays fresh.
+    # Either way a value moved to another bucket makes the index stale.
     spec = json.dumps({"features": ["city", "x"], "preprocess": HASH})
     source.scalar(f"SELECT loom_create_index('he_i', 'he', 'y', '{spec}')")
     stats, recorded = source.rows(
@@ -174,13 +185,12 @@ def test_a_hashed_index_fingerprints_its_source_as_before_and_sees_a_bucket_chan
     )[0]
     encoding = encodings.load(json.loads(stats)["encoding"]) or []
     double = "DOUBLE PRECISION"
-    exprs = [*encodings.sql(encoding, double, source.name), 'CAST("y" AS DOUBLE PRECISION)']
-    if source.name == "postgres":
-        n, total = source.rows(dialect.signature_query("he", exprs, None))[0]
-        assert recorded == f"{dialect.RECORD_HASH}{n}:{total}"
-    else:
-        n, total = source.rows(f"SELECT count(*), sum(hash({', '.join(exprs)})) FROM he")[0]
-        assert recorded == f"{n}:{total}"
+    label = 'CAST("y" AS DOUBLE PRECISION)'
+    codes = [*encodings.codes_sql(encoding, double, source.name), label]
+    assert recorded == layout.CODES + _fingerprint(source, codes)
+    if recorded_as == "features":  # as loomdb recorded it before
+        before = _fingerprint(source, [*encodings.sql(encoding, double, source.name), label])
+        source.rows(f"UPDATE loom.indexes SET source_signature = '{before}' WHERE name = 'he_i'")
     options = json.dumps({"index": "he_i", "epochs": 1, "replace": True})
     train = f"SELECT loom_train('he_f', NULL, 'y', '{options}')"
     source.scalar(train)  # fresh
