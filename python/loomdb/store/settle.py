@@ -43,24 +43,13 @@ def settled(
     return mean, std
 
 
-def column_stats(
-    db: Database, rel: str, exprs: list[str], where: str | None, once: bool = False
-) -> np.ndarray:
+def column_stats(db: Database, rel: str, exprs: list[str], where: str | None) -> np.ndarray:
     """(columns, 4) array of min, max, mean and population std, in SQL (the mean and std
-    ``settled``: the same in every run).  ``once``: each expression is computed once a row, in
-    a subquery (``OFFSET 0`` keeps PostgreSQL from folding it back into the four aggregates,
-    each of which computes its argument: 64 one-hot features of 100,000 rows took 1.5 s, 0.6 s
-    once); for costly expressions only, as the subquery also keeps PostgreSQL's aggregates
-    from running in parallel workers."""
+    ``settled``: the same in every run)."""
     out: list[float] = []
-    filtered = f" WHERE {where}" if where else ""
+    source = f"{rel} WHERE {where}" if where else rel
     for start in range(0, len(exprs), STATS_PER_QUERY):
         chunk = exprs[start : start + STATS_PER_QUERY]
-        source = f"{rel}{filtered}"
-        if once:
-            listed = ", ".join(f"{c} AS loom_f{i}" for i, c in enumerate(chunk))
-            source = f"(SELECT {listed} FROM {source} OFFSET 0) AS loom_features"
-            chunk = [f"loom_f{i}" for i in range(len(chunk))]
         aggs = ", ".join(
             f"{fn}({c}) AS s{start + i}_{fn}"
             for i, c in enumerate(chunk)

@@ -295,14 +295,14 @@ def _feature_stats(db: Database, prof: SourceProfile, double: str) -> np.ndarray
         return column_stats(db, rel, prof.values(double, db.dialect), where)
     others = [e for e in prof.encoding if not e.text]
     exprs = [*encodings.sql(others, double, db.dialect), prof.label_sql(double)]
-    numbers = iter(column_stats(db, rel, exprs, where, once=True))
+    numbers = iter(column_stats(db, rel, exprs, where))
+    filtered = f" WHERE {where}" if where else ""
     out: list[np.ndarray] = []
     for e in prof.encoding:
         if not e.text:
             out.append(next(numbers)[None, :])
             continue
         code = e.code_sql(double, db.dialect, prof.buckets.get(e.column))
-        filtered = f" WHERE {where}" if where else ""
         counted = db.query(f"SELECT {code} AS loom_code, count(*) FROM {rel}{filtered} GROUP BY 1")
         counts = np.zeros(len(e.names()) + 1)  # the last: rows in none (code −1)
         for at, n in counted:
