@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from loomdb.errors import LoomFormatError
 from loomdb.store import encoding as encodings
 from loomdb.store.encoding import Encoded
 from loomdb.store.settle import settled
@@ -116,3 +117,37 @@ def test_the_sql_features_are_what_python_makes_of_each_value(table):
             continue
         got = _matrix(table, text.sql(double, table.name))
         assert got.tolist() == text.apply([c for _, c, _, _ in ROWS]).tolist()
+
+
+WEIGHTS = {  # a text column's weights (its width), each a case the CASE must get right
+    "mixed": lambda k: np.linspace(-1.5, 2.25, k) * (np.arange(k) % 3 != 1),  # zeros among them
+    "other zero": lambda k: np.r_[np.arange(1.0, k), 0.0],  # <other> (when it exists) weighs 0
+    "other only": lambda k: np.r_[np.zeros(k - 1), -0.75],
+}
+
+
+@pytest.mark.parametrize("weights", list(WEIGHTS))
+def test_a_text_columns_weighted_case_is_its_features_times_their_weights(table, weights):
+    """What prediction compiles for a text column (``Encoded.weighted_sql``): one CASE a row
+    whose value is Σ wᵢ·featureᵢ of ``Encoded.apply``'s features, exactly (±0 alike), for every
+    encoding here — categories of weight 0 still matched when ``<other>`` weighs something —
+    and no CASE at all where every weight is 0."""
+    double = "FLOAT8" if table.name == "postgres" else "DOUBLE"
+    cities = [c for _, c, _, _ in ROWS]
+    for encoding in ENCODINGS.values():
+        text = next(e for e in encoding if e.text)
+        k = len(text.names())
+        w = WEIGHTS[weights](k) if k else np.zeros(0)
+        case = text.weighted_sql(w.tolist(), double, table.name)
+        assert (case is None) == (not w.any())
+        if case is not None:
+            got = [v for (v,) in table.rows(f"SELECT {case} FROM enc ORDER BY id")]
+            assert got == (text.apply(cities) @ w).tolist(), (text, w)
+        assert text.weighted_sql([-0.0] * k, double, table.name) is None
+
+
+def test_an_encoding_listing_a_category_twice_is_refused():
+    record = Encoded("city", "text", categories=("a", "b")).to_dict()
+    record["categories"] = ["a", "b", "a"]
+    with pytest.raises(LoomFormatError, match="'a' twice"):
+        encodings.load([record])

@@ -128,6 +128,27 @@ def test_compiled_deployed_and_by_name_predictions_agree(source):
     assert accuracy > 0.8
 
 
+def test_a_linear_one_hot_models_values_agree_everywhere(source):
+    """Values, not classes: a text column with ``<other>`` compiles to one CASE a row
+    (``Encoded.weighted_sql``) whose margin is the model's, NULLs and the rest included."""
+    preprocess = {**MEAN_X["preprocess"], "size": {"top_k": 3}}
+    info = _train(
+        source, "pp_l", features=["size", "color", "x"], preprocess=preprocess, model="linear"
+    )
+    assert [e.other for e in _encoding(info)[:2]] == [True, False]
+    compiled = source.scalar("SELECT loom_predict_sql('pp_l')")
+    assert "THEN 1.0 ELSE 0.0" not in compiled  # no indicator terms: one CASE a column
+    source.scalar("SELECT loom_deploy('pp_l')")
+    got = np.array(
+        source.rows(
+            f"SELECT {compiled}, predict_pp_l(size, color, x), loom_predict_row('pp_l', pp) FROM pp"
+        ),
+        dtype=float,
+    )
+    assert np.allclose(got[:, :2], got[:, 2:], rtol=1e-12, atol=1e-12)
+    assert len(np.unique(got[:, 2].round(9))) > 20  # the columns move the value
+
+
 def test_unseen_category_and_null_are_all_zeros_without_other(source):
     info = _train(source, "pp_m", **MEAN_X)
     color = _encoding(info)[0]

@@ -6,9 +6,12 @@ tools that cannot call UDFs.  It is valid in DuckDB and PostgreSQL: columns are 
 identifiers cast to FLOAT8, constants are in exponent form, and ``greatest``/``CASE``/``exp``
 exist in both.  A row with a NaN or infinite feature gives NULL, as ``loom_predict`` does.
 A model with an encoding (``store/encoding.py``) compiles each feature to its encoding's
-expression over the source column (one-hot ``CASE WHEN`` terms with quoted literals, imputing
-``COALESCE``; a hashed column as one ``CASE`` on its bucket, in the dialect's spelling), so the
-expression takes the raw columns, text included.
+expression over the source column (an imputing ``COALESCE``; a text column, one-hot or hashed,
+as one ``CASE`` whose value is the weight of the feature that is 1.0: categories as quoted
+literals, a bucket in the dialect's spelling), so the expression takes the raw columns, text
+included.  One CASE, not one indicator term per feature: PostgreSQL, 1M rows with a
+64-category column and 8 numbers, the deployed function took 3.3–3.6 s as 65 terms (and 65
+more in its guard).
 In DuckDB the guard is ``isfinite(margin)``, the margin including ``0·x`` for a zero-weight
 feature (``0·∞`` is NaN), and DuckDB computes the repeated margin once (its common
 subexpression elimination): about the speed of the bare dot product.  PostgreSQL has no
@@ -38,7 +41,7 @@ from typing import Any
 
 from loomdb.learn.model import LinearModel, require_probabilities
 from loomdb.store import encoding as encodings
-from loomdb.store.encoding import text_literal
+from loomdb.store.encoding import Encoded, text_literal
 from loomdb.store.names import quote_ident
 
 FINITE = "loom.finite"  # loomdb_predict.c; schema-qualified, the loom schema is the installer's
@@ -55,29 +58,31 @@ def literal(x: float) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
-def _parts(model: LinearModel, dialect: str) -> list[tuple[str | None, list[str]]]:
-    """The features in groups, each ``(bucket, expressions)``: a hashed text column's bucket
-    SQL and its features' expressions, or None and other features' expressions (as FLOAT8)."""
+def _parts(model: LinearModel, dialect: str) -> list[tuple[Encoded | None, list[str]]]:
+    """The features in groups: ``(column, [])`` for an encoded text column, whose features are
+    0 or 1 and enter a margin as one CASE (:meth:`Encoded.weighted_sql`), else ``(None,
+    expressions)``, one FLOAT8 per feature."""
     encoding = encodings.load(model.encoding)
     if encoding is None:
         return [(None, [f"CAST({quote_ident(name)} AS FLOAT8)" for name in model.features])]
-    return [(e.bucket(dialect) if e.hashed else None, e.sql("FLOAT8", dialect)) for e in encoding]
+    return [(e, []) if e.text else (None, e.sql("FLOAT8", dialect)) for e in encoding]
 
 
 def _margin(model: LinearModel, j: int, dialect: str, zeros: bool = False) -> str:
     """b + Σ wᵢ·xᵢ; ``zeros``: zero-weight features too, as 0·x (NaN when x is not finite).
-    A hashed column's terms are one ``CASE bucket WHEN i THEN wᵢ … END``: its value is hashed
-    once, not once per bucket (its features are 0 or 1, never NaN)."""
+    A text column's terms are one CASE on its value (its features are 0 or 1, never NaN):
+    one-hot, the k comparisons of its categories once a row instead of k terms, and a hashed
+    column's value hashed once, not once per bucket."""
     W, b = model.folded()
     terms, at = [literal(b[j])], 0
-    for bucket, exprs in _parts(model, dialect):
-        weights = W[at : at + len(exprs), j]
-        at += len(exprs)
-        if bucket is None:
+    for text, exprs in _parts(model, dialect):
+        width = len(text.names()) if text else len(exprs)
+        weights = W[at : at + width, j]
+        at += width
+        if text is None:
             terms += [f"{literal(w)} * {x}" for x, w in zip(exprs, weights) if w != 0 or zeros]
-        elif weights.any():
-            whens = " ".join(f"WHEN {i} THEN {literal(w)}" for i, w in enumerate(weights) if w)
-            terms.append(f"(CASE {bucket} {whens} ELSE 0.0 END)")
+        elif (case := text.weighted_sql(weights.tolist(), "FLOAT8", dialect)) is not None:
+            terms.append(case)
     return "(" + " + ".join(terms) + ")"
 
 
@@ -87,8 +92,8 @@ def _guarded(model: LinearModel, expression: str, dialect: str) -> str:
             f"isfinite({_margin(model, j, dialect, zeros=True)})" for j in range(model.W.shape[1])
         )
     else:
-        unhashed = [x for bucket, exprs in _parts(model, dialect) if bucket is None for x in exprs]
-        finite = "(" + (" + ".join(f"0.0 * {x}" for x in unhashed) or "0.0") + ") = 0.0"
+        numbers = [x for text, exprs in _parts(model, dialect) if text is None for x in exprs]
+        finite = "(" + (" + ".join(f"0.0 * {x}" for x in numbers) or "0.0") + ") = 0.0"
     return f"(CASE WHEN {finite} THEN {expression} END)"
 
 
