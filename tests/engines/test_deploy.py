@@ -124,3 +124,31 @@ def test_postgres_inlines_it_into_a_parallel_plan(request):
         assert "Workers Launched: 0" not in plan
     finally:
         engine.close()
+
+
+@pytest.mark.postgres
+def test_postgres_refuses_more_columns_than_a_function_takes_and_keeps_the_model(request):
+    """A PostgreSQL function takes at most ``max_function_args`` (100) arguments: deploying a
+    model of more columns is refused with what to do instead, and a retrain that would give
+    its deployed function too many is refused whole (the model and function stay as they were)."""
+    from support.engines import PgEngine
+
+    engine = PgEngine(request.getfixturevalue("pg_dsn"))
+    columns = [f"x{i}" for i in range(101)]
+    try:
+        _load(engine, columns=columns)
+        engine.scalar(TRAIN)
+        with pytest.raises(engine.errors, match="at most 100 arguments.* would take 101"):
+            engine.scalar("SELECT loom_deploy('m')")
+        assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
+        narrow = """SELECT loom_train('m', 'SELECT x0, x2, y FROM d', 'y', '{"replace": true}')"""
+        engine.scalar(narrow)
+        engine.scalar("SELECT loom_deploy('m')")
+        before = engine.scalar("SELECT sum(predict_m(x0, x2)) FROM d")
+        with pytest.raises(engine.errors, match="drop.*true"):
+            engine.scalar(TRAIN.replace('"nulls"', '"replace": true, "nulls"'))
+        info = json.loads(engine.scalar("SELECT loom_model_info('m')"))
+        assert info["feature_names"] == ["x0", "x2"]
+        assert engine.scalar("SELECT sum(predict_m(x0, x2)) FROM d") == before
+    finally:
+        engine.close()

@@ -35,7 +35,13 @@ from loomdb.engines.postgres.dialect import (
     signature_query,
     type_name,
 )
-from loomdb.errors import LoomConflictError, LoomDatabaseError, LoomError, LoomInterrupted
+from loomdb.errors import (
+    LoomConflictError,
+    LoomDatabaseError,
+    LoomError,
+    LoomInterrupted,
+    LoomOptionError,
+)
 from loomdb.store.budget import BACKEND_CACHE_MB
 from loomdb.store.names import quote_ident
 
@@ -233,6 +239,16 @@ class PlpyDatabase:
     def define_function(
         self, name: str, params: Sequence[tuple[str, str]], expression: str, returns: str = "double"
     ) -> None:
+        most = int(self.query("SELECT current_setting('max_function_args')")[0][0])
+        if len(params) > most:
+            raise LoomOptionError(
+                f"a PostgreSQL function takes at most {most} arguments, and {name} would take "
+                f"{len(params)} (one per source column of the model)",
+                hint="predict with loom_predict_sql(model)'s expression in a SELECT or a view, "
+                "or with loom_predict(model, row); a deployed model retrained on that many "
+                "columns needs its function dropped first: "
+                """loom_deploy(model, '{"drop": true}')""",
+            )
         typed = ", ".join(f"{p} {type_name(kind)}" for p, kind in params)
         body = "'" + f"SELECT {expression}".replace("'", "''") + "'"
         self.execute(
