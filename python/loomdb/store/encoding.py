@@ -188,8 +188,9 @@ class Encoded:
 
     def _switch(self, results: Sequence[tuple[str, str]], other: str, null: str) -> str:
         """A CASE on the column's text: the result paired with a category where the value is
-        that category, ``null`` where it is NULL, ``other`` for any other value.  A simple
-        CASE: the value is computed once, not once per category."""
+        that category, ``null`` where it is NULL, ``other`` for any other value (no NULL test
+        where the two are the same).  A simple CASE: the value is computed once, not once per
+        category."""
         value = f"CAST({quote_ident(self.column)} AS TEXT)"
         rest = other if other == null else f"CASE WHEN {value} IS NULL THEN {null} ELSE {other} END"
         if not results:
