@@ -11,6 +11,11 @@ Over N rows (1M by default) of 16 features, each engine computes, in one aggrega
 PostgreSQL also runs native and deployed in a parallel plan (2 workers, forced: setup and tuple
 costs 0, no minimum table size; ``EXPLAIN ANALYZE`` must show a Gather with workers launched,
 else the row says so); their ratio is against native in the same parallel plan.
+A second table does the same for a model with a text column (one-hot, ``ENCODED_K`` of
+``ENCODED_VALUES`` values kept, the rest ``<other>``) and ``ENCODED_M`` numbers, written by hand
+from ``loom_model_info`` two ways: a ``CASE`` on the text giving each category's weight
+(native, the peer) and one indicator term per feature, ``w·CASE WHEN city = 'v' THEN 1.0 ELSE
+0.0 END`` (how the compiled expression wrote it before).
 Ratios are native time / method time: 1.0 means as fast as native.
 """
 
@@ -27,6 +32,7 @@ from loomdb.bench.engines import engines
 from loomdb.bench.table import BenchTable
 
 M = 16
+ENCODED_M, ENCODED_K, ENCODED_VALUES = 8, 64, 100
 
 
 ROUNDS = 7  # each method's time is its median of ROUNDS runs, interleaved (_interleaved)
@@ -48,6 +54,12 @@ def run(
     y = (X @ rng.normal(size=M) + 0.3 * rng.normal(size=n) > 0).astype(float)
     table = BenchTable(
         f"predict: {n:,} rows × {M} features, median of 7, seconds and speed vs native",
+        ["engine", "method", "seconds", "rows/s", "vs native"],
+    )
+    encoded = BenchTable(
+        f"predict, a model of one text column ({ENCODED_K} of {ENCODED_VALUES} values one-hot, "
+        f"the rest <other>) and {ENCODED_M} numbers: {n:,} rows, median of 7, seconds and speed "
+        "vs native",
         ["engine", "method", "seconds", "rows/s", "vs native"],
     )
     cols = [f"x{i}" for i in range(M)]
@@ -74,22 +86,77 @@ def run(
                 "deployed": f"SELECT sum(predict_bench_p({', '.join(cols)})) FROM bench_pred",
                 "UDF": f"SELECT sum(loom_predict('bench_p', {array})) FROM bench_pred",
             }
-            answers, first = {}, {}
-            for k, q in queries.items():
-                started = time.perf_counter()
-                answers[k] = engine.scalar(q)
-                first[k] = time.perf_counter() - started
-            if len({float(v) for v in answers.values()}) != 1:
-                table.notes.append(f"{engine.name}: methods disagree: {answers}")
-            times = _interleaved(engine, queries, first)
-            for method, seconds in times.items():
-                table.add(engine.name, method, seconds, n / seconds, times["native"] / seconds)
+            _compare(engine, table, queries, n)
             if engine.name == "postgres":
                 _parallel(engine, table, {k: queries[k] for k in ("native", "deployed")}, n)
             engine.run("SELECT loom_drop_model('bench_p')")
+            _encoded(engine, encoded, n)
         if len(found) == 1:
             table.notes.append("PostgreSQL not measured: pass --dsn to include it")
-    return [table]
+    return [table, encoded]
+
+
+def _encoded(engine: Any, table: BenchTable, n: int) -> None:
+    """The methods over a model with a one-hot text column (``table``'s rows)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(n, ENCODED_M))
+    codes = rng.integers(0, ENCODED_VALUES, n)
+    y = (X[:, 0] + (codes % 7 - 3) * 0.3 > 0).astype(float)
+    cols = [f"x{i}" for i in range(ENCODED_M)]
+    listed = ", ".join(cols)
+    engine.load("bench_enc_raw", np.column_stack([X, codes]), y, [*cols, "k"])
+    city = "'c' || CAST(CAST(k AS INTEGER) AS VARCHAR)"
+    for name, rows in (("bench_enc", ""), ("bench_enc_fit", " LIMIT 20000")):
+        engine.run(
+            f"CREATE TABLE {name} AS SELECT {listed}, {city} AS city, y FROM bench_enc_raw{rows}"
+        )
+    options = {
+        "epochs": 3,
+        "progress": False,
+        "replace": True,
+        "preprocess": {"city": {"top_k": ENCODED_K}},
+    }
+    engine.scalar(f"SELECT loom_train('bench_e', 'bench_enc_fit', 'y', '{json.dumps(options)}')")
+    info = json.loads(engine.scalar("SELECT loom_model_info('bench_e')"))
+    w = np.asarray(info["coefficients"])[:, 0] * np.asarray(info["standardization"]["scale"])
+    b = info["intercept"][0] - float(np.asarray(info["standardization"]["shift"]) @ w)
+    weight = {
+        f: f"CAST({x!r} AS DOUBLE PRECISION)" for f, x in zip(info["feature_names"], w.tolist())
+    }
+    numbers = " + ".join(f"{weight[c]} * {c}" for c in cols)
+    kept = [f[5:] for f in info["feature_names"] if f.startswith("city=") and f != "city=<other>"]
+    other = weight["city=<other>"]
+    indicator = "CAST(CASE WHEN {} THEN 1.0 ELSE 0.0 END AS DOUBLE PRECISION)"
+    literals = {v: f"'{v}'" for v in kept}  # c0 … c99: nothing to escape
+    terms = [f"{weight['city=' + v]} * {indicator.format('city = ' + literals[v])}" for v in kept]
+    outside = indicator.format("city NOT IN (" + ", ".join(literals.values()) + ")")
+    whens = " ".join(f"WHEN {literals[v]} THEN {weight['city=' + v]}" for v in kept)
+    deployed = json.loads(engine.scalar("SELECT loom_deploy('bench_e')"))["functions"][0]
+    compiled = engine.scalar("SELECT loom_predict_sql('bench_e')")
+    queries = {
+        "native": f"SELECT sum(CASE WHEN {b!r} + {numbers} + "
+        f"CASE city {whens} ELSE {other} END > 0 THEN 1 ELSE 0 END) FROM bench_enc",
+        "native, indicator terms": f"SELECT sum(CASE WHEN {b!r} + {numbers} + "
+        f"{' + '.join(terms)} + {other} * {outside} > 0 THEN 1 ELSE 0 END) FROM bench_enc",
+        "compiled": f"SELECT sum({compiled}) FROM bench_enc",
+        "deployed": f"SELECT sum({deployed}) FROM bench_enc",  # schema.predict_bench_e(columns)
+    }
+    _compare(engine, table, queries, n)
+    engine.run("SELECT loom_drop_model('bench_e')")
+
+
+def _compare(engine: Any, table: BenchTable, queries: dict[str, str], n: int) -> None:
+    """Time ``queries`` (``_interleaved``) into ``table``, with a note if their answers differ."""
+    answers, first = {}, {}
+    for k, q in queries.items():
+        started = time.perf_counter()
+        answers[k] = engine.scalar(q)
+        first[k] = time.perf_counter() - started
+    if len({float(v) for v in answers.values()}) != 1:
+        table.notes.append(f"{engine.name}: methods disagree: {answers}")
+    times = _interleaved(engine, queries, first)
+    for method, seconds in times.items():
+        table.add(engine.name, method, seconds, n / seconds, times["native"] / seconds)
 
 
 def _interleaved(engine: Any, queries: dict[str, str], first: dict[str, float]) -> dict[str, float]:
