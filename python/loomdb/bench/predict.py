@@ -124,7 +124,8 @@ def _encoded(engine: Any, table: BenchTable, n: int) -> None:
         f: f"CAST({x!r} AS DOUBLE PRECISION)" for f, x in zip(info["feature_names"], w.tolist())
     }
     numbers = " + ".join(f"{weight[c]} * {c}" for c in cols)
-    kept = [f[5:] for f in info["feature_names"] if f.startswith("city=") and f != "city=<other>"]
+    names = [f.removeprefix("city=") for f in info["feature_names"] if f.startswith("city=")]
+    kept = [v for v in names if v != "<other>"]
     other = weight["city=<other>"]
     indicator = "CAST(CASE WHEN {} THEN 1.0 ELSE 0.0 END AS DOUBLE PRECISION)"
     literals = {v: f"'{v}'" for v in kept}  # c0 … c99: nothing to escape
