@@ -261,6 +261,50 @@ def test_statements_are_rewritten_one_at_a_time():
     assert next(pending) == "SELECT loom_drop_index('later')"
 
 
+PLAIN = [  # one statement each, given back as split and rewrite would, whichever way it goes
+    "SELECT 1",
+    "  select 'a' ,\n b from t \n\n",
+    "SELECT 'unterminated",
+    "",
+    " \n ",
+    'SELECT "index" FROM t',  # names INDEX: tokenized, passes through all the same
+    "SELECT 'ındex'",  # a dotless i: INDEX once case folded
+    "SELECT * FROM infer_mlweaving(m, 't1', 3)",
+    "SELECT $$ a $$, E'x' FROM t",
+    "BEGIN",
+    "CREATE INDEX wi ON t USING toc (a) WITH (label = y)",
+]
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+@pytest.mark.parametrize("sql", PLAIN)
+def test_a_plain_statement_comes_out_as_split_and_rewrite_give_it(sql, dialect):
+    catalog = FakeCatalog()
+    slow = [rewrite(s, dialect, FakeCatalog()) for s in split(sql, dialect)]
+    assert list(statements(sql, dialect, catalog)) == slow
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+def test_a_plain_statement_is_not_tokenized(dialect, monkeypatch):
+    """sqlglot's tokenizer costs milliseconds on a long statement: one that cannot be
+    loomdb's (no semicolon, comment, backslash, INDEX or infer_mlweaving) skips it."""
+    import importlib
+
+    rewrite_module = importlib.import_module("loomdb.frontend.rewrite")
+    script = importlib.import_module("loomdb.frontend.script")
+
+    def refuse(text, dialect):
+        raise AssertionError(f"tokenized: {text!r}")
+
+    monkeypatch.setattr(script, "tokenize", refuse)
+    monkeypatch.setattr(rewrite_module, "tokenize", refuse)
+    long = "SELECT " + " + ".join(f"{i}.5e-01 * CAST(x{i} AS FLOAT8)" for i in range(64))
+    assert list(statements(long + " FROM t", dialect)) == [long + " FROM t"]
+    for tokenized in ("SELECT 1;", "SELECT 1 -- c", "DROP INDEX wi", "SELECT E'\\n'"):
+        with pytest.raises(AssertionError, match="tokenized"):
+            list(statements(tokenized, dialect, FakeCatalog()))
+
+
 # ---------------------------------------------------------------- splitting
 
 SCRIPTS = [

@@ -15,12 +15,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from loomdb.frontend.catalog import Catalog
-from loomdb.frontend.rewrite import rewrite
-from loomdb.frontend.script import split
+from loomdb.frontend.rewrite import may_claim, rewrite
+from loomdb.frontend.script import DIALECTS, plain, split
 
 
 def statements(sql: str, dialect: str, catalog: Catalog | None = None) -> Iterator[str]:
-    """The statements to run, each rewritten just before it is handed out."""
+    """The statements to run, each rewritten just before it is handed out.  One plain
+    statement that names no form of loomdb's (``script.plain``, ``rewrite.may_claim``) is
+    handed out as ``split`` and ``rewrite`` would give it, stripped, without tokenizing it."""
+    if dialect in DIALECTS and plain(sql) and not may_claim(sql):
+        yield from [sql.strip()] if sql.strip() else []
+        return
     for statement in split(sql, dialect):
         yield rewrite(statement, dialect, catalog)
 

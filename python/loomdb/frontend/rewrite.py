@@ -53,6 +53,14 @@ def _calls(tokens: list[Token], function: str) -> bool:
     )
 
 
+def may_claim(text: str) -> bool:
+    """Whether ``text`` holds a word every form :func:`claim` knows needs (``INDEX``, which
+    ``REINDEX`` holds too, or ``infer_mlweaving``), compared as the tokens are, case folded; a
+    statement without one is never rewritten, and need not be tokenized to know it."""
+    upper = text.upper()
+    return "INDEX" in upper or INFER.upper() in upper
+
+
 def claim(tokens: list[Token]) -> str | None:
     """Which of loomdb's forms the statement may be: create, drop, reindex, infer, or None."""
     words = [t.text.upper() for t in tokens[:3]]

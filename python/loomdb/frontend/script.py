@@ -63,6 +63,14 @@ def _statements(text: str, dialect: str) -> list[str]:
     return out
 
 
+def plain(sql: str) -> bool:
+    """Whether ``sql`` is at most one statement that :func:`split` gives back stripped, known
+    without tokenizing it: no semicolon, comment or backslash.  sqlglot's tokenizer is Python:
+    splitting and rewriting a compiled model's expression (1.8 kB) took 2.4 ms, paid by every
+    statement run on loomdb's DuckDB connection."""
+    return not any(mark in sql for mark in (";", "--", "/*", "\\"))
+
+
 def split(sql: str, dialect: str = "postgres") -> list[str]:
     """The statements of a script, each as its original text, without meta-command lines.
 
