@@ -26,6 +26,7 @@ class _Client:
     sit above this layer)."""
 
     dialect = "postgres"
+    concurrent_reads = False  # a run is read whole (read_runs)
 
     def __init__(self, conn: Any):
         self.conn = conn

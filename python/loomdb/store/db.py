@@ -51,6 +51,9 @@ class Queryable(Protocol):
 
 class Database(Queryable, Protocol):
     identity: str  # this database, for caches: never shared by two databases in one process
+    #: whether a query may run in another thread while this one runs Python: the store's
+    #: readers then query the next page of minibatches ahead (``store.read_ahead``)
+    concurrent_reads: bool
 
     def type(self, abstract: str) -> str:
         """The engine's spelling of an abstract type from ``TYPES``."""

@@ -37,6 +37,7 @@ from typing import Any
 from zlib_ng import zlib_ng
 
 from loomdb.errors import LoomFormatError
+from loomdb.store import read_ahead
 from loomdb.store.db import Database
 
 COLUMNS = [
@@ -202,13 +203,17 @@ class Reader:
         return rows
 
     def read(self, first: int, stop: int, parts: int, batch_bytes: int) -> Iterator[Stored]:
-        """Minibatches ``[first, stop)`` with parts ``0 … parts``, each exactly once, in order."""
-        page = max(1, min(4096, PAGE_BYTES // max(batch_bytes, 1)))
+        """Minibatches ``[first, stop)`` with parts ``0 … parts``, each exactly once, in order;
+        where the engine allows, each page's query runs while the caller uses the page before
+        (``read_ahead``)."""
+        size = max(1, min(4096, PAGE_BYTES // max(batch_bytes, 1)))
         where = "batch >= $1 AND batch < $2 AND part >= 0 AND part <= $3"
-        for start in range(first, stop, page):
-            end = min(start + page, stop)
-            rows = self._query(where, [start, end, parts])
-            yield from self._checked(rows, range(start, end), parts)
+        pages = [range(start, min(start + size, stop)) for start in range(first, stop, size)]
+        queries = [functools.partial(self._query, where, [p.start, p.stop, parts]) for p in pages]
+        concurrent = self.db.concurrent_reads and len(pages) > 1
+        results = read_ahead.ahead(queries) if concurrent else (q() for q in queries)
+        for page, rows in zip(pages, results):
+            yield from self._checked(rows, page, parts)
 
     def read_ids(self, ids: Sequence[int], parts: int) -> Iterator[Stored]:
         """Minibatches ``ids`` (ascending) with parts ``0 … parts``; the others are not read."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -92,42 +93,49 @@ def translated() -> Iterator[None]:
 
 class DuckDatabase:
     dialect = "duckdb"
+    concurrent_reads = True  # DuckDB runs a statement without Python's lock; _cursor serialises
 
     def __init__(self, cursor: Any, state: ConnectionState):
         self.cur = cursor
         self.state = state
         self.identity = state.identity
         self._depth = 0
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        """The cursor, for one statement at a time whatever thread asks (a reader queries
+        its next page from a thread of its own: ``store.read_ahead``), errors translated."""
+        with self._lock, translated():
+            yield self.cur
 
     def type(self, abstract: str) -> str:
         return TYPES[abstract]
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        with translated():
-            return self.cur.execute(sql, list(params) if params else None).fetchall()
+        with self._cursor() as cur:
+            return cur.execute(sql, list(params) if params else None).fetchall()
 
     def query_blobs(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """Through Arrow: BLOBs come back as views of the result's buffers, not as ``bytes``
         (DuckDB's ``fetchall`` copies each into a Python object)."""
-        with translated():
-            table = self.cur.sql(sql, params=list(params) if params else None).to_arrow_table()
+        with self._cursor() as cur:
+            table = cur.sql(sql, params=list(params) if params else None).to_arrow_table()
         return list(zip(*(_python_values(c) for c in table.columns)))
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        with translated():  # fetched to the end: an unfinished result blocks cursors
-            self.cur.execute(sql, list(params) if params else None).fetchall()
+        with self._cursor() as cur:  # fetched to the end: an unfinished result blocks cursors
+            cur.execute(sql, list(params) if params else None).fetchall()
 
     def insert(self, relation: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
         table = pa.table({c: _arrow_array([r[i] for r in rows]) for i, c in enumerate(columns)})
         name = "loom_insert_rows"
-        with translated():
-            self.cur.register(name, table)
+        with self._cursor() as cur:
+            cur.register(name, table)
             try:
-                self.cur.execute(
-                    f"INSERT INTO {relation} ({', '.join(columns)}) SELECT * FROM {name}"
-                )
+                cur.execute(f"INSERT INTO {relation} ({', '.join(columns)}) SELECT * FROM {name}")
             finally:
-                self.cur.unregister(name)
+                cur.unregister(name)
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
@@ -140,8 +148,8 @@ class DuckDatabase:
         except BaseException:
             self._depth -= 1
             if outer:
-                with contextlib.suppress(duckdb.Error):
-                    self.cur.execute("ROLLBACK")
+                with contextlib.suppress(LoomError):
+                    self.execute("ROLLBACK")
             raise
         self._depth -= 1
         if outer:
@@ -159,8 +167,8 @@ class DuckDatabase:
             yield
         except BaseException:
             if self._depth == 0:  # else the enclosing transaction's rollback removes it
-                with contextlib.suppress(duckdb.Error):
-                    self.cur.execute(f"DROP TABLE IF EXISTS {relation}")
+                with contextlib.suppress(LoomError):
+                    self.execute(f"DROP TABLE IF EXISTS {relation}")
             raise
         finally:
             _STAGING.discard(key)
@@ -273,7 +281,8 @@ class DuckDatabase:
     def _batches(self, sql: str, chunk: int) -> Iterator[Any]:
         # The source is read through a connection of its own (it is not written by loomdb), so
         # the caller can write batches on this one while the rows stream in.
-        cur = self.cur.cursor()
+        with self._cursor() as own:
+            cur = own.cursor()
         try:
             with translated():
                 for rb in cur.sql(sql).to_arrow_reader(chunk):

@@ -30,6 +30,7 @@ class PsycopgDatabase:
 
     dialect = "postgres"
     identity = "postgres-client"
+    concurrent_reads = False  # one connection, one statement at a time
 
     def __init__(self, conn: Any):
         self.conn = conn

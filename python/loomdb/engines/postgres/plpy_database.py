@@ -97,6 +97,7 @@ def translate(error: Exception) -> LoomError:
 class PlpyDatabase:
     dialect = "postgres"
     identity = "postgres-session"  # a session is bound to one database
+    concurrent_reads = False  # SPI runs in the backend's own thread only
 
     def __init__(self, plpy: Any):
         self.plpy = plpy
