@@ -1,18 +1,22 @@
 """Reading the next page ahead (store/read_ahead.py, storage.Reader.read): the next query runs
 while the caller holds this page, results come in order, an error where its result would be,
 and nothing runs after the reader is closed; through DuckDB, a train reads the same minibatches
-with it as without it, and a damaged page is still refused."""
+with it as without it, a damaged page is still refused, and a call's cursor closes only once
+the statement on it has ended."""
 
 from __future__ import annotations
 
 import json
 import threading
+from types import SimpleNamespace
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import loomdb
 from loomdb.engines.duckdb.database import DuckDatabase
+from loomdb.engines.duckdb.state import ConnectionState
 from loomdb.errors import LoomFormatError
 from loomdb.store import read_ahead, storage
 
@@ -112,3 +116,35 @@ def test_a_damaged_page_read_ahead_is_refused(monkeypatch):
     con.execute("DELETE FROM loom_data.ix WHERE batch = 31")  # in the eleventh page
     with pytest.raises(LoomFormatError, match="minibatch 31 is missing"):
         _train(con, "m")
+
+
+class BlockingCursor:
+    """A cursor whose statement runs until ``release`` is set; it records what happened."""
+
+    def __init__(self) -> None:
+        self.running, self.release, self.events = threading.Event(), threading.Event(), []
+
+    def sql(self, sql, params=None):
+        self.running.set()
+        self.release.wait(WAIT_S)
+        self.events.append("statement done")
+        return SimpleNamespace(to_arrow_table=lambda: pa.table({"batch": [0]}))
+
+    def close(self) -> None:
+        self.events.append("closed")
+
+
+def test_a_cursor_closes_only_once_the_statement_on_it_has_ended():
+    cursor = BlockingCursor()
+    db = DuckDatabase(cursor, ConnectionState("test"))
+    reading = threading.Thread(target=db.query_blobs, args=("SELECT 1",))
+    reading.start()
+    assert cursor.running.wait(WAIT_S)
+    closing = threading.Thread(target=db.close)
+    closing.start()
+    closing.join(0.2)
+    assert closing.is_alive()  # waits for the statement
+    cursor.release.set()
+    reading.join(WAIT_S)
+    closing.join(WAIT_S)
+    assert cursor.events == ["statement done", "closed"]

@@ -12,14 +12,14 @@ from the backend's own thread).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
 
 
-def ahead(calls: Iterable[Callable[[], T]]) -> Iterator[T]:
+def ahead(calls: Iterable[Callable[[], T]]) -> Generator[T, None, None]:
     """The results of ``calls``, in order; while the caller holds one result, the next call
     runs in a thread of this iterator's own (one call ahead, so two results live at a time).
     A call's error is raised where its result would have come.  Closing the iterator (or its

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import operator
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,9 +211,13 @@ class Reader:
         pages = [range(start, min(start + size, stop)) for start in range(first, stop, size)]
         queries = [functools.partial(self._query, where, [p.start, p.stop, parts]) for p in pages]
         concurrent = self.db.concurrent_reads and len(pages) > 1
+        results: Generator[list[tuple], None, None]
         results = read_ahead.ahead(queries) if concurrent else (q() for q in queries)
-        for page, rows in zip(pages, results):
-            yield from self._checked(rows, page, parts)
+        try:
+            for page, rows in zip(pages, results):
+                yield from self._checked(rows, page, parts)
+        finally:
+            results.close()  # now, not when a traceback lets go of this frame
 
     def read_ids(self, ids: Sequence[int], parts: int) -> Iterator[Stored]:
         """Minibatches ``ids`` (ascending) with parts ``0 … parts``; the others are not read."""

@@ -109,6 +109,12 @@ class DuckDatabase:
         with self._lock, translated():
             yield self.cur
 
+    def close(self) -> None:
+        """Close the cursor once no statement runs on it: a reader's next page may still be
+        under way when the call that read it fails."""
+        with self._lock:
+            self.cur.close()
+
     def type(self, abstract: str) -> str:
         return TYPES[abstract]
 

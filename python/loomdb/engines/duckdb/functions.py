@@ -266,11 +266,11 @@ def _scalar_fn(udf: Udf, instance: Instance, with_token: bool):
         values = _arguments(udf, args[:-1] if with_token else args)
         if udf.volatility == "volatile" and udf.name not in READ_ONLY:
             state.may_write(udf.name)
-        cur = instance.cursor()
+        db = DuckDatabase(instance.cursor(), state)
         try:
-            out = udf.callable()(DuckDatabase(cur, state), *values)
+            out = udf.callable()(db, *values)
         finally:
-            cur.close()
+            db.close()  # once no statement runs on it (a page read ahead, when a call failed)
         if udf.table:  # rows (tuples in column order) → the LIST of STRUCTs DuckDB returns
             names = [c.name for c in udf.columns]
             return [dict(zip(names, row, strict=True)) for row in out]
