@@ -32,6 +32,12 @@ ENCODINGS = {
         Encoded("x", "numeric", impute=0.25),
     ],
     "one-hot, no other": [Encoded("city", "text", categories=("b", "zz")), Encoded("x", "numeric")],
+    "one-hot, counted": [  # its CASEs test the categories most frequent first
+        Encoded(
+            "city", "text", categories=("a", "it's", "東京", ""), other=True, counts=(2, 5, 9, 1)
+        ),
+        Encoded("x", "numeric", impute=0.25),
+    ],
     "no categories": [Encoded("city", "text"), Encoded("flag", "boolean")],  # NULL throughout
     "no categories, other": [Encoded("city", "text", other=True), Encoded("x", "numeric")],
     "hashed": [Encoded("city", "text", buckets=3), Encoded("x", "numeric", impute=-2.0)],
@@ -98,6 +104,8 @@ def test_an_indicators_statistics_are_counted_as_its_values_would_give(table, sp
     table.rows(f"SELECT loom_create_index('enc_ix', 'enc', 'id', '{options}')")
     stats = json.loads(table.scalar("SELECT stats FROM loom.indexes WHERE name = 'enc_ix'"))
     encoding = encodings.load(stats["encoding"])
+    if "top_k" in spec["city"]:  # the two most frequent (ties by name), with their rows
+        assert encoding[0].categories == ("", "a") and encoding[0].counts == (1, 2)
     double = "FLOAT8" if table.name == "postgres" else "DOUBLE"
     X = _matrix(table, encodings.sql(encoding, double, table.name))
     mean, std = settled(X.mean(axis=0), X.std(axis=0), X.min(axis=0), X.max(axis=0))

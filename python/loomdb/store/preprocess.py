@@ -181,5 +181,11 @@ def _categories(db: Database, rel: str, column: str, top_k: int, where: str | No
         + " GROUP BY 1"
     )
     ranked = sorted(((str(v), int(n)) for v, n in rows), key=lambda r: (-r[1], r[0]))
-    kept = sorted(v for v, _ in ranked[:top_k])
-    return Encoded(column, "text", tuple(kept), other=len(ranked) > top_k)
+    kept = sorted(ranked[:top_k])
+    return Encoded(
+        column,
+        "text",
+        tuple(v for v, _ in kept),
+        other=len(ranked) > top_k,
+        counts=tuple(n for _, n in kept),
+    )
