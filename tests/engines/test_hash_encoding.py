@@ -166,9 +166,10 @@ def test_a_split_select_source_lays_hashed_columns_out_by_their_bucket(source):
 
 def _fingerprint(source, exprs: list[str]) -> str:
     """The engine's fingerprint of table ``he`` over ``exprs`` (``Database.signature``)."""
-    if source.name == "postgres":
-        n, total = source.rows(dialect.signature_query("he", exprs, None))[0]
-        return f"{dialect.RECORD_HASH}{n}:{total}"
+    if source.name == "postgres":  # every expression here is a DOUBLE PRECISION (OID 701)
+        how, types = dialect.COLUMN_HASH, [701] * len(exprs)
+        (n, total), *_ = source.rows(dialect.signature_query("he", exprs, None, how, types))
+        return f"{how}{n}:{total}"
     n, total = source.rows(f"SELECT count(*), sum(hash({', '.join(exprs)})) FROM he")[0]
     return f"{n}:{total}"
 

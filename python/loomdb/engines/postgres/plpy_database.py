@@ -23,11 +23,12 @@ import numpy as np
 
 from loomdb.csr import CsrRows
 from loomdb.engines.postgres.dialect import (
-    RECORD_HASH,
+    COLUMN_HASH,
     array_rows,
     column_kind,
     decode_packed_rows,
     decode_packed_sparse,
+    hashing,
     packed_rows_query,
     packed_sparse_query,
     param_type,
@@ -280,9 +281,12 @@ class PlpyDatabase:
     def signature(
         self, relation: str, columns: Sequence[str], where: str | None, like: str | None = None
     ) -> str:
-        record = like is None or like.startswith(RECORD_HASH)
-        n, total = self.query(signature_query(relation, columns, where, record))[0]
-        return f"{RECORD_HASH if record else ''}{n}:{total}"
+        how = hashing(like)
+        types: list[int] = []
+        if how == COLUMN_HASH:  # the columns' types, from a statement that reads no row
+            types = self._run(f"SELECT {', '.join(columns)} FROM {relation} LIMIT 0", ()).coltypes()
+        n, total = self.query(signature_query(relation, columns, where, how, types))[0]
+        return f"{how}{n}:{total}"
 
     def run_shards(
         self,
