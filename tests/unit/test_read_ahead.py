@@ -91,7 +91,7 @@ def _train(con, name: str) -> list[list[float]]:
 def test_a_train_reads_the_same_minibatches_ahead_as_in_turn(monkeypatch):
     con = loomdb.connect(":memory:", progress=False)
     _index(con)
-    monkeypatch.setattr(storage, "PAGE_BYTES", 3 * 100 * 5 * 8)  # 3 minibatches a page
+    monkeypatch.setattr(storage, "PAGE_BYTES", 6 * 100 * 5 * 8)  # 3 minibatches a page
     threads: set[str] = set()
     query_blobs = DuckDatabase.query_blobs
 
@@ -112,7 +112,7 @@ def test_a_train_reads_the_same_minibatches_ahead_as_in_turn(monkeypatch):
 def test_a_damaged_page_read_ahead_is_refused(monkeypatch):
     con = loomdb.connect(":memory:", progress=False)
     _index(con)
-    monkeypatch.setattr(storage, "PAGE_BYTES", 3 * 100 * 5 * 8)
+    monkeypatch.setattr(storage, "PAGE_BYTES", 6 * 100 * 5 * 8)
     con.execute("DELETE FROM loom_data.ix WHERE batch = 31")  # in the eleventh page
     with pytest.raises(LoomFormatError, match="minibatch 31 is missing"):
         _train(con, "m")

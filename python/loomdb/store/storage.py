@@ -51,7 +51,7 @@ COLUMNS = [
 SUMMARY_PART = -1  # a grouped layout's aggregated point of each group
 _HEAD = struct.Struct("<16siiih")
 Buffer = bytes | memoryview  # a payload as the engine hands it over (never copied here)
-PAGE_BYTES = 64 << 20  # about this much payload per query: bounded memory, few round trips
+PAGE_BYTES = 64 << 20  # about this much payload held by a reader: bounded memory, few queries
 
 
 def checksum(uid: str, batch: int, part: int, rows: int, version: int, payload: Buffer) -> int:
@@ -205,8 +205,9 @@ class Reader:
     def read(self, first: int, stop: int, parts: int, batch_bytes: int) -> Iterator[Stored]:
         """Minibatches ``[first, stop)`` with parts ``0 … parts``, each exactly once, in order;
         where the engine allows, each page's query runs while the caller uses the page before
-        (``read_ahead``)."""
-        size = max(1, min(4096, PAGE_BYTES // max(batch_bytes, 1)))
+        (``read_ahead``: two pages of half the bytes, so a reader holds as much as before)."""
+        held = PAGE_BYTES // 2 if self.db.concurrent_reads else PAGE_BYTES
+        size = max(1, min(4096, held // max(batch_bytes, 1)))
         where = "batch >= $1 AND batch < $2 AND part >= 0 AND part <= $3"
         pages = [range(start, min(start + size, stop)) for start in range(first, stop, size)]
         queries = [functools.partial(self._query, where, [p.start, p.stop, parts]) for p in pages]
