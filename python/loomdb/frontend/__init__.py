@@ -24,7 +24,8 @@ def statements(sql: str, dialect: str, catalog: Catalog | None = None) -> Iterat
     statement that names no form of loomdb's (``script.plain``, ``rewrite.may_claim``) is
     handed out as ``split`` and ``rewrite`` would give it, stripped, without tokenizing it."""
     if dialect in DIALECTS and plain(sql) and not may_claim(sql):
-        yield from [sql.strip()] if sql.strip() else []
+        if stripped := sql.strip():
+            yield stripped
         return
     for statement in split(sql, dialect):
         yield rewrite(statement, dialect, catalog)
