@@ -13,7 +13,6 @@ blobs; MLWeaving: on the woven planes at 32 bits) without decompressing.
 from __future__ import annotations
 
 import json
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -186,7 +185,7 @@ def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np
             _label(model, label, kinds, double),
         ]
         where = complete_rows([*encodings.strict(encoding), label])
-        return _read_margins(db, model, rel, values, where, partial(encodings.expand, encoding))
+        return _read_margins(db, model, rel, values, where, encodings.expander(encoding))
     cols = [*model.features, label]
     _require(source, name, kinds, cols, f"{', '.join(model.features[:10])} and its label {label}")
     where = complete_rows(cols)
@@ -198,7 +197,7 @@ def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np
         *(number(c, kinds[c], double) for c in model.features),
         _label(model, label, kinds, double),
     ]
-    return _read_margins(db, model, rel, values, where)
+    return _read_margins(db, model, rel, values, where, encodings.expander(None))
 
 
 def _label(model: LinearModel, label: str, kinds: dict[str, str], double: str) -> str:
@@ -207,12 +206,10 @@ def _label(model: LinearModel, label: str, kinds: dict[str, str], double: str) -
     return label_value(label, kinds[label], model.class_names, double)
 
 
-def _read_margins(db, model, rel, values, where, expand=None) -> tuple[np.ndarray, np.ndarray]:
+def _read_margins(db, model, rel, values, where, expand) -> tuple[np.ndarray, np.ndarray]:
     """Margins and labels of the rows ``values`` reads (``expand``: what makes the features
-    and the label of them, ``encoding.expand``)."""
-    chunks = [
-        expand(c) if expand else c for c in db.read_matrix(rel, values, where, None, EVAL_CHUNK)
-    ]
+    and the label of them, ``encoding.expander``)."""
+    chunks = [expand(c) for c in db.read_matrix(rel, values, where, None, EVAL_CHUNK)]
     data = np.concatenate(chunks) if chunks else np.empty((0, len(model.features) + 1))
     Z = model.margins(data[:, :-1]) if len(data) else np.empty((0, 1))
     return Z, data[:, -1]

@@ -211,9 +211,8 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None 
         given, extra = columns[:data], columns[data:]
         state = instance.state(extra[1][0].as_py() if len(extra) > 1 else None)
         statement = extra[0][0].as_py() if extra else None
-        cur = instance.lazy_cursor()
+        db = DuckDatabase(instance.lazy_cursor(), state)
         try:
-            db = DuckDatabase(cur, state)
             X: Any
             called = row_form if row_form is not None and _is_row(given[0]) else udf
             if called.takes_row:
@@ -234,7 +233,7 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None 
                 return pa.array(out, type=pa.string(), mask=~ok)
             return pa.array(out, mask=~ok | np.isnan(out))
         finally:
-            cur.close()
+            db.close()
 
     params = [
         "models",
