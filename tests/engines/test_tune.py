@@ -136,3 +136,61 @@ def test_dropping_the_model_drops_its_trials(points):
         engine.rows("SELECT * FROM loom_trials('x')")
     engine.scalar("SELECT loom_train('plain', 'pts', 'y', '{\"batch_size\": 50, \"epochs\": 2}')")
     assert engine.rows("SELECT * FROM loom_trials('plain')") == []
+
+
+@pytest.mark.parametrize("extra", [{}, {"parallel": 2}])
+def test_trials_share_one_layout_that_a_failed_trial_leaves_standing(points, extra):
+    """``"cache_mb": 0`` lays the source out in a table (``parallel`` 2 on PostgreSQL: one its
+    workers can read), made before the first trial's subtransaction: the diverging first trial
+    rolls back without it, the second trains on it, and the tune drops it at the end."""
+    engine = points
+    options = {"cache_mb": 0, "class_weight": [DIVERGES, "balanced"], **extra}
+    summary = tune(engine, "s", **options)
+    failed, ok = trials(engine, "s")
+    assert failed[1] == "failed" and ok[1] == "ok" and summary["best_trial"] == 2
+    chosen = {**BASE, **json.loads(ok[3])}
+    engine.scalar(f"SELECT loom_train('alone', 'pts', 'y', '{json.dumps(chosen)}')")
+    same = engine.rows(
+        "SELECT loom_predict_proba('s', ARRAY[a, b, c]) - loom_predict_proba('alone', "
+        "ARRAY[a, b, c]) FROM pts"
+    )
+    assert np.allclose([r[0] for r in same], 0.0, atol=1e-12)
+    left = "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'loom_data'"
+    assert engine.scalar(left) == 0
+
+
+def test_a_tune_lays_out_once_per_layout_its_trials_share(monkeypatch):
+    """Every trial reads the same minibatches, so consecutive trials whose options lay out
+    the same rows share one layout (an index: opened, and checked fresh, once)."""
+    import loomdb
+    from loomdb.store import layout
+
+    made: list[str] = []
+    for name in ("scratch", "open_index"):
+        real = getattr(layout, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            made.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(layout, name, counted)
+    con = loomdb.connect(progress=False)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] > 0).astype(float)
+    con.execute("CREATE TABLE pts AS SELECT * FROM (VALUES (0.0, 0.0, 0.0)) v(a, b, y) LIMIT 0")
+    con.executemany("INSERT INTO pts VALUES (?, ?, ?)", [(*x, t) for x, t in zip(X, y)])
+
+    def run(source: str, **options) -> None:
+        text = json.dumps({"epochs": 2, "batch_size": 20, "replace": True, **options})
+        con.execute(f"SELECT loom_tune('t', {source}, 'y', '{text}')").fetchall()
+
+    run("'pts'", lr=[0.01, 0.1, 1.0], l2=[0.0, 0.01])
+    assert made == ["scratch"]
+    made.clear()
+    run("'pts'", batch_size=[20, 40], lr=[0.01, 0.1])  # the grid varies lr fastest
+    assert made == ["scratch", "scratch"]
+    con.execute("""SELECT loom_create_index('ix', 'pts', 'y', '{"batch_size": 20}')""").fetchall()
+    made.clear()
+    run("NULL", index="ix", lr=[0.01, 0.1, 1.0])
+    assert made == ["open_index"]

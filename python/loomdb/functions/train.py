@@ -58,27 +58,23 @@ def fit_record(
     label: str | None,
     what: str,
     metric: str | None = None,
+    shared: tuple[layout.Layout, float] | None = None,
 ) -> tuple[ModelRecord, LinearModel]:
     """Lay the source out (or open the index), train, and return the model's catalog record
     (not yet written) and the model: one train, what ``loom_train`` and each trial of
-    ``loom_tune`` run (``metric``: the tune's, scored on the validation rows)."""
-    train_parallel.check_options(p.opts)
-    if p.opts["cache_mb"] is None:  # the engine's default, recorded as the value used
-        p.opts["cache_mb"] = db.cache_default_mb()
-    cluster = distributed.resolve(db, p.given, p.opts)  # None: trained in this process
-    if cluster is not None and p.opts["parallel"] > 1:
-        raise LoomOptionError(
-            "'parallel' trains shards of each epoch in this database; with 'cluster' the Dask "
-            "workers share each step",
-            hint="leave 'parallel' out when training on a cluster",
-        )
-    started = time.perf_counter()
-    laid = _layout(db, p, source, label, what)
+    ``loom_tune`` run (``metric``: the tune's, scored on the validation rows; ``shared``: a
+    layout of :func:`open_layout` for this plan's :func:`layout_key`, and the seconds this
+    train spent making it — used as it is and left open for the next train)."""
+    cluster = _prepare(db, p)
+    started = time.perf_counter() - (0.0 if shared is None else shared[1])
+    laid = _layout(db, p, source, label, what) if shared is None else shared[0]
     try:
+        _check_layout(p, laid, source, label)
         laid_out = time.perf_counter()
         model, history, used, report = _fit(db, name, p, laid, what, cluster, metric)
     finally:
-        laid.close()
+        if shared is None:
+            laid.close()
     finished = time.perf_counter()
     timings = {
         "layout_s": round(laid_out - started, 6),
@@ -87,6 +83,44 @@ def fit_record(
     }
     record = _record(name, p, laid.info, model, history, used, timings, source, report)
     return record, model
+
+
+def _prepare(db: Any, p: Plan) -> Any:
+    """Refuse what the plan cannot run, fill in the engine's default cache, and resolve the
+    cluster it trains on (None: this process)."""
+    train_parallel.check_options(p.opts)
+    _defaults(db, p)
+    cluster = distributed.resolve(db, p.given, p.opts)  # None: trained in this process
+    if cluster is not None and p.opts["parallel"] > 1:
+        raise LoomOptionError(
+            "'parallel' trains shards of each epoch in this database; with 'cluster' the Dask "
+            "workers share each step",
+            hint="leave 'parallel' out when training on a cluster",
+        )
+    return cluster
+
+
+def _defaults(db: Any, p: Plan) -> None:
+    if p.opts["cache_mb"] is None:  # the engine's default, recorded as the value used
+        p.opts["cache_mb"] = db.cache_default_mb()
+
+
+def layout_key(db: Any, p: Plan) -> str:
+    """What decides the layout a train opens or makes: two plans with the same key train on
+    the same minibatches, so they may share one (``loom_tune``'s trials)."""
+    _defaults(db, p)
+    o = p.opts
+    decides = [o["index"], o["allow_stale"], p.layout_options, p.cache_bytes]
+    decides += [train_parallel.in_database(db, o), o["test_fraction"], o["split_column"]]
+    return json.dumps(decides, sort_keys=True, default=str)
+
+
+def open_layout(db: Any, p: Plan, source: str | None, label: str | None, what: str):
+    """The layout ``fit_record`` would make (or the index it would open) for ``p``, for
+    several trains to share; the caller closes it."""
+    train_parallel.check_options(p.opts)  # refused before any layout, as fit_record refuses
+    _defaults(db, p)
+    return _layout(db, p, source, label, what)
 
 
 def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) -> layout.Layout:
@@ -99,22 +133,22 @@ def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) 
                 hint="train on the source (without 'index') to hold rows out, or build the index "
                 "on a SELECT of the training rows",
             )
-        laid = layout.open_index(db, check_name(p.opts["index"], "index"), p.opts["allow_stale"])
-        p.check_index(laid.info, source, label)
-    else:
-        if not source:
-            raise LoomOptionError(
-                "loom_train needs a source (a table, view or SELECT) or an index",
-                hint='pass the source, or {"index": "name"} to train on an index',
-            )
-        quiet = not p.opts["progress"]
-        shared = train_parallel.in_database(db, p.opts)
-        opts = p.layout_options
-        laid = layout.scratch(
-            db, source, label or "", opts, p.cache_bytes, what, quiet, shared, split
+        return layout.open_index(db, check_name(p.opts["index"], "index"), p.opts["allow_stale"])
+    if not source:
+        raise LoomOptionError(
+            "loom_train needs a source (a table, view or SELECT) or an index",
+            hint='pass the source, or {"index": "name"} to train on an index',
         )
+    quiet = not p.opts["progress"]
+    shared = train_parallel.in_database(db, p.opts)
+    opts = p.layout_options
+    return layout.scratch(db, source, label or "", opts, p.cache_bytes, what, quiet, shared, split)
+
+
+def _check_layout(p: Plan, laid: layout.Layout, source: str | None, label: str | None) -> None:
+    if p.opts["index"]:
+        p.check_index(laid.info, source, label)
     p.check_layout(laid)
-    return laid
 
 
 def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:

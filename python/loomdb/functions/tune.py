@@ -2,7 +2,8 @@
 
 No paper section.  Each trial is one ``loom_train`` (``train.fit_record``: the same layout,
 trainer and catalog record) on the first batches of the shuffled source, scored on the last
-``validation_fraction`` of them (default 0.2).  By default (``"metric": "loss"``) the score is
+``validation_fraction`` of them (default 0.2); consecutive trials that lay out the same rows
+train on one layout (``SharedLayout``).  By default (``"metric": "loss"``) the score is
 the validation loss of the trial's last epoch *without* the L1/L2 penalty, so trials of
 different penalties compare on the data alone, lower being better; ``metric`` may instead name
 another of ``learn/metrics.py``'s ``TUNE_METRICS`` — accuracy or AUC (higher is better) for a
@@ -23,9 +24,9 @@ import time
 from typing import Any
 
 from loomdb.errors import LoomDivergedError
-from loomdb.functions import deploy
-from loomdb.functions.train import fit_record
+from loomdb.functions import deploy, train
 from loomdb.functions.train_options import TRAIN
+from loomdb.functions.train_plan import Plan
 from loomdb.functions.tune_space import Space, plans, space
 from loomdb.learn.metrics import TUNE_METRICS
 from loomdb.options import parse_json
@@ -46,14 +47,17 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
             catalog.require_absent(db, name, "model")
         rows: list[dict[str, Any]] = []
         best: tuple[float, int, Any, Any] | None = None
-        for number, (opts, p) in enumerate(planned, 1):
-            what = f"loom_tune {name} trial {number}"
-            row, fitted = _trial(db, name, number, opts, p, source, label, what, s.metric)
-            rows.append(row)
-            if progress:
-                db.notice(_report(name, number, len(planned), s, row))
-            if fitted is not None and (best is None or _better(s.metric, row["score"], best[0])):
-                best = (row["score"], number, *fitted)
+        with SharedLayout(db, source, label) as layouts:
+            for number, (opts, p) in enumerate(planned, 1):
+                what = f"loom_tune {name} trial {number}"
+                row, fitted = _trial(db, name, number, opts, p, what, s.metric, layouts)
+                rows.append(row)
+                if progress:
+                    db.notice(_report(name, number, len(planned), s, row))
+                if fitted is not None and (
+                    best is None or _better(s.metric, row["score"], best[0])
+                ):
+                    best = (row["score"], number, *fitted)
         if best is None:
             raise LoomDivergedError(
                 f"every trial of loom_tune '{name}' failed: {rows[-1]['error']}",
@@ -70,9 +74,46 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
     return json.dumps(_summary(name, s, rows, number, score, time.perf_counter() - started))
 
 
-def _trial(db, name, number, opts, p, source, label, what, metric):
+class SharedLayout:
+    """The layout the trials train on, made (or the index opened, and checked fresh) once for
+    consecutive trials whose plans lay out the same rows (``train.layout_key``): every trial
+    reads the same minibatches anyway, and a layout costs far more than a short train
+    (1M × 20 rows in DuckDB: about 1 s against 0.2 s for two epochs).  It lives outside the
+    trials' subtransactions, so a failed trial does not take it with it, and is closed when a
+    trial needs another or the tune ends."""
+
+    def __init__(self, db: Any, source: str | None, label: str | None):
+        self.db, self.source, self.label = db, source, label
+        self.key: str | None = None
+        self.laid: Any = None
+
+    def __enter__(self) -> SharedLayout:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get(self, p: Plan, what: str) -> tuple[Any, float]:
+        """The layout of plan ``p``, and the seconds spent making it now (0 when shared)."""
+        key = train.layout_key(self.db, p)
+        if self.laid is not None and key == self.key:
+            return self.laid, 0.0
+        self.close()
+        started = time.perf_counter()
+        self.laid = train.open_layout(self.db, p, self.source, self.label, what)
+        self.key = key
+        return self.laid, time.perf_counter() - started
+
+    def close(self) -> None:
+        if self.laid is not None:
+            laid, self.laid, self.key = self.laid, None, None
+            laid.close()
+
+
+def _trial(db, name, number, opts, p, what, metric, layouts: SharedLayout):
     """Run one trial in a subtransaction; its catalog row, and (record, model) if it trained."""
     started = time.perf_counter()
+    shared = layouts.get(p, what)
     named = TUNE_METRICS[metric].label
     row: dict[str, Any] = {
         "trial": number,
@@ -83,7 +124,9 @@ def _trial(db, name, number, opts, p, source, label, what, metric):
     }
     try:
         with db.atomic():
-            record, model = fit_record(db, name, p, source, label, what, metric)
+            record, model = train.fit_record(
+                db, name, p, layouts.source, layouts.label, what, metric, shared
+            )
     except LoomDivergedError as e:
         row.update(status="failed", error=e.message, seconds=_since(started))
         return row, None
