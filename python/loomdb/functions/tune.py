@@ -18,12 +18,13 @@ or not at all — a tune whose every trial fails leaves the catalog as it was.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
 from typing import Any
 
-from loomdb.errors import LoomDivergedError
+from loomdb.errors import LoomDivergedError, LoomError
 from loomdb.functions import deploy, train
 from loomdb.functions.train_options import TRAIN
 from loomdb.functions.train_plan import Plan
@@ -90,8 +91,12 @@ class SharedLayout:
     def __enter__(self) -> SharedLayout:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        if kind is None:
+            self.close()
+            return
+        with contextlib.suppress(LoomError):  # the error under way is the one to tell, and
+            self.close()  # the rollback after it drops a layout kept in a table anyway
 
     def get(self, p: Plan, what: str) -> tuple[Any, float]:
         """The layout of plan ``p``, and the seconds spent making it now (0 when shared)."""
