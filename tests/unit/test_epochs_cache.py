@@ -22,6 +22,7 @@ class CountingLayout:
             batches=10, bytes=80_000, stats={}, rows=1000, options={"batch_size": 100}
         )
         self.fmt = SimpleNamespace(any_precision=False)
+        self.kept: dict = {}
         self.reads = 0
 
     def batches(self, start: int, stop: int, precision: int):
@@ -57,16 +58,31 @@ def test_an_epoch_too_large_is_read_every_time_and_not_held_again():
     layout, epochs = _epochs(5 * 8000)
     first = epochs.train_batches(0, 32)
     assert [int(b.X[0, 0]) for b in first] == list(range(10))
-    assert epochs.too_large == {0}
+    assert epochs.kept.too_large == {0}
     second = iter(epochs.train_batches(0, 32))
     assert _first_is_released(second)  # the second epoch holds no batch it already handed over
     assert [b.nbytes for b in second] == [8000] * 8  # read again, every batch
-    assert layout.reads == 2 and epochs.cached == {}
+    assert layout.reads == 2 and epochs.kept.cached == {}
 
 
 def test_an_epoch_whose_stored_bytes_exceed_twice_the_budget_is_never_held():
     layout, epochs = _epochs(3 * 8000)  # 80 kB stored against a budget of 24 kB
-    assert epochs.too_large == {0}  # known before reading
+    assert epochs.kept.too_large == {0}  # known before reading
     first = iter(epochs.train_batches(0, 32))
     assert _first_is_released(first)  # not even the first epoch keeps a batch up to the budget
-    assert [b.nbytes for b in first] == [8000] * 8 and epochs.cached == {}
+    assert [b.nbytes for b in first] == [8000] * 8 and epochs.kept.cached == {}
+
+
+def test_trains_over_one_layout_share_the_kept_epoch():
+    """A tune's trials train over one layout object: a trial after the first reads nothing
+    that the first kept, and a train with another budget or other training batches keeps its
+    own."""
+    layout, first = _epochs(10 * 8000)
+    list(first.train_batches(0, 32))
+    second = Epochs(layout, 0.0, 10 * 8000)  # type: ignore[arg-type]
+    got = list(second.train_batches(0, 32))
+    assert layout.reads == 1 and [b.nbytes for b in got] == [0] * 10
+    assert [int(b.X[0, 0]) for b in got] == list(range(10))
+    for other in (Epochs(layout, 0.0, 20 * 8000), Epochs(layout, 0.2, 10 * 8000)):  # type: ignore[arg-type]
+        assert [b.nbytes for b in other.train_batches(0, 32)][0] == 8000
+    assert layout.reads == 3

@@ -42,6 +42,17 @@ def _held(batch: Batch) -> int:
     return max(batch.nbytes, int(getattr(batch.X, "nbytes", 0)))
 
 
+@dataclasses.dataclass
+class Kept:
+    """The decoded training epochs kept within the budget, by precision key: shared by every
+    train over one layout object with the same training batches and budget (``loom_tune``'s
+    trials, ``Layout.kept``), so a trial after the first reads nothing it fits."""
+
+    cached: dict[int, list[Batch]] = dataclasses.field(default_factory=dict)
+    held: int = 0  # what the kept epochs cost (``_held``)
+    too_large: set[int] = dataclasses.field(default_factory=set)  # keys that did not fit
+
+
 class Epochs:
     def __init__(
         self, layout: Layout, validation_fraction: float, cache_bytes: int, read_ahead: int = 1
@@ -49,9 +60,6 @@ class Epochs:
         self.layout = layout
         self.read_ahead = read_ahead
         self.budget = cache_bytes
-        self.cached: dict[int, list[Batch]] = {}
-        self.held = 0  # what the kept epochs cost (``_held``)
-        self.too_large: set[int] = set()  # precisions (keys) whose epoch did not fit the budget
         self.kept_groups: dict[int, dict[int, Batch]] = {}
         self.kept_size = 0
         self.per = groups_per_batch(layout.info)
@@ -64,8 +72,9 @@ class Epochs:
                 hint="use a smaller batch_size or a different validation_fraction",
             )
         self.train_stop = min((n - held) * self.per, layout.info.batches)
+        self.kept: Kept = layout.kept.setdefault(("epochs", self.train_stop, self.budget), Kept())
         if self._beyond_budget():
-            self.too_large.add(0)
+            self.kept.too_large.add(0)
 
     def _beyond_budget(self) -> bool:
         """Whether an epoch cannot fit the budget, known before reading it: a format read whole
@@ -104,11 +113,11 @@ class Epochs:
                     hint='build the index with {"slimml": true}',
                 )
             return self._chosen(precision, choose)
-        kept = self.cached.get(self._key(precision))
+        kept = self.kept.cached.get(self._key(precision))
         if kept is not None:
             return list(kept)  # kept with nbytes 0: nothing is read
         batches = self._minibatches(self.layout.batches(0, self.train_stop, precision))
-        keep = self.budget and self._key(precision) not in self.too_large
+        keep = self.budget and self._key(precision) not in self.kept.too_large
         return self._keeping(batches, precision) if keep else batches
 
     def _minibatches(self, units: Iterable[Batch]) -> Iterator[Batch]:
@@ -136,18 +145,18 @@ class Epochs:
 
     def _keeping(self, batches: Iterable[Batch], precision: int) -> Iterator[Batch]:
         kept: list[Batch] | None = []
-        size = self.held
+        size = self.kept.held
         for batch in batches:
             size += _held(batch)
             if kept is not None and size <= self.budget:
                 kept.append(dataclasses.replace(batch, nbytes=0))  # later epochs read nothing
             elif kept is not None:
                 kept = None  # too large to keep: every epoch reads the layout
-                self.too_large.add(self._key(precision))
+                self.kept.too_large.add(self._key(precision))
             yield batch
         if kept is not None:
-            self.cached[self._key(precision)] = kept
-            self.held = size
+            self.kept.cached[self._key(precision)] = kept
+            self.kept.held = size
 
     def _chosen(self, precision: int, choose: Chooser) -> Iterator[Batch]:
         points = self.layout.aggregates()

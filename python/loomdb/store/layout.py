@@ -19,7 +19,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
@@ -109,6 +109,9 @@ class Layout:
     _aggregates: Aggregates | None = None
     relation: str | None = None  # the storage table, when the layout is a table
     owner: str | None = None  # whose table: read with the owner's rights
+    # what trains over this very object keep between them (``store/epochs.Kept``: the decoded
+    # epochs a tune's trials share)
+    kept: dict[Any, Any] = field(default_factory=dict)
 
     def batches(self, first: int, stop: int, precision: int) -> Iterator[Batch]:
         m = sparse.feature_count(self.info)
