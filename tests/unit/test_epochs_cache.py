@@ -58,7 +58,7 @@ def test_an_epoch_too_large_is_read_every_time_and_not_held_again():
     layout, epochs = _epochs(5 * 8000)
     first = epochs.train_batches(0, 32)
     assert [int(b.X[0, 0]) for b in first] == list(range(10))
-    assert epochs.kept.too_large == {0}
+    assert epochs.kept.too_large == {("train", 0)}
     second = iter(epochs.train_batches(0, 32))
     assert _first_is_released(second)  # the second epoch holds no batch it already handed over
     assert [b.nbytes for b in second] == [8000] * 8  # read again, every batch
@@ -67,7 +67,7 @@ def test_an_epoch_too_large_is_read_every_time_and_not_held_again():
 
 def test_an_epoch_whose_stored_bytes_exceed_twice_the_budget_is_never_held():
     layout, epochs = _epochs(3 * 8000)  # 80 kB stored against a budget of 24 kB
-    assert epochs.kept.too_large == {0}  # known before reading
+    assert epochs.kept.too_large == {("train", 0)}  # known before reading
     first = iter(epochs.train_batches(0, 32))
     assert _first_is_released(first)  # not even the first epoch keeps a batch up to the budget
     assert [b.nbytes for b in first] == [8000] * 8 and epochs.kept.cached == {}
@@ -86,3 +86,18 @@ def test_trains_over_one_layout_share_the_kept_epoch():
     for other in (Epochs(layout, 0.0, 20 * 8000), Epochs(layout, 0.2, 10 * 8000)):  # type: ignore[arg-type]
         assert [b.nbytes for b in other.train_batches(0, 32)][0] == 8000
     assert layout.reads == 3
+
+
+def test_the_validation_batches_are_kept_in_what_the_training_epoch_leaves():
+    layout = CountingLayout()
+    epochs = Epochs(layout, 0.2, 10 * 8000)  # type: ignore[arg-type]
+    for _ in range(3):
+        assert len(list(epochs.train_batches(0, 32))) == 8
+        assert [int(b.X[0, 0]) for b in epochs.validation_batches(32)] == [8, 9]
+    assert layout.reads == 2  # each part read once
+    tight = CountingLayout()
+    epochs = Epochs(tight, 0.2, 9 * 8000)  # type: ignore[arg-type]
+    for _ in range(3):
+        list(epochs.train_batches(0, 32))
+        assert [b.nbytes for b in epochs.validation_batches(32)] == [8000, 8000]
+    assert tight.reads == 1 + 3  # the training epoch kept, validation read every time

@@ -5,7 +5,8 @@ Decoded batches are kept between epochs while they fit ``cache_mb`` (then ``byte
 and ``cached`` true in the history): a format read at one precision reads the same bytes every
 epoch, and an any-precision format is kept per precision.  An epoch found too large to keep is
 not tried again: every later epoch would hold batches up to the budget only to drop them; one
-whose stored bytes alone exceed the budget well is not tried at all.
+whose stored bytes alone exceed the budget well is not tried at all.  The validation batches
+are kept the same way, in what the training epoch leaves of the budget (it is read first).
 
 In a grouped (SlimML) layout a minibatch is ``groups_per_batch`` consecutive groups.  When the
 trainer passes ``choose``, it is asked, just before each minibatch is read, which of its groups
@@ -34,6 +35,7 @@ from loomdb.store.layout import Layout
 #: Given a minibatch's group ids: which of them to read (a mask) and a weight per group (or
 #: None), the weight of a group's rows in the step.
 Chooser = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]]
+Key = tuple[str, int]  # a kept epoch: its part (train or validation) and precision key
 
 
 def _held(batch: Batch) -> int:
@@ -48,9 +50,9 @@ class Kept:
     train over one layout object with the same training batches and budget (``loom_tune``'s
     trials, ``Layout.kept``), so a trial after the first reads nothing it fits."""
 
-    cached: dict[int, list[Batch]] = dataclasses.field(default_factory=dict)
+    cached: dict[Key, list[Batch]] = dataclasses.field(default_factory=dict)
     held: int = 0  # what the kept epochs cost (``_held``)
-    too_large: set[int] = dataclasses.field(default_factory=set)  # keys that did not fit
+    too_large: set[Key] = dataclasses.field(default_factory=set)  # keys that did not fit
 
 
 class Epochs:
@@ -60,7 +62,7 @@ class Epochs:
         self.layout = layout
         self.read_ahead = read_ahead
         self.budget = cache_bytes
-        self.kept_groups: dict[int, dict[int, Batch]] = {}
+        self.kept_groups: dict[Key, dict[int, Batch]] = {}
         self.kept_size = 0
         self.per = groups_per_batch(layout.info)
         n = math.ceil(layout.info.batches / self.per)
@@ -74,7 +76,7 @@ class Epochs:
         self.train_stop = min((n - held) * self.per, layout.info.batches)
         self.kept: Kept = layout.kept.setdefault(("epochs", self.train_stop, self.budget), Kept())
         if self._beyond_budget():
-            self.kept.too_large.add(0)
+            self.kept.too_large.add(("train", 0))
 
     def _beyond_budget(self) -> bool:
         """Whether an epoch cannot fit the budget, known before reading it: a format read whole
@@ -96,8 +98,10 @@ class Epochs:
             return int(self.layout.aggregates().rows[self.train_stop :].sum())
         return info.rows - self.train_stop * int(info.options["batch_size"])
 
-    def _key(self, precision: int) -> int:
-        return precision if self.layout.fmt.any_precision else 0
+    def _key(self, precision: int, part: str = "train") -> Key:
+        """Where an epoch of ``part`` (train or validation) is kept: per precision for an
+        any-precision format, which reads other bytes at each."""
+        return part, precision if self.layout.fmt.any_precision else 0
 
     def aggregates(self) -> Aggregates | None:
         """The groups table of a grouped layout (None otherwise)."""
@@ -113,12 +117,17 @@ class Epochs:
                     hint='build the index with {"slimml": true}',
                 )
             return self._chosen(precision, choose)
-        kept = self.kept.cached.get(self._key(precision))
+        return self._kept(0, self.train_stop, self._key(precision), precision)
+
+    def _kept(self, start: int, stop: int, key: Key, precision: int) -> Iterable[Batch]:
+        """Minibatches ``[start, stop)``: those kept under ``key``, else read (and kept while
+        the budget holds them)."""
+        kept = self.kept.cached.get(key)
         if kept is not None:
             return list(kept)  # kept with nbytes 0: nothing is read
-        batches = self._minibatches(self.layout.batches(0, self.train_stop, precision))
-        keep = self.budget and self._key(precision) not in self.kept.too_large
-        return self._keeping(batches, precision) if keep else batches
+        batches = self._minibatches(self.layout.batches(start, stop, precision))
+        keep = self.budget and key not in self.kept.too_large
+        return self._keeping(batches, key) if keep else batches
 
     def _minibatches(self, units: Iterable[Batch]) -> Iterator[Batch]:
         """Consecutive stored units joined into the trainer's minibatches (as stored when a
@@ -143,7 +152,7 @@ class Epochs:
             nbytes=sum(b.nbytes for b in parts),
         )
 
-    def _keeping(self, batches: Iterable[Batch], precision: int) -> Iterator[Batch]:
+    def _keeping(self, batches: Iterable[Batch], key: Key) -> Iterator[Batch]:
         kept: list[Batch] | None = []
         size = self.kept.held
         for batch in batches:
@@ -152,10 +161,10 @@ class Epochs:
                 kept.append(dataclasses.replace(batch, nbytes=0))  # later epochs read nothing
             elif kept is not None:
                 kept = None  # too large to keep: every epoch reads the layout
-                self.kept.too_large.add(self._key(precision))
+                self.kept.too_large.add(key)
             yield batch
         if kept is not None:
-            self.kept.cached[self._key(precision)] = kept
+            self.kept.cached[key] = kept
             self.kept.held = size
 
     def _chosen(self, precision: int, choose: Chooser) -> Iterator[Batch]:
@@ -195,8 +204,8 @@ class Epochs:
     def validation_batches(self, precision: int) -> Iterable[Batch]:
         if self.train_stop >= self.layout.info.batches:
             return ()
-        units = self.layout.batches(self.train_stop, self.layout.info.batches, precision)
-        return self._minibatches(units)
+        key = self._key(precision, "validation")  # kept after the training epoch, if it fits
+        return self._kept(self.train_stop, self.layout.info.batches, key, precision)
 
 
 def _empty(columns: list[str]) -> Batch:
