@@ -194,3 +194,4 @@ def test_a_tune_lays_out_once_per_layout_its_trials_share(monkeypatch):
     made.clear()
     run("NULL", index="ix", lr=[0.01, 0.1, 1.0])
     assert made == ["open_index"]
+    con.close()

@@ -46,9 +46,10 @@ def _held(batch: Batch) -> int:
 
 @dataclasses.dataclass
 class Kept:
-    """The decoded training epochs kept within the budget, by precision key: shared by every
-    train over one layout object with the same training batches and budget (``loom_tune``'s
-    trials, ``Layout.kept``), so a trial after the first reads nothing it fits."""
+    """The decoded epochs kept within the budget, by part (train, then validation) and
+    precision key: shared by every train over one layout object with the same training
+    batches and budget (``loom_tune``'s trials, ``Layout.kept``), so a trial after the first
+    reads nothing they hold."""
 
     cached: dict[Key, list[Batch]] = dataclasses.field(default_factory=dict)
     held: int = 0  # what the kept epochs cost (``_held``)
