@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from loomdb.bench.gpu import Kept
 from loomdb.learn.problem import Problem
 from loomdb.learn.scaling import Scaling
 from loomdb.seams import Batch
@@ -33,3 +34,20 @@ def problem(X: np.ndarray, classes: list, method: str = "zscore", y=None) -> Pro
         classes,
         label_moments=moments,
     )
+
+
+def KeptSource(X, y, batch_size=32, payload="dense"):
+    """The same minibatch objects every epoch, as the epoch cache hands them out, stored as
+    ``payload``: dense, toc, or mlweaving read at 4 of its 32 bits."""
+    return Kept.laid_out(X, y, batch_size, payload, bits=4)
+
+
+def glm_data(classes: int, rows=301, features=7, seed=3):
+    """Rows TOC compresses and labels a linear model fits: ``classes`` 0 is regression."""
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.normal(1.0, 2.0, size=(rows, features)))  # values TOC compresses
+    score = X @ rng.normal(size=(features, max(classes, 1)))
+    if classes == 0:  # regression
+        return X, score[:, 0] + rng.normal(size=rows), []
+    y = (score[:, 0] > 0) * 1.0 if classes == 2 else np.argmax(score, axis=1) * 1.0
+    return X, y, [float(c) for c in range(classes)]

@@ -8,48 +8,15 @@ import numpy as np
 import pytest
 
 from loomdb.accel.cpu import CpuBackend
-from loomdb.codecs import weave
 from loomdb.codecs.toc import TocMatrix, encode
 from loomdb.errors import LoomFormatError
 from loomdb.learn import fused_steps
 from loomdb.learn.optimizers import OPTIMIZERS
 from loomdb.learn.trainer import TrainConfig, fit
 from loomdb.seams import Batch
+from support.arrays import KeptSource as Source
+from support.arrays import glm_data as _data
 from support.arrays import problem
-
-
-class Source:
-    def __init__(self, X, y, batch_size=32, payload="dense"):
-        ranges = weave.column_ranges(X)
-
-        def stored(part):
-            if payload == "toc":
-                return TocMatrix.from_bytes(encode(part))
-            if payload == "mlweaving":  # read at 4 of its 32 bits
-                planes = [bytes(p) for p in weave.weave_block(weave.quantize(part, *ranges))]
-                return weave.WovenMatrix(planes, *part.shape, 4)
-            return part
-
-        self.batches = [
-            Batch(stored(X[i : i + batch_size]), y[i : i + batch_size], number=n, nbytes=8)
-            for n, i in enumerate(range(0, len(y), batch_size))
-        ]
-
-    def train_batches(self, epoch, precision):
-        return iter(self.batches)
-
-    def validation_batches(self, precision):
-        return ()
-
-
-def _data(classes: int, rows=301, features=7, seed=3):
-    rng = np.random.default_rng(seed)
-    X = np.round(rng.normal(1.0, 2.0, size=(rows, features)))  # values TOC compresses
-    score = X @ rng.normal(size=(features, max(classes, 1)))
-    if classes == 0:  # regression
-        return X, score[:, 0] + rng.normal(size=rows), []
-    y = (score[:, 0] > 0) * 1.0 if classes == 2 else np.argmax(score, axis=1) * 1.0
-    return X, y, [float(c) for c in range(classes)]
 
 
 def _fit(X, y, classes, cfg, monkeypatch, fused=True, run=None, weights=None, payload="dense"):

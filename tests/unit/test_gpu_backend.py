@@ -1,4 +1,5 @@
-"""The gpu backend: skipped with its reason without a GPU; parity with cpu with one."""
+"""The gpu backend: skipped with its reason without a GPU; parity with cpu with one (the same code
+on numpy, everywhere: tests/unit/test_device_steps.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from loomdb.accel.cpu import CpuBackend
 from loomdb.accel.gpu import GpuBackend
 from loomdb.learn.trainer import TrainConfig, fit
 from loomdb.seams import Batch
-from support.arrays import ArraySource, problem
+from support.arrays import ArraySource, KeptSource, glm_data, problem
 
 usable, why = GpuBackend().available()
 needs_gpu = pytest.mark.skipif(not usable, reason=f"gpu backend unavailable: {why}")
@@ -46,6 +47,36 @@ def test_training_matches_cpu(kind):
     # parity tolerance: float64 on both; only summation order differs
     assert np.allclose(on_gpu.W, on_cpu.W, rtol=1e-9, atol=1e-9)
     assert np.allclose(on_gpu.b, on_cpu.b, rtol=1e-9, atol=1e-9)
+
+
+@needs_gpu
+@pytest.mark.parametrize("payload", ["dense", "toc", "mlweaving"])
+def test_payloads_decode_on_the_gpu_to_toarray(payload):
+    from loomdb.accel import device_decode
+    from loomdb.accel.device_arrays import CupyDevice
+
+    X, y, _ = glm_data(2, rows=200, features=70)
+    device = CupyDevice()
+    for batch in KeptSource(X, y, batch_size=64, payload=payload).batches:
+        with device.computing():
+            out = device.host(device_decode.dense(device, batch.X))
+            device.synchronize()
+        host = batch.X if payload == "dense" else batch.X.toarray()
+        assert np.array_equal(out, host)
+
+
+@needs_gpu
+@pytest.mark.parametrize("payload", ["dense", "toc", "mlweaving"])
+@pytest.mark.parametrize("optimizer", ["sgd", "nesterov", "adam"])
+def test_device_steps_train_what_the_cpu_trains(payload, optimizer):
+    X, y, labels = glm_data(3)
+    cfg = TrainConfig(kind="logistic", epochs=4, optimizer=optimizer, lr=0.02, l1=1e-4)
+    task = problem(X, labels, "zscore", y)
+    on_gpu, h1 = fit(KeptSource(X, y, payload=payload), task, cfg, GpuBackend())
+    on_cpu, h2 = fit(KeptSource(X, y, payload=payload), task, cfg, CpuBackend())
+    assert np.allclose(on_gpu.W, on_cpu.W, rtol=1e-9, atol=1e-12)
+    assert np.allclose(on_gpu.b, on_cpu.b, rtol=1e-9, atol=1e-12)
+    assert np.allclose([e["loss"] for e in h1], [e["loss"] for e in h2], rtol=1e-10)
 
 
 @needs_gpu

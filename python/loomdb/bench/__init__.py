@@ -17,4 +17,5 @@ SUITES = {
     "pcr": "loomdb.bench.pcr",
     "slimml": "loomdb.bench.slimml",
     "scale": "loomdb.bench.scale",
+    "gpu": "loomdb.bench.gpu",
 }

@@ -177,3 +177,20 @@ def decode_dense(icol, values, nparent, nkey, codes, starts, cols):  # pragma: n
                 node = nparent[node - n_pairs - 1]
             out[r, icol[node - 1]] = values[node - 1]
     return out
+
+
+@njit(cache=True, nogil=True)
+def depth(n_pairs, nparent):  # pragma: no cover
+    """The most pairs one node's sequence holds: the parent steps Algorithm 6 takes at most
+    (0 for an empty tree).  Parents precede children, so one forward pass finds it."""
+    depths = np.empty(1 + n_pairs + len(nparent), dtype=np.int64)
+    depths[0] = 0
+    deepest = 0
+    for i in range(n_pairs):
+        depths[i + 1] = 1
+        deepest = 1
+    for k in range(len(nparent)):
+        d = depths[nparent[k]] + 1
+        depths[n_pairs + 1 + k] = d
+        deepest = max(deepest, d)
+    return deepest

@@ -33,7 +33,7 @@ bits this kernel does not promise) and other payloads (sparse, pcr).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -87,14 +87,18 @@ def serves(backend: Any, optimizer: Any) -> bool:
     )
 
 
-def runs(batches: Iterable[Batch], width: int) -> Iterator[tuple[str, list[Batch]] | Batch]:
+def runs(
+    batches: Iterable[Batch], width: int, kind_of: Callable[[Batch, int], str | None] | None = None
+) -> Iterator[tuple[str, list[Batch]] | Batch]:
     """``batches`` as ``(payload, minibatches)``: up to ``RUN`` consecutive minibatches of one
-    payload this module steps (for a model of ``width`` features × classes), and each other
-    batch alone, in order."""
+    payload this module steps (for a model of ``width`` features × classes; ``kind_of``: which
+    payload a minibatch is to another stepper, ``payload_of`` by default), and each other batch
+    alone, in order."""
+    kind_of = kind_of or payload_of
     run: list[Batch] = []
     kind = ""  # the run's payload
     for batch in batches:
-        this = payload_of(batch, width)
+        this = kind_of(batch, width)
         if run and (this != kind or len(run) == RUN):
             yield kind, run
             run = []

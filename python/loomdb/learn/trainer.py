@@ -249,11 +249,12 @@ def _sgd_epoch(
     total, rows, nbytes = 0.0, 0, 0
     skipped = {"sampled": 0, "bytes_skipped": 0}
     stream = _checked(batches, check)
-    fused = skip is None and fused_steps.serves(backend, optimizer)
-    for batch in fused_steps.runs(stream, W.size) if fused else stream:
-        if isinstance(batch, tuple):  # consecutive minibatches stepped in one nogil call
+    steps = None if skip is not None else _stepper(backend, optimizer)
+    for batch in steps.runs(stream, W.size) if steps is not None else stream:
+        if isinstance(batch, tuple):  # consecutive minibatches stepped in one call
             payload, run = batch
-            total, trained, diverged = fused_steps.step(
+            assert steps is not None  # only its runs are tuples
+            total, trained, diverged = steps.step(
                 payload, run, total, W, b, problem, config, optimizer, lr, widest
             )
             if diverged:
@@ -291,6 +292,15 @@ def _sgd_epoch(
     if skip is None:
         return {"loss": total, "rows": rows, "bytes": nbytes}
     return {"loss": total, "rows": rows, "bytes": nbytes, **skipped}
+
+
+def _stepper(backend: Backend, optimizer: Any) -> Any:
+    """What steps runs of minibatches for ``backend`` and ``optimizer`` (``runs`` and ``step``):
+    the cpu backend's ``fused_steps``, a backend's own (``steps``: the gpu's), or None."""
+    if fused_steps.serves(backend, optimizer):
+        return fused_steps
+    own = getattr(backend, "steps", None)
+    return own(optimizer) if own is not None else None
 
 
 def _validation_margins(source, problem, backend, W, b, precision):

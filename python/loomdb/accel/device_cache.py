@@ -1,0 +1,65 @@
+"""The gpu backend's device cache: each minibatch decoded on the device once and kept there,
+with its targets, while they fit a budget.  No paper section.
+
+A minibatch is known by its payload object.  The trainer's epochs keep their decoded
+minibatches between epochs (``store/epochs``, within ``cache_mb``) and hand the same objects to
+every epoch (and to every trial of a ``loom_tune``), so a kept minibatch is uploaded and decoded
+once and read from device memory after that; a minibatch the host does not keep is a new object
+every epoch, uploaded (compressed, where its format is) and decoded again each time.  An entry
+leaves the cache when its payload is freed.  The budget is ``SHARE`` of the device memory free
+when the cache was made (one cache per process and device); a minibatch that does not fit is
+used and then freed, never kept.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from loomdb.accel import device_decode
+from loomdb.seams import Batch
+
+SHARE = 0.5  # of the device memory free when the cache is made
+
+
+class DeviceCache:
+    def __init__(self, device: Any, budget: int | None = None):
+        self.device = device
+        self.budget = int(SHARE * device.free_bytes()) if budget is None else budget
+        self.held = 0
+        self.entries: dict[int, dict[str, tuple[Any, int]]] = {}
+
+    def matrix(self, X: Any) -> Any:
+        """``X`` as a dense device matrix (``device_decode.dense``)."""
+        kept = self.entries.get(id(X), {}).get("X")
+        if kept is not None:
+            return kept[0]
+        with self.device.computing():
+            out = device_decode.dense(self.device, X)
+        return self._keep(X, "X", out, int(out.nbytes))
+
+    def targets(self, batch: Batch, problem: Any) -> tuple[Any, Any]:
+        """The minibatch's ``problem.targets`` on the device (raising what they raise)."""
+        kept = self.entries.get(id(batch.X), {}).get("targets")
+        if kept is not None and kept[0][0] is batch.y:
+            return kept[0][1], kept[0][2]
+        T, sw = problem.targets(batch.y)
+        pair = (self.device.upload(T), self.device.upload(sw))
+        self._keep(batch.X, "targets", (batch.y, *pair), T.nbytes + sw.nbytes)
+        return pair
+
+    def _keep(self, X: Any, name: str, value: Any, nbytes: int) -> Any:
+        """``value``, kept as ``X``'s ``name`` if its ``nbytes`` fit the budget."""
+        if self.held + nbytes > self.budget:
+            return value
+        key = id(X)
+        if key not in self.entries:
+            self.entries[key] = {}
+            weakref.finalize(X, self._drop, key)
+        _, before = self.entries[key].get(name, (None, 0))
+        self.entries[key][name] = (value, nbytes)
+        self.held += nbytes - before
+        return value
+
+    def _drop(self, key: int) -> None:
+        self.held -= sum(nbytes for _, nbytes in self.entries.pop(key, {}).values())

@@ -1,0 +1,118 @@
+"""The gpu backend's SGD steps: a run of minibatches stepped on the device, the model resident
+there from the run's first step to its last.  No paper section (Bismarck's SGD step,
+``learn/trainer``'s steps 1–4).
+
+Why: the backend's two products alone (``margins``, ``gradient``) send the model to the device
+and the margins and residuals back at every minibatch, and wait for each; an H100 then ran
+slower than the cpu backend on every shape tried (0.20–0.68x).  Here the minibatches come from
+the device cache (``device_cache``: decoded on the device once and kept), the model and the
+optimiser's state are uploaded once per run of ``RUN`` minibatches and read back once, and
+nothing in between waits for the device.
+
+What it computes is the trainer's per-minibatch step with numpy's forms, the losses of
+``learn/losses.py`` themselves (their numpy calls run on CuPy arrays through numpy's dispatch):
+targets, margins at ``W∘scale`` with the shift folded into the offset, the loss and residuals
+scaled by ``sw / widest``, the gradient plus ``l2 · rows/widest · W``, the optimiser's update
+(``sgd``, or ``nesterov`` as ``optimizers.Nesterov.step``), the proximal L1 step.  Departures,
+in the last bits: the products and sums add in the device's order, and a run's losses are summed
+on the device, minibatch by minibatch; a model that turns non-finite is found at the end of the
+run, not at the minibatch (the trainer restarts either way).  Adam and skip policies keep the
+per-minibatch path (``margins``/``gradient``), on the same device cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from loomdb.learn import fused_steps
+from loomdb.learn.losses import LOSSES
+from loomdb.seams import Batch
+
+OPTIMIZERS = ("sgd", "nesterov")
+RUN = fused_steps.RUN  # minibatches per run: one upload and one read-back of the model each
+DEVICE = "device"
+
+
+def payload_of(batch: Batch, width: int) -> str | None:
+    """Every minibatch that no skip policy thinned is stepped here."""
+    return DEVICE if batch.weights is None and not batch.removed else None
+
+
+class DeviceSteps:
+    def __init__(self, device: Any, cache: Any):
+        self.device, self.cache = device, cache
+
+    def runs(self, batches: Iterable[Batch], width: int) -> Iterator[Any]:
+        return fused_steps.runs(batches, width, payload_of)
+
+    def step(
+        self, kind: str, run: list[Batch], total: float, W, b, problem, config, optimizer, lr,
+        widest,
+    ) -> tuple[float, int, bool]:  # fmt: skip
+        """``fused_steps.step``'s contract: train ``run`` in order, updating ``W``, ``b``,
+        ``optimizer`` and ``widest`` in place; ``(total + its losses, rows, diverged)``."""
+        device, xp = self.device, self.device.xp
+        loss = LOSSES[config.kind]
+        momentum = optimizer.name == "nesterov"
+        with device.computing():
+            Wd, bd = device.upload(W), device.upload(b)
+            scale, shift = (
+                device.upload(problem.scaling.scale),
+                device.upload(problem.scaling.shift),
+            )
+            state = [device.upload(a) for a in _state(optimizer)] if momentum else []
+            sums, rows = [], 0
+            for batch in run:
+                n = batch.rows
+                if not n:
+                    continue
+                X = self.cache.matrix(batch.X)
+                T, sw = self.cache.targets(batch, problem)
+                widest[0] = max(widest[0], n)
+                Weff = Wd * scale[:, None]
+                Z = X @ Weff + (bd - shift @ Weff)
+                sums.append((loss.value(Z, T) * sw[:, None]).sum())
+                G = loss.derivative(Z, T) * (sw / float(widest[0]))[:, None]
+                gsum = G.sum(axis=0)
+                decay = config.l2 * (n / widest[0])
+                gW = scale[:, None] * (X.T @ G - shift[:, None] * gsum) + decay * Wd
+                gb = gsum if config.fit_intercept else xp.zeros_like(gsum)
+                if momentum:
+                    _momentum(optimizer, Wd, bd, gW, gb, state, lr)
+                else:
+                    Wd -= lr * gW
+                    bd -= lr * gb
+                if config.l1:
+                    Wd[...] = xp.sign(Wd) * xp.maximum(xp.abs(Wd) - lr * config.l1, 0.0)
+                rows += n
+            W[...] = device.host(Wd)
+            b[...] = device.host(bd)
+            if momentum:
+                for mine, theirs in zip(state, _state(optimizer)):
+                    theirs[...] = device.host(mine)
+            for value in device.host(xp.stack(sums)) if sums else ():
+                total += float(value)
+            device.synchronize()
+        return total, rows, not (np.isfinite(W).all() and np.isfinite(b).all())
+
+
+def _state(optimizer: Any) -> tuple[np.ndarray, ...]:
+    return (optimizer.vW, optimizer.sW, optimizer.vb, optimizer.sb)
+
+
+def _momentum(optimizer: Any, W: Any, b: Any, gW: Any, gb: Any, state: list[Any], lr: float):
+    """``optimizers.Nesterov.step`` on device arrays: ``v ← β·v + g; p ← p − lr·(g + β·v)`` and
+    the running sum ``s += p``, with β from the optimiser's count (kept on the host)."""
+    t = optimizer.t if optimizer.tmax is None else min(optimizer.t, optimizer.tmax)
+    beta = t / (t + 3.0)
+    optimizer.t += 1
+    optimizer.count += 1
+    vW, sW, vb, sb = state
+    for p, g, v, s in ((W, gW, vW, sW), (b, gb, vb, sb)):
+        v *= beta
+        v += g
+        p -= lr * (g + beta * v)
+        s += p

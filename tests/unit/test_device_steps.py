@@ -1,0 +1,180 @@
+"""The gpu backend's code (accel/device_*) run on numpy in place of CuPy: the decodes give
+``toarray()``'s numbers, the device steps train what the cpu backend trains, the cache keeps a
+minibatch once and lets it go with its payload.  The GPU itself: tests/unit/test_gpu_backend.py."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from loomdb.accel import device_decode
+from loomdb.accel.cpu import CpuBackend
+from loomdb.accel.device_arrays import NumpyDevice
+from loomdb.accel.device_cache import DeviceCache
+from loomdb.accel.gpu import GpuBackend
+from loomdb.codecs import weave
+from loomdb.codecs.toc import TocMatrix, encode
+from loomdb.errors import LoomFormatError
+from loomdb.learn import fused_steps
+from loomdb.learn.trainer import TrainConfig, fit
+from loomdb.seams import Batch
+from support.arrays import KeptSource, glm_data, problem
+
+PAYLOADS = ["dense", "toc", "mlweaving"]
+
+
+def _rows(seed: int, rows: int, cols: int) -> np.ndarray:
+    """Rows with zeros, repeats (long TOC sequences), −0.0 and one empty row."""
+    rng = np.random.default_rng(seed)
+    X = rng.choice([0.0, 0.0, 1.0, -2.5, 3.0, -0.0], size=(rows, cols))
+    X[rows // 2] = 0.0
+    X[:, 0] = rng.normal(size=rows)  # one column of distinct values
+    return X
+
+
+@pytest.mark.parametrize("variant", ["sparse", "sparse_logical", "full"])
+@pytest.mark.parametrize("shape", [(1, 1), (37, 5), (200, 70)])
+def test_toc_decodes_on_the_device_to_toarray_exactly(variant, shape):
+    X = _rows(sum(shape), *shape)
+    toc = TocMatrix.from_bytes(encode(X, variant=variant))
+    out = device_decode.dense(NumpyDevice(), toc)
+    assert out.flags.c_contiguous and out.dtype == np.float64
+    assert np.array_equal(out.view(np.uint64), toc.toarray().view(np.uint64))  # −0.0 too
+
+
+@pytest.mark.parametrize("s", [1, 4, 13, 32])
+@pytest.mark.parametrize("shape", [(3, 2), (17, 64), (40, 130)])
+def test_woven_planes_decode_on_the_device_to_toarray_exactly(s, shape):
+    X = np.random.default_rng(s).normal(size=shape)
+    X[0] = 0.0
+    planes = weave.weave_block(weave.quantize(X, *weave.column_ranges(X)))
+    woven = weave.WovenMatrix([bytes(p) for p in planes], *shape, s)
+    out = device_decode.dense(NumpyDevice(), woven)
+    assert out.flags.c_contiguous
+    assert np.array_equal(out, weave.WovenMatrix(planes, *shape, s).toarray())
+
+
+def _fit(backend, payload, kind, classes, cfg, source=None):
+    X, y, labels = glm_data(classes)
+    source = source or KeptSource(X, y, payload=payload)
+    return fit(source, problem(X, labels, "zscore", y), cfg, backend)
+
+
+CASES = [
+    ("logistic", 2, {}),
+    ("logistic", 3, {"l1": 1e-3}),
+    ("svm", 2, {"fit_intercept": False}),
+    ("linear", 0, {"l2": 1e-2}),
+]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize("optimizer", ["sgd", "nesterov", "adam"])
+@pytest.mark.parametrize("kind,classes,extra", CASES)
+def test_the_device_trains_what_the_cpu_trains(
+    monkeypatch, payload, optimizer, kind, classes, extra
+):
+    cfg = TrainConfig(kind=kind, epochs=5, optimizer=optimizer, lr=0.02, **extra)
+    runs = []
+    step = GpuBackend.steps
+    monkeypatch.setattr(GpuBackend, "steps", lambda self, o: runs.append(o.name) or step(self, o))
+    on_device, h1 = _fit(GpuBackend(NumpyDevice()), payload, kind, classes, cfg)
+    on_cpu, h2 = _fit(CpuBackend(), payload, kind, classes, cfg)
+    assert runs == [optimizer] * 5  # the device's steps are asked for every epoch
+    # the products and sums add in another order (the device's against numba's or BLAS's)
+    np.testing.assert_allclose(on_device.W, on_cpu.W, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(on_device.b, on_cpu.b, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose([e["loss"] for e in h1], [e["loss"] for e in h2], rtol=1e-10)
+    assert [e["rows"] for e in h1] == [e["rows"] for e in h2]
+    assert np.abs(on_device.W).max() > 1e-2  # it trained
+
+
+def test_sgd_and_nesterov_step_on_the_device_and_adam_per_minibatch(monkeypatch):
+    """Every minibatch of a served optimiser goes through the device's steps; Adam's through
+    the two products."""
+    stepped, products = [], []
+    backend = GpuBackend(NumpyDevice())
+    from loomdb.accel import device_steps
+
+    step = device_steps.DeviceSteps.step
+    monkeypatch.setattr(
+        device_steps.DeviceSteps,
+        "step",
+        lambda s, k, run, *a: stepped.append(len(run)) or step(s, k, run, *a),
+    )
+    product = GpuBackend._product
+    monkeypatch.setattr(
+        GpuBackend, "_product", lambda s, *a, **k: products.append(1) or product(s, *a, **k)
+    )
+    for optimizer in ("sgd", "nesterov"):
+        _fit(backend, "toc", "logistic", 2, TrainConfig(epochs=2, optimizer=optimizer))
+    assert sum(stepped) == 2 * 2 * 10 and not products
+    _fit(backend, "toc", "logistic", 2, TrainConfig(epochs=2, optimizer="adam"))
+    assert len(products) == 2 * 2 * 10  # margins and gradient of each minibatch
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_a_kept_minibatch_is_decoded_once_and_freed_with_its_payload(monkeypatch, payload):
+    decoded = []
+    dense = device_decode.dense
+    monkeypatch.setattr(device_decode, "dense", lambda d, X: decoded.append(id(X)) or dense(d, X))
+    device = NumpyDevice()
+    backend = GpuBackend(device)
+    X, y, labels = glm_data(2)
+    source = KeptSource(X, y, payload=payload)
+    _fit(backend, payload, "logistic", 2, TrainConfig(epochs=3, optimizer="sgd"), source)
+    assert len(decoded) == 10 == len(set(decoded))  # 10 minibatches, each once in 3 epochs
+    cache = backend._shared()[1]
+    assert len(cache.entries) == 10 and cache.held > 0
+    del source
+    gc.collect()
+    assert not cache.entries and cache.held == 0
+
+
+def test_without_room_every_minibatch_is_decoded_every_epoch_and_trains_the_same(monkeypatch):
+    decoded = []
+    dense = device_decode.dense
+    monkeypatch.setattr(device_decode, "dense", lambda d, X: decoded.append(id(X)) or dense(d, X))
+    cfg = TrainConfig(epochs=3, optimizer="nesterov", lr=0.05)
+    roomy, _ = _fit(GpuBackend(NumpyDevice()), "toc", "logistic", 2, cfg)
+    assert len(decoded) == 10
+    backend = GpuBackend(NumpyDevice())
+    backend._cache = DeviceCache(backend._device, budget=0)
+    cramped, _ = _fit(backend, "toc", "logistic", 2, cfg)
+    assert len(decoded) == 10 + 30 and backend._cache.held == 0
+    assert np.array_equal(roomy.W, cramped.W) and np.array_equal(roomy.b, cramped.b)
+
+
+def test_a_label_outside_the_classes_is_the_cpu_error():
+    X, y, labels = glm_data(2)
+    y = y.copy()
+    y[100] = 7.0
+    for payload in PAYLOADS:
+        with pytest.raises(LoomFormatError, match="label 7.0 is not one of the classes"):
+            fit(
+                KeptSource(X, y, payload=payload),
+                problem(X, labels, "zscore", y),
+                TrainConfig(kind="logistic", epochs=1, optimizer="sgd"),
+                GpuBackend(NumpyDevice()),
+            )
+
+
+def test_a_diverging_step_restarts_as_on_the_cpu():
+    cfg = TrainConfig(kind="linear", epochs=3, optimizer="sgd", lr=300.0, l2=0.0)
+    _, on_device = _fit(GpuBackend(NumpyDevice()), "dense", "linear", 0, cfg)
+    _, on_cpu = _fit(CpuBackend(), "dense", "linear", 0, cfg)
+    restarts = [e for e in on_device if "restart" in e]
+    assert restarts and restarts == [e for e in on_cpu if "restart" in e]
+
+
+def test_skipped_minibatches_step_one_at_a_time():
+    """A minibatch a skip policy thinned (weights) is the per-minibatch path's."""
+    from loomdb.accel import device_steps
+
+    thinned = Batch(np.zeros((2, 3)), np.zeros(2), weights=np.ones(2))
+    plain = Batch(np.zeros((2, 3)), np.zeros(2))
+    grouped = list(device_steps.DeviceSteps(None, None).runs([plain, thinned, plain], 3))
+    assert grouped == [(device_steps.DEVICE, [plain]), thinned, (device_steps.DEVICE, [plain])]
+    assert fused_steps.RUN == device_steps.RUN
