@@ -10,8 +10,8 @@ one).
 
 Uploads are ordered by events: the compute stream waits for the copy stream's upload before it
 reads it.  CuPy's memory pool hands memory freed on a stream to the next allocation on that
-stream, so an upload must stay referenced until the compute stream has used it: ``hold`` keeps
-it until the next ``synchronize``.
+stream, so an upload (and the pinned host memory it was copied from) stays referenced until the
+compute stream has used it: until the next ``synchronize``.
 """
 
 from __future__ import annotations
@@ -22,18 +22,21 @@ from typing import Any
 
 import numpy as np
 
+from loomdb.accel import cuda_kernels
+from loomdb.learn.losses import LOSSES
+from loomdb.learn.step_kernels import KIND_CODES
+
 
 class NumpyDevice:
-    """The host as a device: every operation runs at once, nothing is copied."""
+    """The host as a device: every operation runs at once.  Its residuals are
+    ``learn/losses.py``'s numpy forms; its update is ``step_kernels.assemble`` and the
+    optimisers' steps, written with numpy."""
 
     name = "numpy"
     xp: Any = np
 
     def upload(self, a: np.ndarray) -> Any:
         return np.array(a, order="C")  # a copy, as an upload is
-
-    def hold(self, a: Any) -> None:
-        pass
 
     def host(self, a: Any) -> np.ndarray:
         return np.asarray(a)
@@ -47,6 +50,24 @@ class NumpyDevice:
 
     def free_bytes(self) -> int:
         return 1 << 62
+
+    def residuals(self, kind: str, Z, offset, T, sw, widest: float) -> tuple[Any, Any]:
+        """``(loss·sw, loss′·sw/widest)`` of margins ``Z + offset`` against targets ``T``."""
+        loss, Z = LOSSES[kind], Z + offset
+        return loss.value(Z, T) * sw[:, None], loss.derivative(Z, T) * (sw / widest)[:, None]
+
+    def update(self, p, product, scale, shift, gsum, decay, lr, state, beta) -> None:
+        """``p``'s step, in place: its gradient ``scale·(product − shift·gsum) + decay·p``,
+        then SGD's, or with ``state`` (velocity, running sum) Nesterov's."""
+        grad = scale * (product - shift * gsum) + decay * p
+        v, s = state
+        if v is None:
+            p -= lr * grad
+            return
+        v *= beta
+        v += grad
+        p -= lr * (grad + beta * v)
+        s += p
 
 
 class CupyDevice:
@@ -63,14 +84,18 @@ class CupyDevice:
         self.held: list[Any] = []
 
     def upload(self, a: np.ndarray) -> Any:
-        with self.copy:
-            out = self.xp.asarray(np.ascontiguousarray(a))
-        self.compute.wait_event(self.copy.record())
-        self.held.append(out)
-        return out
+        """``a`` on the device, copied on the copy stream through pinned memory (a copy from
+        pageable memory waits for the host); the compute stream waits for it."""
+        import cupyx
 
-    def hold(self, a: Any) -> None:
-        self.held.append(a)
+        staged = cupyx.empty_pinned(a.shape, a.dtype)
+        np.copyto(staged, a)
+        with self.copy:
+            out = self.xp.empty(a.shape, a.dtype)
+            out.set(staged, stream=self.copy)
+        self.compute.wait_event(self.copy.record())
+        self.held += [out, staged]
+        return out
 
     def host(self, a: Any) -> np.ndarray:
         return self.xp.asnumpy(a, stream=self.compute)  # waits for the compute stream
@@ -87,3 +112,13 @@ class CupyDevice:
     def free_bytes(self) -> int:
         free, _total = self.xp.cuda.runtime.memGetInfo()
         return int(free) + int(self.xp.get_default_memory_pool().free_bytes())
+
+    def residuals(self, kind: str, Z, offset, T, sw, widest: float) -> tuple[Any, Any]:
+        return cuda_kernels.residuals()(Z, offset, T, sw[:, None], float(widest), KIND_CODES[kind])
+
+    def update(self, p, product, scale, shift, gsum, decay, lr, state, beta) -> None:
+        v, s = state
+        momentum = v is not None
+        if not momentum:  # the kernel's velocity and sum go unused: any array of p's shape
+            v = s = self.xp.empty_like(p)
+        cuda_kernels.update()(product, scale, shift, gsum, decay, lr, beta, momentum, p, v, s)

@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from loomdb.learn import fused_steps
-from loomdb.learn.losses import LOSSES
 from loomdb.seams import Batch
 
 OPTIMIZERS = ("sgd", "nesterov")
@@ -55,7 +54,6 @@ class DeviceSteps:
         """``fused_steps.step``'s contract: train ``run`` in order, updating ``W``, ``b``,
         ``optimizer`` and ``widest`` in place; ``(total + its losses, rows, diverged)``."""
         device, xp = self.device, self.device.xp
-        loss = LOSSES[config.kind]
         momentum = optimizer.name == "nesterov"
         with device.computing():
             Wd, bd = device.upload(W), device.upload(b)
@@ -63,7 +61,8 @@ class DeviceSteps:
                 device.upload(problem.scaling.scale),
                 device.upload(problem.scaling.shift),
             )
-            state = [device.upload(a) for a in _state(optimizer)] if momentum else []
+            scale, shift = scale[:, None], shift[:, None]
+            state = [device.upload(a) for a in _state(optimizer)] if momentum else [None] * 4
             sums, rows = [], 0
             for batch in run:
                 n = batch.rows
@@ -72,19 +71,16 @@ class DeviceSteps:
                 X = self.cache.matrix(batch.X)
                 T, sw = self.cache.targets(batch, problem)
                 widest[0] = max(widest[0], n)
-                Weff = Wd * scale[:, None]
-                Z = X @ Weff + (bd - shift @ Weff)
-                sums.append((loss.value(Z, T) * sw[:, None]).sum())
-                G = loss.derivative(Z, T) * (sw / float(widest[0]))[:, None]
+                Weff = Wd * scale
+                offset = bd - shift[:, 0] @ Weff
+                value, G = device.residuals(config.kind, X @ Weff, offset, T, sw, widest[0])
+                sums.append(value.sum())
                 gsum = G.sum(axis=0)
+                beta = _beta(optimizer) if momentum else 0.0
                 decay = config.l2 * (n / widest[0])
-                gW = scale[:, None] * (X.T @ G - shift[:, None] * gsum) + decay * Wd
+                device.update(Wd, X.T @ G, scale, shift, gsum, decay, lr, state[:2], beta)
                 gb = gsum if config.fit_intercept else xp.zeros_like(gsum)
-                if momentum:
-                    _momentum(optimizer, Wd, bd, gW, gb, state, lr)
-                else:
-                    Wd -= lr * gW
-                    bd -= lr * gb
+                device.update(bd, gb, 1.0, 0.0, 0.0, 0.0, lr, state[2:], beta)
                 if config.l1:
                     Wd[...] = xp.sign(Wd) * xp.maximum(xp.abs(Wd) - lr * config.l1, 0.0)
                 rows += n
@@ -103,16 +99,10 @@ def _state(optimizer: Any) -> tuple[np.ndarray, ...]:
     return (optimizer.vW, optimizer.sW, optimizer.vb, optimizer.sb)
 
 
-def _momentum(optimizer: Any, W: Any, b: Any, gW: Any, gb: Any, state: list[Any], lr: float):
-    """``optimizers.Nesterov.step`` on device arrays: ``v ← β·v + g; p ← p − lr·(g + β·v)`` and
-    the running sum ``s += p``, with β from the optimiser's count (kept on the host)."""
+def _beta(optimizer: Any) -> float:
+    """``optimizers.Nesterov.step``'s β for this step, counting it (the count stays on the
+    host)."""
     t = optimizer.t if optimizer.tmax is None else min(optimizer.t, optimizer.tmax)
-    beta = t / (t + 3.0)
     optimizer.t += 1
     optimizer.count += 1
-    vW, sW, vb, sb = state
-    for p, g, v, s in ((W, gW, vW, sW), (b, gb, vb, sb)):
-        v *= beta
-        v += g
-        p -= lr * (g + beta * v)
-        s += p
+    return t / (t + 3.0)
