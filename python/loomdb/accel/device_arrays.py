@@ -10,8 +10,8 @@ one).
 
 Uploads are ordered by events: the compute stream waits for the copy stream's upload before it
 reads it.  CuPy's memory pool hands memory freed on a stream to the next allocation on that
-stream, so an upload (and the pinned host memory it was copied from) stays referenced until the
-compute stream has used it: until the next ``synchronize``.
+stream, so an upload stays referenced until the compute stream has used it: until the next
+``synchronize``.
 """
 
 from __future__ import annotations
@@ -84,17 +84,13 @@ class CupyDevice:
         self.held: list[Any] = []
 
     def upload(self, a: np.ndarray) -> Any:
-        """``a`` on the device, copied on the copy stream through pinned memory (a copy from
-        pageable memory waits for the host); the compute stream waits for it."""
-        import cupyx
-
-        staged = cupyx.empty_pinned(a.shape, a.dtype)
-        np.copyto(staged, a)
+        """``a`` on the device, copied on the copy stream; the compute stream waits for it.
+        From pageable memory: staging through pinned memory here was slower (1.6 GB/s
+        against 4.3 on an H100 machine, 32 MB arrays)."""
         with self.copy:
-            out = self.xp.empty(a.shape, a.dtype)
-            out.set(staged, stream=self.copy)
+            out = self.xp.asarray(np.ascontiguousarray(a))
         self.compute.wait_event(self.copy.record())
-        self.held += [out, staged]
+        self.held.append(out)
         return out
 
     def host(self, a: Any) -> np.ndarray:
