@@ -178,3 +178,29 @@ def test_skipped_minibatches_step_one_at_a_time():
     grouped = list(device_steps.DeviceSteps(None, None).runs([plain, thinned, plain], 3))
     assert grouped == [(device_steps.DEVICE, [plain]), thinned, (device_steps.DEVICE, [plain])]
     assert fused_steps.RUN == device_steps.RUN
+
+
+def test_bench_gpu_measures_both_backends_or_says_why_not(monkeypatch):
+    from loomdb.accel import registry
+    from loomdb.bench import gpu as bench
+    from loomdb.errors import LoomStateError
+
+    monkeypatch.setattr(bench, "SHAPES", ((300, 70, 64),))
+    real = registry.get
+    on_numpy = GpuBackend(NumpyDevice())
+    monkeypatch.setattr(
+        registry, "get", lambda name=None: on_numpy if name == "gpu" else real(name)
+    )
+    [table] = bench.run()
+    assert [row[2] for row in table.rows] == list(bench.FORMATS)
+    assert all(0 <= row[-1] < 1e-9 for row in table.rows)  # the same training on both
+
+    def missing(name=None):
+        raise LoomStateError("backend 'gpu' is not usable here: no GPU")
+
+    monkeypatch.setattr(registry, "get", missing)
+    [table] = bench.run()
+    assert (
+        not table.rows
+        and table.notes[-1] == "not measured: backend 'gpu' is not usable here: no GPU"
+    )
