@@ -9,15 +9,16 @@ the device cache (``device_cache``: decoded on the device once and kept), the mo
 optimiser's state are uploaded once per run of ``RUN`` minibatches and read back once, and
 nothing in between waits for the device.
 
-What it computes is the trainer's per-minibatch step with numpy's forms, the losses of
-``learn/losses.py`` themselves (their numpy calls run on CuPy arrays through numpy's dispatch):
-targets, margins at ``W∘scale`` with the shift folded into the offset, the loss and residuals
-scaled by ``sw / widest``, the gradient plus ``l2 · rows/widest · W``, the optimiser's update
-(``sgd``, or ``nesterov`` as ``optimizers.Nesterov.step``), the proximal L1 step.  Departures,
-in the last bits: the products and sums add in the device's order, and a run's losses are summed
-on the device, minibatch by minibatch; a model that turns non-finite is found at the end of the
-run, not at the minibatch (the trainer restarts either way).  Adam and skip policies keep the
-per-minibatch path (``margins``/``gradient``), on the same device cache.
+What it computes is the trainer's per-minibatch step: targets, margins at ``W∘scale`` with the
+shift folded into the offset, the loss and residuals scaled by ``sw / widest``, the gradient plus
+``l2 · rows/widest · W``, the optimiser's update (``sgd``, or ``nesterov`` as
+``optimizers.Nesterov.step``), the proximal L1 step.  The residuals and the update are the
+device's (``device_arrays``: one CUDA kernel each on a GPU, ``learn/losses.py``'s numpy forms
+on numpy).  Departures, in the last bits: the products and sums add in the device's order, and
+a run's losses are summed on the device, minibatch by minibatch; a model that turns non-finite
+is found at the end of the run, not at the minibatch (the trainer restarts either way).  Adam
+and skip policies keep the per-minibatch path (``margins``/``gradient``), on the same device
+cache.
 """
 
 from __future__ import annotations

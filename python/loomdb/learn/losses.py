@@ -57,10 +57,12 @@ class Hinge(Loss):
 
 
 def sigmoid(Z: np.ndarray) -> np.ndarray:
-    """1/(1 + e⁻ᶻ) from e^(−|z|), which never overflows: 1/(1 + e) for z ≥ 0, e/(1 + e) below.
-    No masks, so the same calls run on a device's arrays (the gpu backend's steps)."""
-    e = np.exp(-np.abs(Z))
-    return np.where(Z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    out = np.empty_like(Z, dtype=np.float64)
+    pos = Z >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-Z[pos]))
+    e = np.exp(Z[~pos])
+    out[~pos] = e / (1.0 + e)
+    return out
 
 
 LOSSES: dict[str, Loss] = {
