@@ -51,3 +51,15 @@ def glm_data(classes: int, rows=301, features=7, seed=3):
         return X, score[:, 0] + rng.normal(size=rows), []
     y = (score[:, 0] > 0) * 1.0 if classes == 2 else np.argmax(score, axis=1) * 1.0
     return X, y, [float(c) for c in range(classes)]
+
+
+def assert_same_training(one, other, rtol: float, atol: float, loss_rtol: float) -> None:
+    """Two ``fit`` results (model, history) trained the same: models and epoch losses within
+    the tolerances, the same rows, and a model that moved."""
+    (model, history), (twin, twin_history) = one, other
+    np.testing.assert_allclose(model.W, twin.W, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(model.b, twin.b, rtol=rtol, atol=atol)
+    losses = [[e["loss"] for e in h] for h in (history, twin_history)]
+    np.testing.assert_allclose(*losses, rtol=loss_rtol)
+    assert [e["rows"] for e in history] == [e["rows"] for e in twin_history]
+    assert np.abs(model.W).max() > 1e-2  # it trained

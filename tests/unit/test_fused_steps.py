@@ -14,9 +14,7 @@ from loomdb.learn import fused_steps
 from loomdb.learn.optimizers import OPTIMIZERS
 from loomdb.learn.trainer import TrainConfig, fit
 from loomdb.seams import Batch
-from support.arrays import KeptSource as Source
-from support.arrays import glm_data as _data
-from support.arrays import problem
+from support.arrays import KeptSource, assert_same_training, glm_data, problem
 
 
 def _fit(X, y, classes, cfg, monkeypatch, fused=True, run=None, weights=None, payload="dense"):
@@ -27,7 +25,7 @@ def _fit(X, y, classes, cfg, monkeypatch, fused=True, run=None, weights=None, pa
             patch.setattr(fused_steps, "RUN", run)
         prob = problem(X, classes, "zscore", y)
         prob.class_weights = weights
-        return fit(Source(X, y, payload=payload), prob, cfg, CpuBackend())
+        return fit(KeptSource(X, y, payload=payload), prob, cfg, CpuBackend())
 
 
 CASES = [
@@ -44,28 +42,24 @@ CASES = [
 def test_fused_steps_train_what_the_per_batch_path_trains(
     monkeypatch, payload, optimizer, kind, classes, extra
 ):
-    X, y, labels = _data(classes)
+    X, y, labels = glm_data(classes)
     cfg = TrainConfig(kind=kind, epochs=5, optimizer=optimizer, lr=0.02, **extra)
     calls = []
     step = fused_steps.step
     monkeypatch.setattr(
         fused_steps, "step", lambda kind, run, *a: calls.append(len(run)) or step(kind, run, *a)
     )
-    fused, h1 = _fit(X, y, labels, cfg, monkeypatch, payload=payload)
+    fused = _fit(X, y, labels, cfg, monkeypatch, payload=payload)
     assert sum(calls) == 5 * 10  # every minibatch of every epoch stepped here
-    per_batch, h2 = _fit(X, y, labels, cfg, monkeypatch, fused=False, payload=payload)
+    per_batch = _fit(X, y, labels, cfg, monkeypatch, fused=False, payload=payload)
     assert sum(calls) == 5 * 10
     # only the order of some additions differs (dense products: BLAS's against row by row;
     # the offset shift·W: BLAS's against a loop)
-    np.testing.assert_allclose(fused.W, per_batch.W, rtol=1e-10, atol=1e-13)
-    np.testing.assert_allclose(fused.b, per_batch.b, rtol=1e-10, atol=1e-13)
-    np.testing.assert_allclose([e["loss"] for e in h1], [e["loss"] for e in h2], rtol=1e-12)
-    assert [e["rows"] for e in h1] == [e["rows"] for e in h2]
-    assert np.abs(fused.W).max() > 1e-2  # it trained
+    assert_same_training(fused, per_batch, rtol=1e-10, atol=1e-13, loss_rtol=1e-12)
 
 
 def test_class_weights_weigh_the_rows(monkeypatch):
-    X, y, labels = _data(3)
+    X, y, labels = glm_data(3)
     cfg = TrainConfig(kind="logistic", epochs=3, optimizer="nesterov", lr=0.05)
     weights = np.array([1.0, 4.0, 0.5])
     fused, _ = _fit(X, y, labels, cfg, monkeypatch, weights=weights)
@@ -78,7 +72,7 @@ def test_class_weights_weigh_the_rows(monkeypatch):
 @pytest.mark.parametrize("payload", ["dense", "toc", "mlweaving"])
 @pytest.mark.parametrize("run", [1, 3, 1000])
 def test_how_minibatches_are_grouped_never_changes_a_bit(monkeypatch, run, payload):
-    X, y, labels = _data(3)
+    X, y, labels = glm_data(3)
     cfg = TrainConfig(kind="logistic", epochs=4, optimizer="nesterov", lr=0.05, l1=1e-4)
     model, history = _fit(X, y, labels, cfg, monkeypatch, payload=payload)
     again, other = _fit(X, y, labels, cfg, monkeypatch, run=run, payload=payload)
@@ -87,10 +81,10 @@ def test_how_minibatches_are_grouped_never_changes_a_bit(monkeypatch, run, paylo
 
 
 def test_an_epoch_mixing_fused_and_per_batch_minibatches_trains_as_the_per_batch_path(monkeypatch):
-    X, y, labels = _data(3)
+    X, y, labels = glm_data(3)
     cfg = TrainConfig(kind="logistic", epochs=4, optimizer="nesterov", lr=0.05)
     prob = problem(X, labels, "zscore", y)
-    source = Source(X, y)
+    source = KeptSource(X, y)
     for batch in source.batches[1::3]:  # Fortran-ordered: these step one at a time
         batch.X = np.asfortranarray(batch.X)
     mixed, h1 = fit(source, prob, cfg, CpuBackend())
@@ -100,7 +94,7 @@ def test_an_epoch_mixing_fused_and_per_batch_minibatches_trains_as_the_per_batch
 
 
 def test_a_label_outside_the_classes_is_the_per_batch_error(monkeypatch):
-    X, y, labels = _data(2)
+    X, y, labels = glm_data(2)
     y = y.copy()
     y[100] = 7.0
     cfg = TrainConfig(kind="logistic", epochs=1, optimizer="sgd")
@@ -111,7 +105,7 @@ def test_a_label_outside_the_classes_is_the_per_batch_error(monkeypatch):
 
 
 def test_a_diverging_step_restarts_as_the_per_batch_path_does(monkeypatch):
-    X, y, labels = _data(0)
+    X, y, labels = glm_data(0)
     cfg = TrainConfig(kind="linear", epochs=3, optimizer="sgd", lr=300.0, l2=0.0)
     _, fused = _fit(X, y, labels, cfg, monkeypatch)
     _, per_batch = _fit(X, y, labels, cfg, monkeypatch, fused=False)
@@ -140,8 +134,8 @@ def test_what_it_serves_and_how_it_groups():
 
 
 def test_a_run_is_prepared_once_and_again_when_its_minibatches_change():
-    X, y, _ = _data(2)
-    batches = Source(X, y).batches
+    X, y, _ = glm_data(2)
+    batches = KeptSource(X, y).batches
 
     def prepared(run):
         payloads, labels = fused_steps._prepared(fused_steps.DENSE, run)
