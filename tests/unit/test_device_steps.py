@@ -200,3 +200,19 @@ def test_bench_gpu_measures_both_backends_or_says_why_not(monkeypatch):
         not table.rows
         and table.notes[-1] == "not measured: backend 'gpu' is not usable here: no GPU"
     )
+
+
+def test_a_payload_without_weak_references_is_used_but_never_kept():
+    class Rows:  # a payload whose freeing the cache cannot see
+        __slots__ = ("X",)
+
+        def __init__(self, X):
+            self.X = X
+
+        def toarray(self):
+            return self.X
+
+    cache = DeviceCache(NumpyDevice())
+    payload = Rows(np.arange(6.0).reshape(2, 3))
+    assert np.array_equal(cache.matrix(payload), payload.X)
+    assert not cache.entries and cache.held == 0

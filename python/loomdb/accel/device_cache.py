@@ -54,8 +54,11 @@ class DeviceCache:
             return value
         key = id(X)
         if key not in self.entries:
+            try:
+                weakref.finalize(X, self._drop, key)
+            except TypeError:  # a payload that cannot say when it is freed is never kept
+                return value
             self.entries[key] = {}
-            weakref.finalize(X, self._drop, key)
         _, before = self.entries[key].get(name, (None, 0))
         self.entries[key][name] = (value, nbytes)
         self.held += nbytes - before
