@@ -86,6 +86,8 @@ class Backend(Protocol):
 
     A backend whose hardware owns the epoch (fpga-sim) also has ``run_epoch`` (see
     :class:`EpochKernel`); the trainer's loop still owns history, stopping and validation.
+    A backend that steps runs of minibatches itself (gpu) has ``steps(optimizer)``: None, or an
+    object with ``runs`` and ``step`` as ``learn/fused_steps`` has them.
     """
 
     name: str
