@@ -1,9 +1,9 @@
 """The ``gpu`` backend: the trainer's steps on an NVIDIA GPU through CuPy.  No paper section.
 
-An optional extra (``pip install loomdb[gpu]``, CuPy built for your CUDA).  Minibatches stay on
-the device between epochs (``device_cache``, within half the device memory free at the first
-train), TOC and MLWeaving minibatches travel compressed and are decoded there
-(``device_decode``), uploads run on their own stream while the compute stream works
+An optional extra (``pip install loomdb[gpu]``, or ``loomdb[gpu-cuda13]``: CuPy for your
+CUDA).  Minibatches stay on the device between epochs (``device_cache``, within half the device
+memory free at the first train), TOC and MLWeaving minibatches travel compressed and are decoded
+there (``device_decode``), uploads run on their own stream while the compute stream works
 (``device_arrays``), and a run of minibatches is stepped with the model resident on the device
 (``device_steps``: sgd and nesterov).  Adam and skip policies use the two products
 (``margins``, ``gradient``) minibatch by minibatch, on the same cache.  Results come back as
@@ -20,6 +20,7 @@ import numpy as np
 from loomdb.accel.device_arrays import CupyDevice
 from loomdb.accel.device_cache import DeviceCache
 from loomdb.accel.device_steps import OPTIMIZERS, DeviceSteps
+from loomdb.accel.registry import GPU_INSTALL
 from loomdb.seams import Batch
 
 
@@ -52,7 +53,7 @@ class GpuBackend:
         try:
             cp = _cupy()
         except ImportError as e:
-            return False, f"CuPy is not installed ({e}); pip install 'loomdb[gpu]'"
+            return False, f"CuPy is not installed ({e}); {GPU_INSTALL}"
         try:
             count = cp.cuda.runtime.getDeviceCount()
         except Exception as e:  # no driver, no device

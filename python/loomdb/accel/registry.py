@@ -16,9 +16,10 @@ from typing import Any
 
 from loomdb.errors import LoomOptionError, LoomStateError
 
+GPU_INSTALL = "pip install 'loomdb[gpu]' (CUDA 12) or 'loomdb[gpu-cuda13]' (CUDA 13)"
 KNOWN: dict[str, dict[str, str]] = {
     "cpu": {"class": "loomdb.accel.cpu:CpuBackend", "install": ""},
-    "gpu": {"class": "loomdb.accel.gpu:GpuBackend", "install": "pip install 'loomdb[gpu]'"},
+    "gpu": {"class": "loomdb.accel.gpu:GpuBackend", "install": GPU_INSTALL},
     "fpga-sim": {"class": "loomdb.accel.fpga_sim:FpgaSimBackend", "install": ""},
 }
 ALIASES = {"numpy": "cpu"}
