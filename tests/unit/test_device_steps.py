@@ -216,3 +216,50 @@ def test_a_payload_without_weak_references_is_used_but_never_kept():
     payload = Rows(np.arange(6.0).reshape(2, 3))
     assert np.array_equal(cache.matrix(payload), payload.X)
     assert not cache.entries and cache.held == 0
+
+
+class _NumpyGpu(GpuBackend):
+    """The gpu backend on numpy, registered for the SQL test below."""
+
+    name = "gpu-numpy"
+
+    def __init__(self):
+        super().__init__(NumpyDevice())
+
+
+def test_sql_training_through_the_device_steps_matches_cpu_on_every_format(monkeypatch):
+    """loom_train on DuckDB (its own thread) with the gpu backend's code, on numpy: the same
+    models as the cpu backend's, and the catalog records the backend used."""
+    import json
+
+    import loomdb
+    from loomdb.accel import registry
+    from loomdb.bench.tables import load_duckdb
+
+    monkeypatch.setitem(registry._registry, "gpu-numpy", _NumpyGpu)
+    asked = []
+    steps = GpuBackend.steps
+    monkeypatch.setattr(_NumpyGpu, "steps", lambda self, o: asked.append(o.name) or steps(self, o))
+    rng = np.random.default_rng(2)
+    X = np.round(rng.normal(size=(3000, 30)))
+    y = (X @ rng.normal(size=30) > 0).astype(float)
+    con = loomdb.connect()
+    load_duckdb(con.duckdb, "t", X, y)
+    runs = {
+        "dense": {},
+        "toc": {"format": "toc"},
+        "weave": {"format": "mlweaving", "precision": "adaptive"},
+    }
+    for name, extra in runs.items():
+        for backend in ("cpu", "gpu-numpy"):
+            options = json.dumps({"backend": backend, "epochs": 6, **extra})
+            con.execute(f"SELECT loom_train('{name}_{backend[:3]}', 't', 'y', '{options}')")
+    models = {n: (b, json.loads(c)) for n, b, c in con.execute(
+        "SELECT name, backend, coefficients FROM loom.models"
+    ).fetchall()}  # fmt: skip
+    con.close()
+    assert len(asked) == 3 * 6  # every epoch of the three trains stepped on the device
+    for name in runs:
+        (cpu, on_cpu), (gpu, on_device) = models[f"{name}_cpu"], models[f"{name}_gpu"]
+        assert (cpu, gpu) == ("cpu", "gpu-numpy")
+        np.testing.assert_allclose(on_device, on_cpu, rtol=1e-9, atol=1e-12)
