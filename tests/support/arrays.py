@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from loomdb.bench.gpu import Kept
+from loomdb.bench.gpu import KeptMinibatches
 from loomdb.learn.problem import Problem
 from loomdb.learn.scaling import Scaling
 from loomdb.seams import Batch
@@ -39,7 +39,7 @@ def problem(X: np.ndarray, classes: list, method: str = "zscore", y=None) -> Pro
 def KeptSource(X, y, batch_size=32, payload="dense"):
     """The same minibatch objects every epoch, as the epoch cache hands them out, stored as
     ``payload``: dense, toc, or mlweaving read at 4 of its 32 bits."""
-    return Kept.laid_out(X, y, batch_size, payload, bits=4)
+    return KeptMinibatches.laid_out(X, y, batch_size, payload, bits=4)
 
 
 def glm_data(classes: int, rows=301, features=7, seed=3):

@@ -17,7 +17,6 @@ from loomdb.accel.gpu import GpuBackend
 from loomdb.codecs import weave
 from loomdb.codecs.toc import TocMatrix, encode
 from loomdb.errors import LoomFormatError
-from loomdb.learn import fused_steps
 from loomdb.learn.trainer import TrainConfig, fit
 from loomdb.seams import Batch
 from support.arrays import KeptSource, assert_same_training, glm_data, problem
@@ -173,7 +172,6 @@ def test_skipped_minibatches_step_one_at_a_time():
     plain = Batch(np.zeros((2, 3)), np.zeros(2))
     grouped = list(device_steps.DeviceSteps(None, None).runs([plain, thinned, plain], 3))
     assert grouped == [(device_steps.DEVICE, [plain]), thinned, (device_steps.DEVICE, [plain])]
-    assert fused_steps.RUN == device_steps.RUN
 
 
 def test_bench_gpu_measures_both_backends_or_says_why_not(monkeypatch):

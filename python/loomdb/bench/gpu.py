@@ -33,14 +33,16 @@ FORMATS = ("dense", "toc", "mlweaving")
 EPOCHS, BITS = 3, 4
 
 
-class Kept:
+class KeptMinibatches:
     """Minibatches made once and handed to every epoch (the epoch cache's way)."""
 
     def __init__(self, batches: list[Batch]):
         self.batches = batches
 
     @classmethod
-    def laid_out(cls, X: np.ndarray, y: np.ndarray, size: int, fmt: str, bits: int = BITS) -> Kept:
+    def laid_out(
+        cls, X: np.ndarray, y: np.ndarray, size: int, fmt: str, bits: int = BITS
+    ) -> KeptMinibatches:
         """``X`` and ``y`` in minibatches of ``size`` rows stored as ``fmt``: dense, toc, or
         mlweaving read at ``bits`` (quantised over the whole of ``X``)."""
         ranges = weave.column_ranges(X)
@@ -72,7 +74,7 @@ def _problem(X: np.ndarray) -> Problem:
     )
 
 
-def _epochs(source: Kept, task: Problem, backend) -> tuple[list[float], list[float]]:
+def _epochs(source: KeptMinibatches, task: Problem, backend) -> tuple[list[float], list[float]]:
     _, history = fit(source, task, TrainConfig(kind="logistic", epochs=EPOCHS, lr=0.01), backend)
     return [e["seconds"] for e in history], [e["loss"] for e in history]
 
@@ -108,7 +110,7 @@ def run(quick: bool = False) -> list[BenchTable]:
     rng = np.random.default_rng(0)
     tiny = np.round(rng.normal(size=(64, 8)))
     for fmt in FORMATS:  # compile and warm both backends' kernels
-        source = Kept.laid_out(tiny, (tiny[:, 0] > 0) * 1.0, 32, fmt)
+        source = KeptMinibatches.laid_out(tiny, (tiny[:, 0] > 0) * 1.0, 32, fmt)
         _epochs(source, _problem(tiny), CpuBackend())
         _epochs(source, _problem(tiny), gpu)
     for rows, cols, size in SHAPES:
@@ -118,9 +120,9 @@ def run(quick: bool = False) -> list[BenchTable]:
         task = _problem(X)
         # CuPy compiles a reduction for each new size once per machine (and keeps it on disk):
         # compile this shape's before timing, on two minibatches of their own
-        _epochs(Kept.laid_out(X[: 2 * size], y[: 2 * size], size, "dense"), task, gpu)
+        _epochs(KeptMinibatches.laid_out(X[: 2 * size], y[: 2 * size], size, "dense"), task, gpu)
         for fmt in FORMATS:
-            source = Kept.laid_out(X, y, size, fmt)
+            source = KeptMinibatches.laid_out(X, y, size, fmt)
             cpu_s, cpu_loss = _epochs(source, task, CpuBackend())
             gpu_s, gpu_loss = _epochs(source, task, gpu)
             gap = max(abs(a - b) / abs(a) for a, b in zip(cpu_loss, gpu_loss))
