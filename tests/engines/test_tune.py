@@ -190,6 +190,12 @@ def test_a_tune_lays_out_once_per_layout_its_trials_share(monkeypatch):
     made.clear()
     run("'pts'", batch_size=[20, 40], lr=[0.01, 0.1])  # the grid varies lr fastest
     assert made == ["scratch", "scratch"]
+    made.clear()
+    run("'pts'", lr=[0.01, 0.1], format=["dense", "toc"])  # format fastest: trials regrouped
+    assert made == ["scratch", "scratch"]
+    ran = con.execute("SELECT trial, options FROM loom_trials('t') ORDER BY trial").fetchall()
+    order = [(json.loads(o)["format"], json.loads(o)["lr"]) for _, o in ran]
+    assert order == [("dense", 0.01), ("dense", 0.1), ("toc", 0.01), ("toc", 0.1)]
     con.execute("""SELECT loom_create_index('ix', 'pts', 'y', '{"batch_size": 20}')""").fetchall()
     made.clear()
     run("NULL", index="ix", lr=[0.01, 0.1, 1.0])

@@ -2,18 +2,19 @@
 
 No paper section.  Each trial is one ``loom_train`` (``train.fit_record``: the same layout,
 trainer and catalog record) on the first batches of the shuffled source, scored on the last
-``validation_fraction`` of them (default 0.2); consecutive trials that lay out the same rows
-train on one layout (``SharedLayout``).  By default (``"metric": "loss"``) the score is
-the validation loss of the trial's last epoch *without* the L1/L2 penalty, so trials of
-different penalties compare on the data alone, lower being better; ``metric`` may instead name
-another of ``learn/metrics.py``'s ``TUNE_METRICS`` — accuracy or AUC (higher is better) for a
-classifier, RMSE or MAE for a regression — which the trainer computes of the trained model on
-the same validation batches.  The first trial wins a tie; trials, the summary and the kept
-model's ``tuned`` record name the metric used.  A trial that diverges is recorded as
-failed with its error and is never chosen.  Everything runs in one transaction: the trials
-(``loom.trials``) and the kept model (the ``loom.models`` row ``loom_train`` writes, its options
-recording the chosen values and, under ``tuned``, the search) are written together at the end,
-or not at all — a tune whose every trial fails leaves the catalog as it was.
+``validation_fraction`` of them (default 0.2); trials that lay out the same rows run one after
+another (``by_layout``) and train on one layout (``SharedLayout``).  By default (``"metric":
+"loss"``) the score is the validation loss of the trial's last epoch *without* the L1/L2
+penalty, so trials of different penalties compare on the data alone, lower being better;
+``metric`` may instead name another of ``learn/metrics.py``'s ``TUNE_METRICS`` — accuracy or
+AUC (higher is better) for a classifier, RMSE or MAE for a regression — which the trainer
+computes of the trained model on the same validation batches.  The first trial wins a tie;
+trials, the summary and the kept model's ``tuned`` record name the metric used.  A trial that
+diverges is recorded as failed with its error and is never chosen.  Everything runs in one
+transaction: the trials (``loom.trials``) and the kept model (the ``loom.models`` row
+``loom_train`` writes, its options recording the chosen values and, under ``tuned``, the
+search) are written together at the end, or not at all — a tune whose every trial fails leaves
+the catalog as it was.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
     planned = plans(s)  # every candidate checked before anything runs
     started = time.perf_counter()
     with db.atomic():
+        planned = by_layout(db, planned)
         exists = catalog.model_exists(db, name)
         if exists and not s.fixed.get("replace"):
             catalog.require_absent(db, name, "model")
@@ -73,6 +75,17 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
         if exists:
             deploy.refresh(db, name, model, db.role())
     return json.dumps(_summary(name, s, rows, number, score, time.perf_counter() - started))
+
+
+def by_layout(db: Any, planned: list[tuple[dict[str, Any], Plan]]):
+    """The trials reordered so that those laying out the same rows (``train.layout_key``) run
+    one after another: groups in the order of their first trial, trials within a group in the
+    search's order.  A grid listing a layout option (``format``, ``batch_size``) after another
+    option lays the source out once per value, not once per trial."""
+    groups: dict[str, list[tuple[dict[str, Any], Plan]]] = {}
+    for trial in planned:
+        groups.setdefault(train.layout_key(db, trial[1]), []).append(trial)
+    return [trial for group in groups.values() for trial in group]
 
 
 class SharedLayout:
