@@ -87,7 +87,10 @@ class Backend(Protocol):
     A backend whose hardware owns the epoch (fpga-sim) also has ``run_epoch`` (see
     :class:`EpochKernel`); the trainer's loop still owns history, stopping and validation.
     A backend that steps runs of minibatches itself (gpu) has ``steps(optimizer)``: None, or an
-    object with ``runs`` and ``step`` as ``learn/fused_steps`` has them.
+    object with ``runs`` and ``step`` as ``learn/fused_steps`` has them.  A backend with memory
+    of its own (gpu) may have ``keeper()``: an object whose ``adopt(batch)`` keeps a minibatch
+    there and gives back a stand-in for it (or None: no room), so that an epoch too large for
+    the host's cache is kept on the device (``store/epochs``).
     """
 
     name: str

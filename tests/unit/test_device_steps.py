@@ -261,3 +261,47 @@ def test_sql_training_through_the_device_steps_matches_cpu_on_every_format(monke
         (cpu, on_cpu), (gpu, on_device) = models[f"{name}_cpu"], models[f"{name}_gpu"]
         assert (cpu, gpu) == ("cpu", "gpu-numpy")
         np.testing.assert_allclose(on_device, on_cpu, rtol=1e-9, atol=1e-12)
+
+
+def test_sql_epochs_too_large_for_cache_mb_stay_on_the_device(monkeypatch):
+    """loom_train on DuckDB with "cache_mb": 1 over 9.6 MB of dense rows (and their toc
+    layout): the cpu backend reads every epoch; the gpu backend's code, on numpy, keeps the
+    epoch on its device after the first (training and validation batches) and reads nothing
+    more, and trains the same model."""
+    import json
+
+    import loomdb
+    from loomdb.accel import registry
+    from loomdb.bench.tables import load_duckdb
+
+    monkeypatch.setitem(registry._registry, "gpu-numpy", _NumpyGpu)
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(40_000, 30)), 1)
+    y = (X @ rng.normal(size=30) > 0).astype(float)
+    con = loomdb.connect()
+    load_duckdb(con.duckdb, "t", X, y)
+    decoded: list[int] = []
+    dense = device_decode.dense
+    monkeypatch.setattr(device_decode, "dense", lambda d, X: decoded.append(1) or dense(d, X))
+    read: dict[tuple[str, str], list[int]] = {}
+    for fmt in ("dense", "toc"):
+        for backend in ("cpu", "gpu-numpy"):
+            options = {"backend": backend, "epochs": 3, "cache_mb": 1, "format": fmt}
+            options.update(batch_size=500, validation_fraction=0.1, lr=0.1)  # no step estimate
+            decoded.clear()
+            name = f"{fmt}_{backend[:3]}"
+            con.execute(f"SELECT loom_train('{name}', 't', 'y', '{json.dumps(options)}')")
+            history = json.loads(con.execute(
+                f"SELECT history FROM loom.models WHERE name = '{name}'"
+            ).fetchone()[0])  # fmt: skip
+            read[fmt, backend] = [h["bytes_read"] for h in history if "epoch" in h]
+            assert len(decoded) == (80 if backend == "gpu-numpy" else 0)  # each minibatch once
+    models = dict(con.execute("SELECT name, coefficients FROM loom.models").fetchall())
+    con.close()
+    for fmt in ("dense", "toc"):
+        on_cpu, on_device = read[fmt, "cpu"], read[fmt, "gpu-numpy"]
+        assert min(on_cpu) > 1 << 20 and on_device[0] == on_cpu[0]  # beyond cache_mb: read
+        assert on_device[1:] == [0, 0]  # kept on the device: nothing read
+        np.testing.assert_allclose(
+            json.loads(models[f"{fmt}_gpu"]), json.loads(models[f"{fmt}_cpu"]), rtol=1e-9
+        )

@@ -1,4 +1,6 @@
-"""The epoch cache: kept while the epoch fits ``cache_mb``, never tried again once it did not."""
+"""The epoch cache: kept while the epoch fits ``cache_mb``, never tried again once it did not;
+an epoch too large for it kept on a backend's device instead (the gpu backend's cache, on
+numpy)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,11 @@ import weakref
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
+from loomdb.accel.device_arrays import NumpyDevice
+from loomdb.accel.device_cache import DeviceCache, Resident
+from loomdb.errors import LoomError
 from loomdb.seams import Batch
 from loomdb.store.epochs import Epochs
 
@@ -101,3 +107,78 @@ def test_the_validation_batches_are_kept_in_what_the_training_epoch_leaves():
         list(epochs.train_batches(0, 32))
         assert [b.nbytes for b in epochs.validation_batches(32)] == [8000, 8000]
     assert tight.reads == 1 + 3  # the training epoch kept, validation read every time
+
+
+def _on_device(budget: int, device_budget: int) -> tuple[CountingLayout, Epochs, DeviceCache]:
+    layout = CountingLayout()
+    cache = DeviceCache(NumpyDevice(), budget=device_budget)
+    return layout, Epochs(layout, 0.0, budget, device=cache), cache  # type: ignore[arg-type]
+
+
+def test_an_epoch_too_large_for_the_host_is_kept_on_the_device():
+    """Each minibatch decoded on the device as it is read (8 kB each, the stand-ins holding
+    none of it on the host); from then on nothing is read and the device's matrices train."""
+    layout, epochs, cache = _on_device(3 * 8000, 10 * 8000)
+    assert epochs.kept.too_large == {("train", 0)}  # 80 kB stored: beyond twice 24 kB
+    first = list(epochs.train_batches(0, 32))
+    assert [b.nbytes for b in first] == [8000] * 10  # read, and adopted as they were
+    assert all(isinstance(b.X, Resident) for b in first) and cache.held == 10 * 8000
+    for _ in range(2):
+        again = list(epochs.train_batches(0, 32))
+        assert [b.nbytes for b in again] == [0] * 10 and layout.reads == 1
+        assert [int(cache.matrix(b.X)[0, 0]) for b in again] == list(range(10))
+    assert epochs.kept.cached == {} and epochs.kept.held == 0  # the host keeps no payload
+    with pytest.raises(LoomError, match="kept on the gpu backend's device"):
+        again[0].X.toarray()  # only the device reads a stand-in
+    del first, again, epochs, layout
+    gc.collect()
+    assert cache.held == 0 and not cache.entries  # the device's entries leave with the layout
+
+
+def test_an_epoch_the_device_cannot_hold_is_read_every_time_and_not_tried_again():
+    layout, epochs, cache = _on_device(3 * 8000, 6 * 8000)
+    first = list(epochs.train_batches(0, 32))
+    assert [type(b.X) for b in first] == [Resident] * 6 + [np.ndarray] * 4
+    assert [int(cache.matrix(b.X)[0, 0]) for b in first] == list(range(10))
+    del first
+    gc.collect()
+    assert cache.held == 0  # the stand-ins made before it was full went with the epoch
+    for _ in range(2):
+        again = list(epochs.train_batches(0, 32))
+        assert [b.nbytes for b in again] == [8000] * 10
+        assert all(isinstance(b.X, np.ndarray) for b in again)  # not adopted again
+    assert layout.reads == 3
+
+
+def test_an_epoch_the_host_keeps_stays_on_the_host_and_cache_mb_0_keeps_nothing():
+    layout, epochs, cache = _on_device(10 * 8000, 10 * 8000)
+    for _ in range(2):
+        assert all(isinstance(b.X, np.ndarray) for b in epochs.train_batches(0, 32))
+    assert layout.reads == 1 and cache.held == 0
+    layout, epochs, cache = _on_device(0, 10 * 8000)
+    for _ in range(2):
+        assert [b.nbytes for b in epochs.train_batches(0, 32)] == [8000] * 10
+    assert layout.reads == 2 and cache.held == 0
+
+
+def test_another_device_or_none_does_not_see_the_stand_ins():
+    """Epochs kept on one device are that device's: a train over the same layout on another
+    backend (a tune's trials may differ in backend) reads the layout."""
+    layout, epochs, cache = _on_device(3 * 8000, 10 * 8000)
+    list(epochs.train_batches(0, 32))
+    other = DeviceCache(NumpyDevice(), budget=10 * 8000)
+    for device in (None, other):
+        plain = Epochs(layout, 0.0, 3 * 8000, device=device)  # type: ignore[arg-type]
+        assert [b.nbytes for b in plain.train_batches(0, 32)] == [8000] * 10
+    assert all(isinstance(b.X, Resident) for b in epochs.train_batches(0, 32))
+    assert layout.reads == 3
+
+
+def test_an_epoch_the_host_found_too_large_is_adopted_by_the_device_at_the_next():
+    layout, epochs, cache = _on_device(5 * 8000, 10 * 8000)  # 80 kB: tried on the host first
+    assert all(isinstance(b.X, np.ndarray) for b in epochs.train_batches(0, 32))
+    assert epochs.kept.too_large == {("train", 0)}
+    adopted = list(epochs.train_batches(0, 32))
+    assert all(isinstance(b.X, Resident) for b in adopted)
+    assert [b.nbytes for b in adopted] == [8000] * 10
+    assert [b.nbytes for b in epochs.train_batches(0, 32)] == [0] * 10 and layout.reads == 2

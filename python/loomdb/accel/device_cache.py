@@ -4,22 +4,40 @@ with its targets, while they fit a budget.  No paper section.
 A minibatch is known by its payload object.  The trainer's epochs keep their decoded
 minibatches between epochs (``store/epochs``, within ``cache_mb``) and hand the same objects to
 every epoch (and to every trial of a ``loom_tune``), so a kept minibatch is uploaded and decoded
-once and read from device memory after that; a minibatch the host does not keep is a new object
-every epoch, uploaded (compressed, where its format is) and decoded again each time.  An entry
-leaves the cache when its payload is freed.  The budget is ``SHARE`` of the device memory free
-when the cache was made (one cache per process and device); a minibatch that does not fit is
-used and then freed, never kept.
+once and read from device memory after that.  An epoch too large for the host's ``cache_mb`` is
+kept here instead (``adopt``): each minibatch is decoded on the device as it is read and the
+host keeps a stand-in (a ``Resident`` payload and the labels), so later epochs read nothing from
+the database and upload nothing.  An entry leaves the cache when its payload (or stand-in) is
+freed.  The budget is ``SHARE`` of the device memory free when the cache was made (one cache
+per process and device); a minibatch that does not fit is used and then freed, never kept.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from typing import Any
 
 from loomdb.accel import device_decode
+from loomdb.errors import LoomError
 from loomdb.seams import Batch
 
 SHARE = 0.5  # of the device memory free when the cache is made
+
+
+class Resident:
+    """The payload of a minibatch kept on the device (``DeviceCache.adopt``): the host holds
+    only this, and the cache holds the decoded matrix for as long as this lives."""
+
+    __slots__ = ("shape", "__weakref__")
+
+    def __init__(self, shape: tuple[int, int]):
+        self.shape = shape
+
+    def toarray(self) -> Any:
+        raise LoomError(
+            "this minibatch is kept on the gpu backend's device, and only the gpu backend reads it"
+        )
 
 
 class DeviceCache:
@@ -37,6 +55,19 @@ class DeviceCache:
         with self.device.computing():
             out = device_decode.dense(self.device, X)
         return self._keep(X, "X", out, int(out.nbytes))
+
+    def adopt(self, batch: Batch) -> Batch | None:
+        """``batch`` with its payload decoded on the device and kept there in its stead: the
+        same minibatch, its ``X`` a ``Resident`` that the cache's entry lives as long as; None
+        (nothing decoded) when the decoded matrix would not fit the budget."""
+        rows, cols = batch.X.shape
+        if self.held + 8 * rows * cols > self.budget:
+            return None
+        resident = Resident((rows, cols))
+        with self.device.computing():
+            out = device_decode.dense(self.device, batch.X)
+        self._keep(resident, "X", out, int(out.nbytes))
+        return dataclasses.replace(batch, X=resident, scratch={})
 
     def targets(self, batch: Batch, problem: Any) -> tuple[Any, Any]:
         """The minibatch's ``problem.targets`` on the device (raising what they raise)."""

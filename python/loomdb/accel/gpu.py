@@ -2,7 +2,8 @@
 
 An optional extra (``pip install loomdb[gpu]``, or ``loomdb[gpu-cuda13]``: CuPy for your
 CUDA).  Minibatches stay on the device between epochs (``device_cache``, within half the device
-memory free at the first train), TOC and MLWeaving minibatches travel compressed and are decoded
+memory free at the first train; an epoch too large for the host's ``cache_mb`` is kept there
+alone, ``keeper``), TOC and MLWeaving minibatches travel compressed and are decoded
 there (``device_decode``), uploads run on their own stream while the compute stream works
 (``device_arrays``), and a run of minibatches is stepped with the model resident on the device
 (``device_steps``: sgd and nesterov).  Adam and skip policies use the two products
@@ -82,6 +83,11 @@ class GpuBackend:
 
     def gradient(self, batch: Batch, R: np.ndarray) -> np.ndarray:
         return self._product(batch, R, transposed=True)
+
+    def keeper(self) -> DeviceCache:
+        """What keeps an epoch too large for the host's ``cache_mb`` on the device
+        (``store/epochs``: ``adopt``)."""
+        return self._shared()[1]
 
     def steps(self, optimizer: Any) -> DeviceSteps | None:
         """The device's own steps for ``optimizer``, or None (the per-minibatch path)."""

@@ -190,7 +190,9 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     config = _config(p, laid, lr, safe, metric)
     skip, skip_used = _skip(p, laid, problem)
     read_ahead = skip_used.get("read_ahead", 1)
-    epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead)
+    keeper = getattr(backend, "keeper", None)  # a device that keeps epochs (the gpu backend)
+    device = keeper() if keeper is not None and cluster is None else None
+    epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead, device)
     train_parallel.check_layout(p.opts, epochs)
     progress = _progress(db, what) if p.opts["progress"] else None
     report = None

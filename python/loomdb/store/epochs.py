@@ -1,12 +1,16 @@
 """An epoch's batches of a layout at a precision: the trainer's source.
 
 No paper section.  The first batches train, the last ``validation_fraction`` of them validate.
-Decoded batches are kept between epochs while they fit ``cache_mb`` (then ``bytes_read`` is 0
-and ``cached`` true in the history): a format read at one precision reads the same bytes every
+Decoded batches are kept between epochs while they fit ``cache_mb`` (then the history's
+``bytes_read`` is 0): a format read at one precision reads the same bytes every
 epoch, and an any-precision format is kept per precision.  An epoch found too large to keep is
 not tried again: every later epoch would hold batches up to the budget only to drop them; one
 whose stored bytes alone exceed the budget well is not tried at all.  The validation batches
 are kept the same way, in what the training epoch leaves of the budget (it is read first).
+An epoch too large for the budget is kept on the backend's device instead when the backend has
+one (``device``: the gpu backend's ``DeviceCache``): each minibatch is decoded there as it is
+read and the host keeps a stand-in with the labels, within the device's own budget; again all
+or nothing, and never with ``cache_mb`` 0 (every epoch reads, as asked).
 
 In a grouped (SlimML) layout a minibatch is ``groups_per_batch`` consecutive groups.  When the
 trainer passes ``choose``, it is asked, just before each minibatch is read, which of its groups
@@ -24,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -54,15 +59,24 @@ class Kept:
     cached: dict[Key, list[Batch]] = dataclasses.field(default_factory=dict)
     held: int = 0  # what the kept epochs cost (``_held``)
     too_large: set[Key] = dataclasses.field(default_factory=set)  # keys that did not fit
+    # epochs kept on a backend's device (stand-ins), by device and key; keys that did not fit it
+    on_device: dict[tuple[Any, Key], list[Batch]] = dataclasses.field(default_factory=dict)
+    too_large_on_device: set[tuple[Any, Key]] = dataclasses.field(default_factory=set)
 
 
 class Epochs:
     def __init__(
-        self, layout: Layout, validation_fraction: float, cache_bytes: int, read_ahead: int = 1
+        self,
+        layout: Layout,
+        validation_fraction: float,
+        cache_bytes: int,
+        read_ahead: int = 1,
+        device: Any = None,
     ):
         self.layout = layout
         self.read_ahead = read_ahead
         self.budget = cache_bytes
+        self.device = device  # what keeps an epoch on the backend's device (``adopt``), or None
         self.kept_groups: dict[Key, dict[int, Batch]] = {}
         self.kept_size = 0
         self.per = groups_per_batch(layout.info)
@@ -124,11 +138,18 @@ class Epochs:
         """Minibatches ``[start, stop)``: those kept under ``key``, else read (and kept while
         the budget holds them)."""
         kept = self.kept.cached.get(key)
+        if kept is None:
+            kept = self.kept.on_device.get((self.device, key))
         if kept is not None:
             return list(kept)  # kept with nbytes 0: nothing is read
         batches = self._minibatches(self.layout.batches(start, stop, precision))
-        keep = self.budget and key not in self.kept.too_large
-        return self._keeping(batches, key) if keep else batches
+        if not self.budget:
+            return batches
+        if key not in self.kept.too_large:
+            return self._keeping(batches, key)
+        if self.device is not None and (self.device, key) not in self.kept.too_large_on_device:
+            return self._adopting(batches, key)
+        return batches
 
     def _minibatches(self, units: Iterable[Batch]) -> Iterator[Batch]:
         """Consecutive stored units joined into the trainer's minibatches (as stored when a
@@ -167,6 +188,23 @@ class Epochs:
         if kept is not None:
             self.kept.cached[key] = kept
             self.kept.held = size
+
+    def _adopting(self, batches: Iterable[Batch], key: Key) -> Iterator[Batch]:
+        """``batches``, each kept on the device as it is read (the stand-in trains in its
+        place) while the device holds them all; later epochs read nothing."""
+        adopted: list[Batch] = []
+        rest = iter(batches)
+        for batch in rest:
+            resident = self.device.adopt(batch)
+            if resident is None:  # too large for the device: every epoch reads
+                self.kept.too_large_on_device.add((self.device, key))
+                adopted.clear()  # the stand-ins already made leave with this epoch
+                yield batch
+                yield from rest
+                return
+            adopted.append(dataclasses.replace(resident, nbytes=0))  # later epochs read nothing
+            yield resident  # this epoch read its bytes
+        self.kept.on_device[(self.device, key)] = adopted
 
     def _chosen(self, precision: int, choose: Chooser) -> Iterator[Batch]:
         points = self.layout.aggregates()
