@@ -100,3 +100,31 @@ def test_sql_training_on_gpu_matches_cpu():
     assert set(rows) == {"cpu", "gpu"}
     assert np.allclose(json.loads(rows["gpu"]), json.loads(rows["cpu"]), rtol=1e-9, atol=1e-9)
     con.close()
+
+
+@needs_gpu
+@pytest.mark.parametrize("payload", ["dense", "toc", "mlweaving"])
+def test_an_adopted_minibatch_lives_on_the_gpu_as_long_as_its_stand_in(payload):
+    """``DeviceCache.adopt`` (an epoch too large for ``cache_mb``, ``store/epochs``): the
+    stand-in's matrix is the payload's, and the device memory leaves with the stand-in."""
+    import gc
+
+    from loomdb.accel.device_arrays import CupyDevice
+    from loomdb.accel.device_cache import DeviceCache, Resident
+
+    X, y, _ = glm_data(2, rows=200, features=70)
+    device = CupyDevice()
+    cache = DeviceCache(device)
+    batches = KeptSource(X, y, batch_size=64, payload=payload).batches
+    adopted = [cache.adopt(b) for b in batches]
+    assert all(a is not None and isinstance(a.X, Resident) for a in adopted)
+    for batch, resident in zip(batches, adopted):
+        with device.computing():
+            out = device.host(cache.matrix(resident.X))
+            device.synchronize()
+        host = batch.X if payload == "dense" else batch.X.toarray()
+        assert np.array_equal(out, host)
+    assert cache.held == sum(8 * a.X.shape[0] * a.X.shape[1] for a in adopted)
+    del adopted, resident
+    gc.collect()
+    assert cache.held == 0 and not cache.entries

@@ -2,9 +2,9 @@
 
 An optional extra (``pip install loomdb[gpu]``, or ``loomdb[gpu-cuda13]``: CuPy for your
 CUDA).  Minibatches stay on the device between epochs (``device_cache``, within half the device
-memory free at the first train; an epoch too large for the host's ``cache_mb`` is kept there
-alone, ``keeper``), TOC and MLWeaving minibatches travel compressed and are decoded
-there (``device_decode``), uploads run on their own stream while the compute stream works
+memory free at the first train; an epoch too large for the host's ``cache_mb`` is kept on the
+device only, ``keeper``), TOC and MLWeaving minibatches travel compressed and are decoded there
+(``device_decode``), uploads run on their own stream while the compute stream works
 (``device_arrays``), and a run of minibatches is stepped with the model resident on the device
 (``device_steps``: sgd and nesterov).  Adam and skip policies use the two products
 (``margins``, ``gradient``) minibatch by minibatch, on the same cache.  Results come back as
