@@ -305,3 +305,32 @@ def test_sql_epochs_too_large_for_cache_mb_stay_on_the_device(monkeypatch):
         np.testing.assert_allclose(
             json.loads(models[f"{fmt}_gpu"]), json.loads(models[f"{fmt}_cpu"]), rtol=1e-9
         )
+
+
+def test_a_tune_over_backends_keeps_device_epochs_to_the_device(monkeypatch):
+    """Trials share one layout and its kept epochs whatever their backend: the cpu trials after
+    the gpu ones read the layout (they never see the device's stand-ins) and score what the
+    gpu trials scored at the same step size."""
+    import json
+
+    import loomdb
+    from loomdb.accel import registry
+    from loomdb.bench.tables import load_duckdb
+
+    monkeypatch.setitem(registry._registry, "gpu-numpy", _NumpyGpu)
+    rng = np.random.default_rng(5)
+    X = np.round(rng.normal(size=(40_000, 30)), 1)
+    y = (X @ rng.normal(size=30) > 0).astype(float)
+    con = loomdb.connect(progress=False)
+    load_duckdb(con.duckdb, "t", X, y)
+    options = {"backend": ["gpu-numpy", "cpu"], "lr": [0.05, 0.1], "epochs": 3, "cache_mb": 1}
+    con.execute(f"SELECT loom_tune('m', 't', 'y', '{json.dumps({**options, 'batch_size': 500})}')")
+    rows = con.execute("SELECT trial, score, options FROM loom_trials('m') ORDER BY trial")
+    trials = [(json.loads(o)["backend"], json.loads(o)["lr"], s) for _, s, o in rows.fetchall()]
+    con.close()
+    assert [t[:2] for t in trials] == [("gpu-numpy", 0.05), ("gpu-numpy", 0.1)] + [
+        ("cpu", 0.05),
+        ("cpu", 0.1),
+    ]
+    for on_device, on_cpu in zip(trials[:2], trials[2:]):
+        assert on_device[2] == pytest.approx(on_cpu[2], rel=1e-9)
