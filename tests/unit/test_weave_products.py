@@ -53,6 +53,33 @@ def test_products_equal_the_dense_values_at_every_precision(n, m):
         assert M._values is None  # computed on the planes, never on rebuilt floats
 
 
+@pytest.mark.parametrize("m", [1, 8, 20, 33, 40, 56, 57, 63, 64, 84, 130])
+def test_a_narrow_chunk_reads_only_its_live_bytes_with_the_same_bits(m):
+    """A last chunk of m − 64·c features reads the bytes that hold them only: its products are
+    bit for bit those of the full eight-byte path on the same planes with zero weights (and
+    zero gradients) for the absent features, and 0 past the m features."""
+    from loomdb.codecs import weave_products
+
+    rng = np.random.default_rng(m)
+    n = 37
+    U = _block(rng, n, m)
+    wide = -(-m // 64) * 64  # the chunks' full width
+    padded = np.zeros((n, wide), dtype=np.uint32)
+    padded[:, :m] = U
+    W, G = rng.normal(size=(m, 2)), rng.normal(size=(n, 2))
+    for s in (1, 4, 13, 32):
+        words = weave.WovenMatrix([bytes(p) for p in weave.weave_block(U)], n, m, s).words()
+        full = weave.WovenMatrix([bytes(p) for p in weave.weave_block(padded)], n, wide, s)
+        assert np.array_equal(words, full.words())  # the same planes: absent features are 0
+        W0 = np.zeros((wide, 2))
+        W0[:m] = W
+        narrow_z = weave_products.matmul(words, W)
+        assert np.array_equal(narrow_z, weave_products.matmul(words, W0))
+        narrow_g = weave_products.rmatmul(words, G, m)
+        assert np.array_equal(narrow_g, weave_products.rmatmul(words, G, wide)[: len(narrow_g)])
+        assert not narrow_g[m:].any()
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     n=st.integers(1, 80),

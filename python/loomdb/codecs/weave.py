@@ -234,5 +234,5 @@ class WovenMatrix:
         if u.ndim not in (1, 2) or u.shape[-1] != self.n:
             raise LoomOptionError(f"cannot multiply {u.shape} by a {self.shape} woven block")
         G = u.reshape(-1, self.n).T.astype(np.float64, copy=False)
-        out = products.rmatmul(self.words(), G)
+        out = products.rmatmul(self.words(), G, self.m)
         return out[: self.m, 0] if u.ndim == 1 else out[: self.m].T

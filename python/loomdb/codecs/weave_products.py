@@ -11,9 +11,12 @@ where S(mask) = Σ_{f ∈ mask} w_f.  The last term is loomdb's reading of a non
 value as the middle of its interval (``weave.values``: a zero code stays zero, so the OR of the
 planes read marks the non-zero values).  S is eight table lookups, one per byte of the word: a
 256-entry table per 8 features holds the sums of w over their subsets, built once per product
-(about one plane's work).  gᵀ·A runs the other way: each (row, plane) word adds its
-g_r·2⁻⁽ᵖ⁺¹⁾ to the table entry of each of its bytes (a histogram), and each table is folded
-back onto its 8 features at the end.  All-zero words are skipped (MNIST is 81% zeros).
+(about one plane's work).  Where a chunk's features fit its words' four low bytes (a table of up
+to 32 features, the last chunk of a wider one) it is four (``_half``): a 20-feature table's
+products take about half the time, with the same bits.  gᵀ·A runs the other way: each (row,
+plane) word adds its g_r·2⁻⁽ᵖ⁺¹⁾ to the table entry of each of its bytes (a histogram), and
+each table is folded back onto its 8 features at the end.  All-zero words are skipped (MNIST
+is 81% zeros).
 
 Words come as uint64 (chunks, rows, s) — chunk-major, so one chunk's tables stay in L1 while
 its rows stream by, and a row's s planes of a chunk are adjacent (``WovenMatrix`` arranges
@@ -38,11 +41,12 @@ COPIES = 2  # histogram copies, alternating by plane: halves the chains of adds 
 
 @njit(cache=True, nogil=True)
 def _subset_sums(w: np.ndarray, chunks: int) -> np.ndarray:  # pragma: no cover
-    """T[c, b, v] = Σ of w[64c + 8b + i] over the bits i set in v (w past its end reads 0)."""
+    """T[c, b, v] = Σ of w[64c + 8b + i] over the bits i set in v (w past its end reads 0);
+    in a ``_half`` chunk only the four tables its products read."""
     m = w.shape[0]
     T = np.empty((chunks, 8, 256))
     for c in range(chunks):
-        for b in range(8):
+        for b in range(4 if _half(m, c) else 8):
             t = T[c, b]
             t[0] = 0.0
             size = 1
@@ -56,24 +60,38 @@ def _subset_sums(w: np.ndarray, chunks: int) -> np.ndarray:  # pragma: no cover
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _lookup(t: np.ndarray, x: np.uint64) -> float:  # pragma: no cover
-    """S(x): the sum of the eight byte tables ``t`` (8, 256) at the bytes of x."""
-    return (
-        (t[0, x & 255] + t[1, (x >> 8) & 255]) + (t[2, (x >> 16) & 255] + t[3, (x >> 24) & 255])
-    ) + ((t[4, (x >> 32) & 255] + t[5, (x >> 40) & 255]) + (t[6, (x >> 48) & 255] + t[7, x >> 56]))
+def _half(m: int, c: int) -> bool:  # pragma: no cover
+    """Whether chunk c of m features holds none in its words' four high bytes (a table of up
+    to 32 features, or such a last chunk): its products then read four bytes of a word, not
+    eight, and skip only additions of zeros, so they give the same bits."""
+    return m - 64 * c <= 32
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _scatter(h: np.ndarray, x: np.uint64, a: float) -> None:  # pragma: no cover
-    """Add a to the entry of each byte of x in the eight byte histograms ``h`` (8, 256)."""
+def _lookup(t: np.ndarray, x: np.uint64, half: bool) -> float:  # pragma: no cover
+    """S(x): the sum of the eight byte tables ``t`` (8, 256) at the bytes of x (``half``: the
+    four low ones, the others adding up to 0)."""
+    low = (t[0, x & 255] + t[1, (x >> 8) & 255]) + (t[2, (x >> 16) & 255] + t[3, (x >> 24) & 255])
+    if half:
+        return low
+    return low + (
+        (t[4, (x >> 32) & 255] + t[5, (x >> 40) & 255]) + (t[6, (x >> 48) & 255] + t[7, x >> 56])
+    )
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _scatter(h: np.ndarray, x: np.uint64, a: float, half: bool) -> None:  # pragma: no cover
+    """Add a to the entry of each byte of x in the eight byte histograms ``h`` (8, 256)
+    (``half``: the four low ones)."""
     h[0, x & 255] += a
     h[1, (x >> 8) & 255] += a
     h[2, (x >> 16) & 255] += a
     h[3, (x >> 24) & 255] += a
-    h[4, (x >> 32) & 255] += a
-    h[5, (x >> 40) & 255] += a
-    h[6, (x >> 48) & 255] += a
-    h[7, x >> 56] += a
+    if not half:
+        h[4, (x >> 32) & 255] += a
+        h[5, (x >> 40) & 255] += a
+        h[6, (x >> 48) & 255] += a
+        h[7, x >> 56] += a
 
 
 @njit(cache=True, nogil=True)
@@ -86,57 +104,75 @@ def matmul(words: np.ndarray, W: np.ndarray) -> np.ndarray:  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def rmatmul(words: np.ndarray, G: np.ndarray) -> np.ndarray:  # pragma: no cover
-    """(Gᵀ·A)ᵀ: float64 (n ≤ rows, k) and uint64 (C, rows, s) planes → (64·C, k)."""
+def rmatmul(words: np.ndarray, G: np.ndarray, m: int) -> np.ndarray:  # pragma: no cover
+    """(Gᵀ·A)ᵀ: float64 (n ≤ rows, k) and uint64 (C, rows, s) planes of m features →
+    (64·C, k), 0 past the m features."""
     out = np.empty((words.shape[0] * 64, G.shape[1]))
     for j in range(G.shape[1]):
-        _rmatvec(words, G[:, j], out[:, j])
+        _rmatvec(words, G[:, j], m, out[:, j])
     return out
 
 
 @njit(cache=True, nogil=True)
 def _matvec(words: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
-    chunks, rows, s = words.shape
-    T = _subset_sums(w, chunks)
+    T = _subset_sums(w, words.shape[0])
+    for c in range(words.shape[0]):
+        if _half(w.shape[0], c):  # the chunk's loop compiled once per lookup
+            _chunk_matvec(words[c], T[c], out, True)
+        else:
+            _chunk_matvec(words[c], T[c], out, False)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _chunk_matvec(words, t, out, half: bool) -> None:  # pragma: no cover
+    """Chunk ``words`` (rows, s)'s share of every row's A·w, through its tables ``t``."""
+    rows, s = words.shape
     mid = 0.5 ** (s + 1)
-    for c in range(chunks):
-        t = T[c]
-        for r in range(rows):
-            nz = np.uint64(0)
-            total = 0.0
-            weight = 0.5
-            for p in range(s):
-                x = words[c, r, p]
-                if x != 0:
-                    nz |= x
-                    total += weight * _lookup(t, x)
-                weight *= 0.5
-            if nz != 0:
-                out[r] += total + mid * _lookup(t, nz)
+    for r in range(rows):
+        nz = np.uint64(0)
+        total = 0.0
+        weight = 0.5
+        for p in range(s):
+            x = words[r, p]
+            if x != 0:
+                nz |= x
+                total += weight * _lookup(t, x, half)
+            weight *= 0.5
+        if nz != 0:
+            out[r] += total + mid * _lookup(t, nz, half)
 
 
 @njit(cache=True, nogil=True)
-def _rmatvec(words: np.ndarray, g: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
-    chunks, _, s = words.shape
+def _rmatvec(words: np.ndarray, g: np.ndarray, m: int, out: np.ndarray) -> None:  # pragma: no cover
     H = np.zeros((COPIES, 8, 256))
-    mid = 0.5 ** (s + 1)
-    for c in range(chunks):
+    for c in range(words.shape[0]):
         H[:] = 0.0
-        for r in range(g.shape[0]):
-            gr = g[r]
-            if gr == 0.0:
-                continue
-            nz = np.uint64(0)
-            a = 0.5 * gr
-            for p in range(s):
-                x = words[c, r, p]
-                if x != 0:
-                    nz |= x
-                    _scatter(H[p & 1], x, a)
-                a *= 0.5
-            if nz != 0:
-                _scatter(H[s & 1], nz, mid * gr)
+        if _half(m, c):  # the chunk's loop compiled once per scatter
+            _chunk_rmatvec(words[c], g, H, True)
+        else:
+            _chunk_rmatvec(words[c], g, H, False)
         _fold(H, out[c * 64 : c * 64 + 64])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _chunk_rmatvec(words, g, H, half: bool) -> None:  # pragma: no cover
+    """Chunk ``words`` (rows, s)'s rows added, g_r·2⁻⁽ᵖ⁺¹⁾ a plane, into its histograms."""
+    s = words.shape[1]
+    mid = 0.5 ** (s + 1)
+    for r in range(g.shape[0]):
+        gr = g[r]
+        if gr == 0.0:
+            continue
+        nz = np.uint64(0)
+        a = 0.5 * gr
+        for p in range(s):
+            x = words[r, p]
+            if x != 0:
+                nz |= x
+                _scatter(H[p & 1], x, a, half)
+            a *= 0.5
+        if nz != 0:
+            _scatter(H[s & 1], nz, mid * gr, half)
 
 
 @njit(cache=True, nogil=True)
