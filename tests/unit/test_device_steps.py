@@ -180,20 +180,27 @@ def test_bench_gpu_measures_both_backends_or_says_why_not(monkeypatch):
     from loomdb.errors import LoomStateError
 
     monkeypatch.setattr(bench, "SHAPES", ((300, 70, 64),))
+    monkeypatch.setattr(bench, "STREAMED", (60_000, 30, 500))  # toc too beyond cache_mb 1
+    monkeypatch.setattr(bench, "CACHE_MB", 1)
     real = registry.get
     on_numpy = GpuBackend(NumpyDevice())
     monkeypatch.setattr(
         registry, "get", lambda name=None: on_numpy if name == "gpu" else real(name)
     )
-    [table] = bench.run()
+    table, streamed = bench.run()
     assert [row[2] for row in table.rows] == list(bench.FORMATS)
     assert all(0 <= row[-1] < 1e-9 for row in table.rows)  # the same training on both
+    got = {(row[0], row[2]): row for row in streamed.rows}
+    assert sorted(got) == [("dense", "cpu"), ("dense", "gpu"), ("toc", "cpu"), ("toc", "gpu")]
+    for fmt in ("dense", "toc"):
+        assert got[fmt, "cpu"][5] > 0 and got[fmt, "gpu"][5] == 0  # warm epochs read nothing
+        assert got[fmt, "gpu"][-1] < 1e-9  # the same training
 
     def missing(name=None):
         raise LoomStateError("backend 'gpu' is not usable here: no GPU")
 
     monkeypatch.setattr(registry, "get", missing)
-    [table] = bench.run()
+    [table] = bench.run()  # nothing measured, not even the streamed table
     assert (
         not table.rows
         and table.notes[-1] == "not measured: backend 'gpu' is not usable here: no GPU"
