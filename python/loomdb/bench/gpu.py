@@ -176,18 +176,18 @@ def streamed(rng: np.random.Generator, quick: bool) -> BenchTable:
         for fmt in ("dense", "toc"):
             index = json.dumps({"format": fmt, "batch_size": size})
             con.execute(f"SELECT loom_create_index('bench_gpu_{fmt}', 'bench_gpu', 'y', '{index}')")
-            stored = con.execute(
+            [(stored,)] = con.execute(
                 f"SELECT bytes FROM loom.indexes WHERE name = 'bench_gpu_{fmt}'"
-            ).fetchone()[0]
+            ).fetchall()
             runs = {}
             for backend in ("cpu", "gpu"):
                 options = json.dumps({"index": f"bench_gpu_{fmt}", "backend": backend,
                                       "epochs": EPOCHS, "tol": 0, "lr": 0.01,
                                       "cache_mb": CACHE_MB, "replace": True})  # fmt: skip
                 con.execute(f"SELECT loom_train('bench_gpu_m', NULL, 'y', '{options}')")
-                history = con.execute(
+                [(history,)] = con.execute(
                     "SELECT history FROM loom.models WHERE name = 'bench_gpu_m'"
-                ).fetchone()[0]
+                ).fetchall()
                 runs[backend] = [e for e in json.loads(history) if "epoch" in e]
             losses = [[e["loss"] for e in h] for h in runs.values()]
             gap = max(abs(a - b) / abs(a) for a, b in zip(*losses))
