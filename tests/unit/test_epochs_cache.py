@@ -182,3 +182,34 @@ def test_an_epoch_the_host_found_too_large_is_adopted_by_the_device_at_the_next(
     assert all(isinstance(b.X, Resident) for b in adopted)
     assert [b.nbytes for b in adopted] == [8000] * 10
     assert [b.nbytes for b in epochs.train_batches(0, 32)] == [0] * 10 and layout.reads == 2
+
+
+class PrecisionLayout(CountingLayout):
+    """An any-precision layout: ten 100-row minibatches of 1 kB per bit read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fmt = SimpleNamespace(any_precision=True)
+
+    def batches(self, start: int, stop: int, precision: int):
+        self.reads += 1
+        for i in range(start, stop):
+            X = np.zeros((100, 10))
+            yield Batch(X=X[:, :0], y=np.zeros(100), number=i, nbytes=1000 * precision)
+
+
+def test_an_epoch_at_a_higher_precision_lets_go_of_lower_ones_that_leave_it_no_room():
+    """Budget 80 kB: 2 and 3 bits (20 + 30 kB) fit together, 4 bits (40 kB) fits beside 3
+    only once 2 is let go, 8 bits (80 kB) once both 3 and 4 are; each kept epoch then reads
+    nothing."""
+    layout = PrecisionLayout()
+    epochs = Epochs(layout, 0.0, 80_000)  # type: ignore[arg-type]
+    for bits, kept in ((2, [2]), (3, [2, 3]), (4, [3, 4]), (8, [8])):
+        for _ in range(2):
+            list(epochs.train_batches(0, bits))
+        assert sorted(k[1] for k in epochs.kept.cached) == kept
+        assert epochs.kept.held == sum(epochs.kept.sizes.values()) == 10_000 * sum(kept)
+        assert [b.nbytes for b in epochs.train_batches(0, bits)] == [0] * 10
+    assert layout.reads == 4 and not epochs.kept.too_large
+    list(epochs.train_batches(0, 2))  # a tune's next trial at 2 bits: read again, no room
+    assert epochs.kept.too_large == {("train", 2)} and sorted(epochs.kept.cached) == [("train", 8)]

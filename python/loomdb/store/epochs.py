@@ -2,15 +2,16 @@
 
 No paper section.  The first batches train, the last ``validation_fraction`` of them validate.
 Decoded batches are kept between epochs while they fit ``cache_mb`` (then the history's
-``bytes_read`` is 0): a format read at one precision reads the same bytes every
-epoch, and an any-precision format is kept per precision.  An epoch found too large to keep is
-not tried again: every later epoch would hold batches up to the budget only to drop them; one
-whose stored bytes alone exceed the budget well is not tried at all.  The validation batches
-are kept the same way, in what the training epoch leaves of the budget (it is read first).
-An epoch too large for the budget is kept on the backend's device instead when the backend has
-one (``device``: the gpu backend's ``DeviceCache``): each minibatch is decoded there as it is
-read and the host keeps a stand-in with the labels, within the device's own budget; again all
-or nothing, and never with ``cache_mb`` 0 (every epoch reads, as asked).
+``bytes_read`` is 0): a format read at one precision reads the same bytes every epoch, and an
+any-precision format is kept per precision.  An epoch found too large to keep is not tried again:
+every later epoch would hold batches up to the budget only to drop them; one whose stored bytes
+alone exceed the budget well is not tried at all.  The validation batches are kept the same way,
+in what the training epoch leaves of the budget (it is read first).  An epoch at a higher
+precision that does not fit lets go of those kept at lower ones (``_make_room``).  An epoch too
+large for the budget is kept on the backend's device instead when the backend has one
+(``device``: the gpu backend's ``DeviceCache``): each minibatch is decoded there as it is read
+and the host keeps a stand-in with the labels, within the device's own budget; again all or
+nothing, and never with ``cache_mb`` 0 (every epoch reads, as asked).
 
 In a grouped (SlimML) layout a minibatch is ``groups_per_batch`` consecutive groups.  When the
 trainer passes ``choose``, it is asked, just before each minibatch is read, which of its groups
@@ -57,7 +58,8 @@ class Kept:
     reads nothing they hold."""
 
     cached: dict[Key, list[Batch]] = dataclasses.field(default_factory=dict)
-    held: int = 0  # what the kept epochs cost (``_held``)
+    sizes: dict[Key, int] = dataclasses.field(default_factory=dict)  # each one's cost (``_held``)
+    held: int = 0  # what the kept epochs cost together
     too_large: set[Key] = dataclasses.field(default_factory=set)  # keys that did not fit
     # epochs kept on a backend's device (stand-ins), by device and key; keys that did not fit it
     on_device: dict[tuple[Any, Key], list[Batch]] = dataclasses.field(default_factory=dict)
@@ -176,10 +178,12 @@ class Epochs:
 
     def _keeping(self, batches: Iterable[Batch], key: Key) -> Iterator[Batch]:
         kept: list[Batch] | None = []
-        size = self.kept.held
+        size = 0  # what this epoch's batches cost
         for batch in batches:
             size += _held(batch)
-            if kept is not None and size <= self.budget:
+            if kept is not None and self.kept.held + size > self.budget:
+                self._make_room(key, self.kept.held + size - self.budget)
+            if kept is not None and self.kept.held + size <= self.budget:
                 kept.append(dataclasses.replace(batch, nbytes=0))  # later epochs read nothing
             elif kept is not None:
                 kept = None  # too large to keep: every epoch reads the layout
@@ -187,7 +191,21 @@ class Epochs:
             yield batch
         if kept is not None:
             self.kept.cached[key] = kept
-            self.kept.held = size
+            self.kept.sizes[key] = size
+            self.kept.held += size
+
+    def _make_room(self, key: Key, need: int) -> None:
+        """Let go of epochs kept at lower precisions than ``key``'s, the lowest first, until
+        ``need`` bytes are free or none is left: a train's precision only rises (the adaptive
+        schedules), so they serve it no more, and read again (a tune's next trial) they cost
+        fewer bytes than the epoch that needs their room."""
+        for old in sorted((k for k in self.kept.cached if k[1] < key[1]), key=lambda k: k[1]):
+            if need <= 0:
+                return
+            del self.kept.cached[old]
+            freed = self.kept.sizes.pop(old)
+            self.kept.held -= freed
+            need -= freed
 
     def _adopting(self, batches: Iterable[Batch], key: Key) -> Iterator[Batch]:
         """``batches``, each kept on the device as it is read (the stand-in trains in its
