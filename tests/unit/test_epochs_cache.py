@@ -213,3 +213,33 @@ def test_an_epoch_at_a_higher_precision_lets_go_of_lower_ones_that_leave_it_no_r
     assert layout.reads == 4 and not epochs.kept.too_large
     list(epochs.train_batches(0, 2))  # a tune's next trial at 2 bits: read again, no room
     assert epochs.kept.too_large == {("train", 2)} and sorted(epochs.kept.cached) == [("train", 8)]
+
+
+class WidthLayout(CountingLayout):
+    """An any-precision layout whose minibatches at s bits are 100 × s matrices (800·s bytes
+    decoded), of 1 kB stored per bit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fmt = SimpleNamespace(any_precision=True)
+
+    def batches(self, start: int, stop: int, precision: int):
+        self.reads += 1
+        for i in range(start, stop):
+            X = np.full((100, precision), float(i))
+            yield Batch(X=X, y=np.zeros(100), number=i, nbytes=1000 * precision)
+
+
+def test_the_device_lets_go_of_lower_precisions_as_the_host_does():
+    """A host budget too small for any epoch; a device of 64 kB: 2 and 3 bits (16 + 24 kB)
+    kept there together, 4 bits (32 kB) beside 3 once 2 is let go."""
+    layout = WidthLayout()
+    cache = DeviceCache(NumpyDevice(), budget=64_000)
+    epochs = Epochs(layout, 0.0, 1, device=cache)  # type: ignore[arg-type]
+    for bits, kept in ((2, [2]), (3, [2, 3]), (4, [3, 4])):
+        for _ in range(3):  # the host tries and gives up, the device adopts, then nothing read
+            got = list(epochs.train_batches(0, bits))
+        assert [b.nbytes for b in got] == [0] * 10
+        assert sorted(k[1][1] for k in epochs.kept.on_device) == kept
+        assert cache.held == 8_000 * sum(kept)
+    assert layout.reads == 3 * 2

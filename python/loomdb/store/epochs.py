@@ -214,6 +214,8 @@ class Epochs:
         rest = iter(batches)
         for batch in rest:
             resident = self.device.adopt(batch)
+            while resident is None and self._free_device_below(key):
+                resident = self.device.adopt(batch)
             if resident is None:  # too large for the device: every epoch reads
                 self.kept.too_large_on_device.add((self.device, key))
                 adopted.clear()  # the stand-ins already made leave with this epoch
@@ -223,6 +225,15 @@ class Epochs:
             adopted.append(dataclasses.replace(resident, nbytes=0))  # later epochs read nothing
             yield resident  # this epoch read its bytes
         self.kept.on_device[(self.device, key)] = adopted
+
+    def _free_device_below(self, key: Key) -> bool:
+        """Let go of the device's epoch kept at the lowest precision below ``key``'s (as
+        ``_make_room`` does on the host; its device memory leaves with its stand-ins); whether
+        there was one."""
+        lower = [k for k in self.kept.on_device if k[0] is self.device and k[1][1] < key[1]]
+        if lower:
+            del self.kept.on_device[min(lower, key=lambda k: k[1][1])]
+        return bool(lower)
 
     def _chosen(self, precision: int, choose: Chooser) -> Iterator[Batch]:
         points = self.layout.aggregates()
