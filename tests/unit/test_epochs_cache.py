@@ -185,7 +185,8 @@ def test_an_epoch_the_host_found_too_large_is_adopted_by_the_device_at_the_next(
 
 
 class PrecisionLayout(CountingLayout):
-    """An any-precision layout: ten 100-row minibatches of 1 kB per bit read."""
+    """An any-precision layout: ten minibatches, at s bits 1 kB stored per bit and a 100 × s
+    matrix (800·s bytes decoded)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -194,8 +195,8 @@ class PrecisionLayout(CountingLayout):
     def batches(self, start: int, stop: int, precision: int):
         self.reads += 1
         for i in range(start, stop):
-            X = np.zeros((100, 10))
-            yield Batch(X=X[:, :0], y=np.zeros(100), number=i, nbytes=1000 * precision)
+            X = np.full((100, precision), float(i))
+            yield Batch(X=X, y=np.zeros(100), number=i, nbytes=1000 * precision)
 
 
 def test_an_epoch_at_a_higher_precision_lets_go_of_lower_ones_that_leave_it_no_room():
@@ -215,25 +216,10 @@ def test_an_epoch_at_a_higher_precision_lets_go_of_lower_ones_that_leave_it_no_r
     assert epochs.kept.too_large == {("train", 2)} and sorted(epochs.kept.cached) == [("train", 8)]
 
 
-class WidthLayout(CountingLayout):
-    """An any-precision layout whose minibatches at s bits are 100 × s matrices (800·s bytes
-    decoded), of 1 kB stored per bit."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fmt = SimpleNamespace(any_precision=True)
-
-    def batches(self, start: int, stop: int, precision: int):
-        self.reads += 1
-        for i in range(start, stop):
-            X = np.full((100, precision), float(i))
-            yield Batch(X=X, y=np.zeros(100), number=i, nbytes=1000 * precision)
-
-
 def test_the_device_lets_go_of_lower_precisions_as_the_host_does():
     """A host budget too small for any epoch; a device of 64 kB: 2 and 3 bits (16 + 24 kB)
     kept there together, 4 bits (32 kB) beside 3 once 2 is let go."""
-    layout = WidthLayout()
+    layout = PrecisionLayout()
     cache = DeviceCache(NumpyDevice(), budget=64_000)
     epochs = Epochs(layout, 0.0, 1, device=cache)  # type: ignore[arg-type]
     for bits, kept in ((2, [2]), (3, [2, 3]), (4, [3, 4])):
