@@ -53,7 +53,7 @@ def test_products_equal_the_dense_values_at_every_precision(n, m):
         assert M._values is None  # computed on the planes, never on rebuilt floats
 
 
-@pytest.mark.parametrize("m", [1, 8, 20, 33, 40, 56, 57, 63, 64, 84, 130])
+@pytest.mark.parametrize("m", [1, 6, 8, 9, 12, 16, 17, 20, 32, 33, 40, 57, 64, 76, 84, 130])
 def test_a_narrow_chunk_reads_only_its_live_bytes_with_the_same_bits(m):
     """A last chunk of m − 64·c features reads the bytes that hold them only: its products are
     bit for bit those of the full eight-byte path on the same planes with zero weights (and

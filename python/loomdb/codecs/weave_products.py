@@ -11,12 +11,12 @@ where S(mask) = Σ_{f ∈ mask} w_f.  The last term is loomdb's reading of a non
 value as the middle of its interval (``weave.values``: a zero code stays zero, so the OR of the
 planes read marks the non-zero values).  S is eight table lookups, one per byte of the word: a
 256-entry table per 8 features holds the sums of w over their subsets, built once per product
-(about one plane's work).  Where a chunk's features fit its words' four low bytes (a table of up
-to 32 features, the last chunk of a wider one) it is four (``_half``): a 20-feature table's
-products take about half the time, with the same bits.  gᵀ·A runs the other way: each (row,
-plane) word adds its g_r·2⁻⁽ᵖ⁺¹⁾ to the table entry of each of its bytes (a histogram), and
-each table is folded back onto its 8 features at the end.  All-zero words are skipped (MNIST
-is 81% zeros).
+(about one plane's work).  Where a chunk's features fit its words' low bytes (a table of up to
+8, 16 or 32 features, or such a last chunk of a wider one) it is one, two or four (``_width``),
+with the same bits: a 20-feature table's products take about half the time.  gᵀ·A runs the
+other way: each (row, plane) word adds its g_r·2⁻⁽ᵖ⁺¹⁾ to the table entry of each of its bytes
+(a histogram), and each table is folded back onto its 8 features at the end.  All-zero words
+are skipped (MNIST is 81% zeros).
 
 Words come as uint64 (chunks, rows, s) — chunk-major, so one chunk's tables stay in L1 while
 its rows stream by, and a row's s planes of a chunk are adjacent (``WovenMatrix`` arranges
@@ -42,11 +42,11 @@ COPIES = 2  # histogram copies, alternating by plane: halves the chains of adds 
 @njit(cache=True, nogil=True)
 def _subset_sums(w: np.ndarray, chunks: int) -> np.ndarray:  # pragma: no cover
     """T[c, b, v] = Σ of w[64c + 8b + i] over the bits i set in v (w past its end reads 0);
-    in a ``_half`` chunk only the four tables its products read."""
+    only the ``_width`` tables of a chunk its products read."""
     m = w.shape[0]
     T = np.empty((chunks, 8, 256))
     for c in range(chunks):
-        for b in range(4 if _half(m, c) else 8):
+        for b in range(_width(m, c)):
             t = T[c, b]
             t[0] = 0.0
             size = 1
@@ -60,19 +60,25 @@ def _subset_sums(w: np.ndarray, chunks: int) -> np.ndarray:  # pragma: no cover
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _half(m: int, c: int) -> bool:  # pragma: no cover
-    """Whether chunk c of m features holds none in its words' four high bytes (a table of up
-    to 32 features, or such a last chunk): its products then read four bytes of a word, not
-    eight, and skip only additions of zeros, so they give the same bits."""
-    return m - 64 * c <= 32
+def _width(m: int, c: int) -> int:  # pragma: no cover
+    """The low bytes of chunk c's words that hold its features (of m): 1, 2, 4 or 8.  The
+    products read only those: the others' tables are all 0, so only additions of zeros are
+    skipped and the bits are the same."""
+    left = m - 64 * c
+    return 1 if left <= 8 else 2 if left <= 16 else 4 if left <= 32 else 8
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _lookup(t: np.ndarray, x: np.uint64, half: bool) -> float:  # pragma: no cover
-    """S(x): the sum of the eight byte tables ``t`` (8, 256) at the bytes of x (``half``: the
-    four low ones, the others adding up to 0)."""
-    low = (t[0, x & 255] + t[1, (x >> 8) & 255]) + (t[2, (x >> 16) & 255] + t[3, (x >> 24) & 255])
-    if half:
+def _lookup(t: np.ndarray, x: np.uint64, width: int) -> float:  # pragma: no cover
+    """S(x): the sum of the byte tables ``t`` (8, 256) at the ``width`` low bytes of x, added
+    as the eight-byte tree adds them (the bytes left out add up to 0)."""
+    if width == 1:
+        return t[0, x & 255]
+    low = t[0, x & 255] + t[1, (x >> 8) & 255]
+    if width == 2:
+        return low
+    low = low + (t[2, (x >> 16) & 255] + t[3, (x >> 24) & 255])
+    if width == 4:
         return low
     return low + (
         (t[4, (x >> 32) & 255] + t[5, (x >> 40) & 255]) + (t[6, (x >> 48) & 255] + t[7, x >> 56])
@@ -80,14 +86,16 @@ def _lookup(t: np.ndarray, x: np.uint64, half: bool) -> float:  # pragma: no cov
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _scatter(h: np.ndarray, x: np.uint64, a: float, half: bool) -> None:  # pragma: no cover
-    """Add a to the entry of each byte of x in the eight byte histograms ``h`` (8, 256)
-    (``half``: the four low ones)."""
+def _scatter(h: np.ndarray, x: np.uint64, a: float, width: int) -> None:  # pragma: no cover
+    """Add a to the entry of each of the ``width`` low bytes of x in the byte histograms ``h``
+    (8, 256)."""
     h[0, x & 255] += a
-    h[1, (x >> 8) & 255] += a
-    h[2, (x >> 16) & 255] += a
-    h[3, (x >> 24) & 255] += a
-    if not half:
+    if width > 1:
+        h[1, (x >> 8) & 255] += a
+    if width > 2:
+        h[2, (x >> 16) & 255] += a
+        h[3, (x >> 24) & 255] += a
+    if width > 4:
         h[4, (x >> 32) & 255] += a
         h[5, (x >> 40) & 255] += a
         h[6, (x >> 48) & 255] += a
@@ -117,14 +125,42 @@ def rmatmul(words: np.ndarray, G: np.ndarray, m: int) -> np.ndarray:  # pragma: 
 def _matvec(words: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
     T = _subset_sums(w, words.shape[0])
     for c in range(words.shape[0]):
-        if _half(w.shape[0], c):  # the chunk's loop compiled once per lookup
-            _chunk_matvec(words[c], T[c], out, True)
+        width = _width(w.shape[0], c)
+        if width == 8:
+            _matvec8(words[c], T[c], out)
+        elif width == 4:
+            _matvec4(words[c], T[c], out)
+        elif width == 2:
+            _matvec2(words[c], T[c], out)
         else:
-            _chunk_matvec(words[c], T[c], out, False)
+            _matvec1(words[c], T[c], out)
+
+
+# A·w's chunk loop compiled once per width, each in a function of its own: inlined side by side
+# in ``_matvec`` (as gᵀ·A's are in ``_rmatvec``, where that measured faster) the eight-byte
+# loop ran 5–10% slower than before the narrower ones existed.
+@njit(cache=True, nogil=True)
+def _matvec8(words, t, out):  # pragma: no cover
+    _chunk_matvec(words, t, out, 8)
+
+
+@njit(cache=True, nogil=True)
+def _matvec4(words, t, out):  # pragma: no cover
+    _chunk_matvec(words, t, out, 4)
+
+
+@njit(cache=True, nogil=True)
+def _matvec2(words, t, out):  # pragma: no cover
+    _chunk_matvec(words, t, out, 2)
+
+
+@njit(cache=True, nogil=True)
+def _matvec1(words, t, out):  # pragma: no cover
+    _chunk_matvec(words, t, out, 1)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _chunk_matvec(words, t, out, half: bool) -> None:  # pragma: no cover
+def _chunk_matvec(words, t, out, width: int) -> None:  # pragma: no cover
     """Chunk ``words`` (rows, s)'s share of every row's A·w, through its tables ``t``."""
     rows, s = words.shape
     mid = 0.5 ** (s + 1)
@@ -136,10 +172,10 @@ def _chunk_matvec(words, t, out, half: bool) -> None:  # pragma: no cover
             x = words[r, p]
             if x != 0:
                 nz |= x
-                total += weight * _lookup(t, x, half)
+                total += weight * _lookup(t, x, width)
             weight *= 0.5
         if nz != 0:
-            out[r] += total + mid * _lookup(t, nz, half)
+            out[r] += total + mid * _lookup(t, nz, width)
 
 
 @njit(cache=True, nogil=True)
@@ -147,15 +183,20 @@ def _rmatvec(words: np.ndarray, g: np.ndarray, m: int, out: np.ndarray) -> None:
     H = np.zeros((COPIES, 8, 256))
     for c in range(words.shape[0]):
         H[:] = 0.0
-        if _half(m, c):  # the chunk's loop compiled once per scatter
-            _chunk_rmatvec(words[c], g, H, True)
+        width = _width(m, c)
+        if width == 1:  # the chunk's loop compiled once per width
+            _chunk_rmatvec(words[c], g, H, 1)
+        elif width == 2:
+            _chunk_rmatvec(words[c], g, H, 2)
+        elif width == 4:
+            _chunk_rmatvec(words[c], g, H, 4)
         else:
-            _chunk_rmatvec(words[c], g, H, False)
+            _chunk_rmatvec(words[c], g, H, 8)
         _fold(H, out[c * 64 : c * 64 + 64])
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _chunk_rmatvec(words, g, H, half: bool) -> None:  # pragma: no cover
+def _chunk_rmatvec(words, g, H, width: int) -> None:  # pragma: no cover
     """Chunk ``words`` (rows, s)'s rows added, g_r·2⁻⁽ᵖ⁺¹⁾ a plane, into its histograms."""
     s = words.shape[1]
     mid = 0.5 ** (s + 1)
@@ -169,10 +210,10 @@ def _chunk_rmatvec(words, g, H, half: bool) -> None:  # pragma: no cover
             x = words[r, p]
             if x != 0:
                 nz |= x
-                _scatter(H[p & 1], x, a, half)
+                _scatter(H[p & 1], x, a, width)
             a *= 0.5
         if nz != 0:
-            _scatter(H[s & 1], nz, mid * gr, half)
+            _scatter(H[s & 1], nz, mid * gr, width)
 
 
 @njit(cache=True, nogil=True)
