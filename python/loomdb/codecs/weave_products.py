@@ -29,7 +29,7 @@ shard threads (``learn/shard_threads``) multiply side by side.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import literally, njit
 
 # |bit-sliced − dense| ≤ TOLERANCE · (|A|·|w|), entry by entry.  Both sum exact terms (a value
 # has ≤ 33 significant bits) in different orders over at most ~64·C·(s + 1) additions; the
@@ -126,42 +126,22 @@ def _matvec(words: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragm
     T = _subset_sums(w, words.shape[0])
     for c in range(words.shape[0]):
         width = _width(w.shape[0], c)
-        if width == 8:
-            _matvec8(words[c], T[c], out)
+        if width == 8:  # a literal each: its own compiled loop
+            _chunk_matvec(words[c], T[c], out, 8)
         elif width == 4:
-            _matvec4(words[c], T[c], out)
+            _chunk_matvec(words[c], T[c], out, 4)
         elif width == 2:
-            _matvec2(words[c], T[c], out)
+            _chunk_matvec(words[c], T[c], out, 2)
         else:
-            _matvec1(words[c], T[c], out)
-
-
-# A·w's chunk loop compiled once per width, each in a function of its own: inlined side by side
-# in ``_matvec`` (as gᵀ·A's are in ``_rmatvec``, where that measured faster) the eight-byte
-# loop ran 5–10% slower than before the narrower ones existed.
-@njit(cache=True, nogil=True)
-def _matvec8(words, t, out):  # pragma: no cover
-    _chunk_matvec(words, t, out, 8)
+            _chunk_matvec(words[c], T[c], out, 1)
 
 
 @njit(cache=True, nogil=True)
-def _matvec4(words, t, out):  # pragma: no cover
-    _chunk_matvec(words, t, out, 4)
-
-
-@njit(cache=True, nogil=True)
-def _matvec2(words, t, out):  # pragma: no cover
-    _chunk_matvec(words, t, out, 2)
-
-
-@njit(cache=True, nogil=True)
-def _matvec1(words, t, out):  # pragma: no cover
-    _chunk_matvec(words, t, out, 1)
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _chunk_matvec(words, t, out, width: int) -> None:  # pragma: no cover
-    """Chunk ``words`` (rows, s)'s share of every row's A·w, through its tables ``t``."""
+    """Chunk ``words`` (rows, s)'s share of every row's A·w, through its tables ``t``.  Compiled
+    once per width (``literally``), each apart: inlined side by side in ``_matvec`` (as gᵀ·A's
+    are in ``_rmatvec``, where that measured faster) the eight-byte loop ran 5–10% slower."""
+    literally(width)
     rows, s = words.shape
     mid = 0.5 ** (s + 1)
     for r in range(rows):
