@@ -4,7 +4,9 @@ For MNIST-10k and a9a.t (least squares on {0,1} labels, as the paper trains):
 
 * the index build speed;
 * an epoch of the bit-sliced products alone (``weave_products``: A·w then gᵀ·A on every
-  256-row block, in memory) at each precision, against BLAS on the same values as float64;
+  256-row block, in memory) at each precision, against BLAS on the same values as float64 —
+  also for random tables of ``NARROW`` features, whose words the kernels read one, two or four
+  bytes of;
 * for each precision s ∈ {1, 2, 3, 4, 8, 16, 32} and the adaptive schedule, the bytes an epoch
   reads (what the engine returned), Eq. 4's prediction, and the epoch time, each with its ratio
   to s = 32 — with a **cold** cache (``cache_mb`` 0: every epoch reads its planes from the
@@ -29,6 +31,7 @@ from loomdb.bench.table import BenchTable
 from loomdb.codecs import weave
 
 PRECISIONS: list[int | str] = [1, 2, 3, 4, 8, 16, 32, "adaptive"]
+NARROW = (6, 12, 20)  # features of the random narrow tables in the products' table
 CACHES = {"cold": 0, "warm": 256}  # cache_mb
 
 
@@ -181,6 +184,9 @@ def run(quick: bool = False, dsn: str | None = None) -> list[BenchTable]:
     datasets = binary_datasets(quick)
     for name, X, _ in datasets:
         _kernels(kernels, name, X, repeat)
+    rng = np.random.default_rng(0)
+    for m in NARROW:
+        _kernels(kernels, f"{m} features", rng.normal(size=(2_000 if quick else 10_000, m)), repeat)
     with engines(dsn) as found:
         for engine in found:
             for name, X, y in datasets:
