@@ -235,4 +235,4 @@ class WovenMatrix:
             raise LoomOptionError(f"cannot multiply {u.shape} by a {self.shape} woven block")
         G = u.reshape(-1, self.n).T.astype(np.float64, copy=False)
         out = products.rmatmul(self.words(), G, self.m)
-        return out[: self.m, 0] if u.ndim == 1 else out[: self.m].T
+        return out[:, 0] if u.ndim == 1 else out.T

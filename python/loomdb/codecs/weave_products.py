@@ -114,11 +114,11 @@ def matmul(words: np.ndarray, W: np.ndarray) -> np.ndarray:  # pragma: no cover
 @njit(cache=True, nogil=True)
 def rmatmul(words: np.ndarray, G: np.ndarray, m: int) -> np.ndarray:  # pragma: no cover
     """(Gᵀ·A)ᵀ: float64 (n ≤ rows, k) and uint64 (C, rows, s) planes of m features →
-    (64·C, k), 0 past the m features."""
+    (m, k)."""
     out = np.empty((words.shape[0] * 64, G.shape[1]))
     for j in range(G.shape[1]):
         _rmatvec(words, G[:, j], m, out[:, j])
-    return out
+    return out[:m]
 
 
 @njit(cache=True, nogil=True)

@@ -367,7 +367,7 @@ def _woven_gradient(
     loss, known = _residuals(kind, Z, y, classes, k, weights, offset, widest, G, gsum)
     if not known:
         return loss, False
-    grad[:] = weave_products.rmatmul(words, G.T, grad.shape[1])[: grad.shape[1]].T
+    grad[:] = weave_products.rmatmul(words, G.T, grad.shape[1]).T
     return loss, True
 
 
