@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
+
 MAX_KEY = np.uint64((1 << 63) - 1)
 
 

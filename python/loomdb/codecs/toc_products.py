@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
+
 
 @njit(inline="always")
 def _next_row(starts, out, r, at, stop):  # pragma: no cover

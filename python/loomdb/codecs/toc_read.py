@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
+
 LOGICAL, VALUE_INDEX = 1, 4  # toc_format's flag bits (the kernel takes them as ints)
 SECTION_FAULT = 9  # the sections are malformed: ``toc_format`` says how
 MAX_NODES = (1 << 32) - 1  # node numbers are uint32: a tree this large needs a 4 GB blob

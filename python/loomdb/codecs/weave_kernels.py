@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
+
 
 @njit(cache=True)
 def weave_words(U: np.ndarray, groups: int, chunks: int) -> np.ndarray:  # pragma: no cover

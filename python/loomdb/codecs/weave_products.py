@@ -31,6 +31,8 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit
 
+from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
+
 # |bit-sliced − dense| ≤ TOLERANCE · (|A|·|w|), entry by entry.  Both sum exact terms (a value
 # has ≤ 33 significant bits) in different orders over at most ~64·C·(s + 1) additions; the
 # classical bound γ_n = n·2⁻⁵³ stays below 1e-11 up to n ≈ 90,000 (M ≈ 2,700 at s = 32), and

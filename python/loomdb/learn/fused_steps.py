@@ -40,6 +40,7 @@ import numpy as np
 from numba import njit, typed, types
 from numba.extending import overload
 
+from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
 from loomdb.codecs import toc_products, weave_products
 from loomdb.codecs.toc import TocMatrix
 from loomdb.codecs.weave import WovenMatrix

@@ -21,6 +21,8 @@ import math
 import numpy as np
 from numba import njit
 
+from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
+
 SQUARED, LOGISTIC, HINGE = 0, 1, 2
 KIND_CODES = {"linear": SQUARED, "logistic": LOGISTIC, "svm": HINGE}
 _LOG2 = math.log(2.0)

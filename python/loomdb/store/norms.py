@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
 from loomdb.csr import CsrRows
 from loomdb.learn.scaling import METHODS, Scaling
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
+
 ITERATIONS = 10  # e: iterations per dimension (SlimML §4.2)
 ATTRIBUTE_SHARE = 0.05  # a: the share of attributes each iteration sweeps (SlimML §4.2)
 STEP = 1.0  # η

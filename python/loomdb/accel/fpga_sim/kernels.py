@@ -28,6 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
+from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
 from loomdb.accel.fpga_sim.perf import advance_versions
 
 EXTRA = 4

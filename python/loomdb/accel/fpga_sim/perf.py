@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
 from loomdb.accel.fpga_sim.job import BANKS, CHUNK, Job
 from loomdb.codecs import weave
 
