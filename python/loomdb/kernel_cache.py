@@ -104,7 +104,7 @@ class KernelLocator:
 def install(root: str = ROOT) -> None:
     """Stamp the kernels of the package at ``root`` (loomdb's own, unless a test names
     another) from now on; idempotent."""
-    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # renamed in numba 0.60
+    impl = caching.CacheImpl
     if KernelLocator not in impl._locator_classes:
         KernelLocator.numba_own = list(impl._locator_classes)
         impl._locator_classes = [KernelLocator, *impl._locator_classes]
