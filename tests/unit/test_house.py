@@ -34,6 +34,7 @@ RANKS = {
     "errors": 1,
     "options": 1,
     "datasets": 1,
+    "kernel_cache": 0,  # numba's cache stamp: imported by every module that defines kernels
 }
 FACADE = {"loomdb"}  # loomdb.connect/register import engines lazily: the one arrow back up
 PAPER = re.compile(
