@@ -33,6 +33,32 @@ def test_residuals_are_the_losses_derivative_and_sums(kind: str, k: int) -> None
         assert np.array_equal(G, expected)
 
 
+@pytest.mark.parametrize("k", [1, 3])
+def test_unit_weight_logistic_losses_are_summed_as_one_product(k: int) -> None:
+    """Rows of weight 1 multiply 1 + e^(−|z|) instead of adding log1p of it: the same sum to
+    1e-13, confident rows' tiny losses included, the same derivative bits."""
+    Z, T, _ = _batch(k)
+    Z[4:8, 0] = [30.0, -30.0, 45.0, 1e-9]  # e below _TINY, and a margin at 0's edge
+    ones = np.ones(len(Z))
+    loss = LOSSES["logistic"]
+    total, G, _ = residuals(KIND_CODES["logistic"], Z, T, ones, 300.0)
+    assert total == pytest.approx(float(loss.value(Z, T).sum()), rel=1e-13)
+    np.testing.assert_allclose(G, loss.derivative(Z, T) / 300.0, rtol=1e-15, atol=0)
+    weighted, _, _ = residuals(KIND_CODES["logistic"], Z, T, ones * (1 + 2**-52), 300.0)
+    assert weighted == pytest.approx(total, rel=1e-13)  # the row-by-row path agrees
+    confident = np.array([[40.0], [-40.0]])
+    tiny, _, _ = residuals(
+        KIND_CODES["logistic"], confident, np.array([[1.0], [0.0]]), ones[:2], 1.0
+    )
+    assert tiny == pytest.approx(2 * np.exp(-40.0), rel=1e-12)  # not lost in a product's rounding
+
+
+def test_a_long_product_is_logged_before_it_overflows() -> None:
+    Z = np.zeros((5000, 1))  # each row multiplies 2 in: 2^5000 overflows a float64
+    total, _, _ = residuals(KIND_CODES["logistic"], Z, np.ones((5000, 1)), np.ones(5000), 1.0)
+    assert total == pytest.approx(5000 * np.log(2.0), rel=1e-13)
+
+
 def test_logistic_never_overflows_and_keeps_nan() -> None:
     Z = np.array([[1e300], [-1e300], [np.nan], [0.0]])
     T = np.array([[0.0], [1.0], [1.0], [1.0]])

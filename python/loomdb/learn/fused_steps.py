@@ -14,7 +14,7 @@ row is in cache); a TOC minibatch with TOC's own passes (``toc_products``: A·v,
 residuals), an MLWeaving one with the bit-sliced products of its planes (``weave_products``).
 
 What it computes is the trainer's step, with the same kernels for the parts that are not
-products — ``class_of``, ``target``, ``loss_at``, ``assemble``, ``momentum_step``,
+products — ``class_of``, ``target``, ``loss_add``, ``assemble``, ``momentum_step``,
 ``shrink`` — in the same order: targets, margins at ``W∘scale`` with the shift folded into the
 offset, the loss and residuals scaled by ``sw / widest``, the gradient plus
 ``l2 · rows/widest · W``, the optimiser's update, the proximal L1 step, and a stop at the first
@@ -48,7 +48,8 @@ from loomdb.learn.step_kernels import (
     KIND_CODES,
     assemble,
     class_of,
-    loss_at,
+    loss_add,
+    loss_of,
     momentum_step,
     shrink,
     target,
@@ -317,20 +318,20 @@ def _dense_gradient(
     X = payload
     grad[:] = 0.0
     gsum[:] = 0.0
-    loss = 0.0
+    loss, product = 0.0, 1.0
     for i in range(X.shape[0]):
         label, w = _label(y, i, classes, weights)
         if label == -1:
-            return loss, False
+            return loss_of(loss, product), False
         x = X[i]
         for c in range(k):
-            value, g = _residual(kind, _dot(x, Weff[c]) + offset[c], y, i, label, c, k, w, widest)
-            loss += value
+            z = _dot(x, Weff[c]) + offset[c]
+            loss, product, g = _residual(kind, z, y, i, label, c, k, w, widest, loss, product)
             gsum[c] += g
             into = grad[c]
             for f in range(len(x)):
                 into[f] += x[f] * g
-    return loss, True
+    return loss_of(loss, product), True
 
 
 def _toc_gradient(
@@ -377,25 +378,27 @@ def _residuals(kind, Z, y, classes, k, weights, offset, widest, G, gsum):  # pra
     """``(Σ loss·sw, every label known)`` of margins ``Z + offset`` over ``G``'s rows, and into
     ``G`` (by class) and ``gsum`` the residuals ``loss′ · sw / widest`` and their sums."""
     gsum[:] = 0.0
-    loss = 0.0
+    loss, product = 0.0, 1.0
     for i in range(G.shape[1]):
         label, w = _label(y, i, classes, weights)
         if label == -1:
-            return loss, False
+            return loss_of(loss, product), False
         for c in range(k):
-            value, g = _residual(kind, Z[i, c] + offset[c], y, i, label, c, k, w, widest)
-            loss += value
+            z = Z[i, c] + offset[c]
+            loss, product, g = _residual(kind, z, y, i, label, c, k, w, widest, loss, product)
             G[c, i] = g
             gsum[c] += g
-    return loss, True
+    return loss_of(loss, product), True
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _residual(kind, z, y, i, label, c, k, w, widest):  # pragma: no cover
-    """Row i's ``(loss·w, loss′·w / widest)`` at margin ``z`` for target column ``c``: its
-    value in regression (``label`` −2), else the 0/1 of its class."""
-    value, d = loss_at(kind, z, y[i] if label == -2 else target(label, c, k))
-    return value * w, d * (w / widest)
+def _residual(kind, z, y, i, label, c, k, w, widest, loss, product):  # pragma: no cover
+    """Row i's loss·w at margin ``z`` for target column ``c`` (its value in regression,
+    ``label`` −2, else the 0/1 of its class) added to the running ``(loss, product)``
+    (``loss_add``), and its loss′·w / widest."""
+    t = y[i] if label == -2 else target(label, c, k)
+    loss, product, d = loss_add(kind, z, t, w, loss, product)
+    return loss, product, d * (w / widest)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")

@@ -26,6 +26,8 @@ from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
 SQUARED, LOGISTIC, HINGE = 0, 1, 2
 KIND_CODES = {"linear": SQUARED, "logistic": LOGISTIC, "svm": HINGE}
 _LOG2 = math.log(2.0)
+_TINY = 2.0**-20  # log1p(e) below it: e − e²/2, within 1e-18 relative
+_FLUSH = 2.0**600  # a product of factors of at most 2 is logged before it passes this
 
 
 @njit(cache=True, nogil=True)
@@ -78,6 +80,41 @@ def _logistic(z, t):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True, inline="always")
+def loss_add(kind, z, t, w, total, product):  # pragma: no cover
+    """``(total, product, loss′)``: ``w · loss(z, t)`` added to a running loss kept as
+    ``total + log(product)`` (:func:`loss_of`), and the derivative ``loss_at`` gives.
+
+    A logistic row of weight 1 multiplies its ``1 + e^(−|z|)`` (at most 2) into ``product``
+    instead of adding ``log1p`` of it: one ``log`` per many rows instead of a ``log1p`` per
+    row, which was a third of a dense minibatch's step over 20 features.  The sum differs
+    from the row-by-row one in its last bits only; below ``_TINY`` the term is added as
+    ``log1p``'s series, so a confident row's tiny loss is not lost in the product's rounding.
+    The derivative, and so the model, is the same."""
+    if kind != LOGISTIC or w != 1.0:
+        value, d = loss_at(kind, z, t)
+        return total + value * w, product, d
+    e = math.exp(-abs(z))  # NaN stays NaN
+    if z >= 0.0:
+        d = 1.0 / (1.0 + e) - t
+        total += z - t * z
+    else:  # z < 0, or NaN
+        d = e / (1.0 + e) - t
+        total -= t * z
+    if e < _TINY:
+        return total + (e - 0.5 * e * e), product, d
+    product *= 1.0 + e
+    if product > _FLUSH:  # long before it could overflow
+        return total + math.log(product), 1.0, d
+    return total, product, d
+
+
+@njit(cache=True, nogil=True, inline="always")
+def loss_of(total, product):  # pragma: no cover
+    """The running loss of :func:`loss_add`."""
+    return total + math.log(product)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def loss_at(kind, z, t):  # pragma: no cover
     """``(loss, loss′)`` of margin ``z`` against target ``t``: ``losses.py``'s value and
     derivative for one element."""
@@ -100,17 +137,16 @@ def residuals(kind, Z, T, sw, widest):  # pragma: no cover
     n, k = Z.shape
     G = np.empty((n, k))
     gsum = np.zeros(k)
-    total = 0.0
+    total, product = 0.0, 1.0
     for i in range(n):
         w = sw[i]
         s = w / widest
         for j in range(k):
-            value, d = loss_at(kind, Z[i, j], T[i, j])
-            total += value * w
+            total, product, d = loss_add(kind, Z[i, j], T[i, j], w, total, product)
             g = d * s
             G[i, j] = g
             gsum[j] += g
-    return total, G, gsum
+    return loss_of(total, product), G, gsum
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
