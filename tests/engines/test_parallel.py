@@ -291,3 +291,18 @@ def test_fewer_workers_than_shards_are_recorded_as_used(pg):
     assert options["parallel"] == 3
     assert all(e["shards"] == 3 and e["workers"] == 1 for e in history)
     assert np.array_equal(W0, W) and np.array_equal(b0, b)
+
+
+def test_postgres_says_when_serial_epochs_would_come_from_memory(pg):
+    """Parallel workers are new processes each epoch and keep nothing: when a serial train
+    would keep the minibatches in memory, the train says so (and trains as asked)."""
+    pg.notices.clear()
+    _train(pg, {"index": "pix", "parallel": 2, "epochs": 2}, "NULL")
+    said = [n for n in pg.notices if "new worker processes" in n]
+    assert len(said) == 1 and "loom_train m: parallel 2" in said[0] and "cache_mb 256" in said[0]
+    assert _model(pg)[2]["parallel"] == 2
+    pg.notices.clear()
+    _train(pg, {"index": "pix", "parallel": 2, "epochs": 2, "cache_mb": 0}, "NULL")
+    assert not [n for n in pg.notices if "new worker processes" in n]  # every epoch reads
+    _train(pg, {"index": "pix", "parallel": 2, "epochs": 2, "progress": False}, "NULL")
+    assert not [n for n in pg.notices if "new worker processes" in n]

@@ -194,6 +194,8 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     device = keeper() if keeper is not None and cluster is None else None
     epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead, device)
     train_parallel.check_layout(p.opts, epochs)
+    if p.opts["progress"]:
+        train_parallel.advise(db, p.opts, laid, what)
     progress = _progress(db, what) if p.opts["progress"] else None
     report = None
     if cluster is None:

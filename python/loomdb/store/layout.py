@@ -30,7 +30,7 @@ from loomdb.options import Choices, Interval, Names, Option, Options
 from loomdb.seams import Aggregates, Batch, IndexInfo
 from loomdb.store import catalog, formats, grouped, sparse, storage
 from loomdb.store import encoding as encodings
-from loomdb.store.budget import MB
+from loomdb.store.budget import MB, in_mb
 from loomdb.store.db import Database
 from loomdb.store.formats.base import Format
 from loomdb.store.names import quote_ident
@@ -434,7 +434,7 @@ def scratch(
         return Layout(info, fmt.bind(info), memory.read, by_group=memory if keyed else None)
     if not shared:
         progress.phase(
-            f"the rows take {_mb(prof.raw_bytes)} MB, more than cache_mb ({_mb(budget)}): they "
+            f"the rows take {in_mb(prof.raw_bytes)} MB, more than cache_mb ({in_mb(budget)}): they "
             "go to a temporary table that every epoch reads back; "
             f'"cache_mb": {math.ceil(prof.raw_bytes / MB)} or more keeps them in memory'
         )
@@ -454,12 +454,6 @@ def scratch(
     )
     layout.close = lambda: db.execute(f"DROP TABLE IF EXISTS {relation}")
     return layout
-
-
-def _mb(size: int) -> str:
-    """``size`` bytes in cache_mb's units (``MB``), as a person reads them."""
-    mb = size / MB
-    return f"{mb:,.0f}" if mb >= 10 else f"{mb:.2g}"
 
 
 class MemoryRows:
