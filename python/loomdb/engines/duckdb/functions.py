@@ -80,13 +80,16 @@ def raised_in_udf(error: BaseException) -> LoomError | None:
 def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """A LIST<DOUBLE> vector → (X, ok) without a Python loop when it has no NULLs."""
     if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
+        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     n = len(column)
     if n and column.null_count == 0 and column.values.null_count == 0:
-        lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
-        if (lengths == lengths[0]).all():
-            flat = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float64)
-            return flat.reshape(n, int(lengths[0])), np.ones(n, dtype=bool)
+        wide = np.int64 if pa.types.is_large_list(column.type) else np.int32
+        ends = np.frombuffer(column.buffers()[1], wide)[column.offset : column.offset + n + 1]
+        width = int(ends[1] - ends[0])
+        if (np.diff(ends) == width).all():
+            values = column.values.to_numpy(zero_copy_only=False)[ends[0] : ends[-1]]
+            X = values.astype(np.float64, copy=False).reshape(n, width)
+            return X, np.ones(n, dtype=bool)
     return feature_rows(column.to_pylist())
 
 
