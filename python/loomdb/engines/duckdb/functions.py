@@ -78,7 +78,8 @@ def raised_in_udf(error: BaseException) -> LoomError | None:
 
 
 def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """A LIST<DOUBLE> vector → (X, ok) without a Python loop when it has no NULLs."""
+    """A LIST<DOUBLE> vector → (X, ok) without a Python loop when it has no NULLs: when every
+    row holds as many values, X is a view of the list's values buffer (read-only)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     n = len(column)
