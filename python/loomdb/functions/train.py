@@ -194,9 +194,10 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     device = keeper() if keeper is not None and cluster is None else None
     epochs = Epochs(laid, p.opts["validation_fraction"], p.cache_bytes, read_ahead, device)
     train_parallel.check_layout(p.opts, epochs)
+    progress = None
     if p.opts["progress"]:
-        train_parallel.advise(db, p.opts, laid, what)
-    progress = _progress(db, what) if p.opts["progress"] else None
+        train_parallel.advise(db, p.opts, p.cache_bytes, laid, what)
+        progress = _progress(db, what)
     report = None
     if cluster is None:
         with train_parallel.runner(db, p.opts, laid, epochs, problem, config) as runner:

@@ -28,7 +28,7 @@ from loomdb.learn.problem import Problem
 from loomdb.learn.shard_threads import ThreadedShards
 from loomdb.learn.trainer import EpochRunner, TrainConfig
 from loomdb.store import sparse, storage
-from loomdb.store.budget import MB, in_mb
+from loomdb.store.budget import in_mb
 from loomdb.store.epochs import Epochs
 from loomdb.store.formats.base import Format
 from loomdb.store.layout import Layout
@@ -65,12 +65,12 @@ def check_options(opts: dict[str, Any]) -> None:
         )
 
 
-def advise(db: Any, opts: dict[str, Any], laid: Layout, what: str) -> None:
+def advise(db: Any, opts: dict[str, Any], budget: int, laid: Layout, what: str) -> None:
     """Say so when the database's parallel workers will read, every epoch, minibatches that a
     serial train would keep in memory after its first (``cache_mb``): a worker is a new process
     each epoch, which starts loomdb and keeps nothing (on a table of a few MB, such epochs take
-    ten times a cached serial one)."""
-    stored, budget = laid.info.bytes, opts["cache_mb"] * MB
+    ten times a cached serial one); ``budget``: the cache's bytes."""
+    stored = laid.info.bytes
     if in_database(db, opts) and 0 < stored <= budget:
         db.notice(
             f"{what}: parallel {opts['parallel']} runs each epoch in new worker processes that "
