@@ -1,5 +1,6 @@
 """A DuckDB vector of feature lists as the rows the model reads (``functions._features``): a
-view of the list's values where every row holds as many, row by row otherwise."""
+view of the list's values where every row holds as many, row by row otherwise; and a vector of
+model names read as one name only when every row holds it (``functions._same_text``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from loomdb.engines.calls import feature_rows
-from loomdb.engines.duckdb.functions import _features
+from loomdb.engines.duckdb.functions import _features, _same_text
 from loomdb.errors import LoomOptionError
 
 ROWS = [[1.0, 2.5, -3.0], [4.0, 0.0, 6.0], [7.0, 8.0, 9.5], [-1.0, 1e300, 2.0]]
@@ -46,3 +47,29 @@ def test_a_null_row_or_element_is_not_ok_and_other_widths_are_refused():
     assert _features(pa.array([[], []], type=pa.list_(pa.float64())))[0].shape == (2, 0)
     same = feature_rows([[1.0, 2.0], [3.0, 4.0]])
     assert np.array_equal(_features(pa.array([[1.0, 2.0], [3.0, 4.0]]))[0], same[0])
+
+
+@pytest.mark.parametrize(
+    "names, same",
+    [
+        (["m", "m", "m"], "m"),
+        (["modèle", "modèle"], "modèle"),  # compared as UTF-8 bytes
+        (["ab", "ab"], "ab"),
+        (["ab", "ba"], None),  # same lengths, other bytes
+        (["mm", ""], None),  # the same bytes, cut elsewhere
+        (["m", "m", None], None),
+        ([], None),
+    ],
+)
+def test_one_model_name_only_when_every_row_holds_it(names, same):
+    assert _same_text(pa.array(names, type=pa.string())) == same
+    assert _same_text(pa.array(names, type=pa.large_string())) == same
+    assert _same_text(pa.chunked_array([pa.array(names, type=pa.string())])) == same
+
+
+def test_a_sliced_vector_of_names_is_read_from_its_own_rows():
+    names = pa.array(["x", "m", "m", "y"])
+    assert _same_text(names.slice(1, 2)) == "m"
+    assert _same_text(names.slice(0, 2)) is None
+    assert _same_text(pa.chunked_array([pa.array(["m"]), pa.array(["m"])])) == "m"
+    assert _same_text(pa.chunked_array([pa.array(["m"]), pa.array(["n"])])) is None

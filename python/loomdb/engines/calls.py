@@ -77,10 +77,10 @@ def vectorized(
     the rows (an array, or ``CsrRows``); ``statement`` identifies the calling statement (its
     model version is pinned).
     """
-    out = np.full(len(ok), None if udf.returns == "text" else np.nan)
     if ok.all():
-        out[:] = udf.callable()(db, models, X, statement)
-    elif ok.any():
+        return udf.callable()(db, models, X, statement)
+    out = np.full(len(ok), None if udf.returns == "text" else np.nan)
+    if ok.any():
         names = models if isinstance(models, str) else [m for m, g in zip(models, ok) if g]
         out[ok] = udf.callable()(db, names, X[ok], statement)
     return out

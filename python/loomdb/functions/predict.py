@@ -31,26 +31,27 @@ from loomdb.store import encoding as encodings
 
 
 def _by_model(db: Any, names: str | Sequence[str], X: Any, how: str, statement: Any) -> np.ndarray:
-    groups = (
-        [(names, slice(None))]
-        if isinstance(names, str)
-        else [(name, np.asarray([n == name for n in names])) for name in set(names)]
-    )
+    if isinstance(names, str):  # the usual case: one model for every row
+        return _scores(db, names, X, how, statement)
     out = np.empty(len(X), dtype=object if how == "class" else np.float64)
-    for name, rows in groups:
-        model = model_cache.load(db, name, statement)
-        part = X[rows]
-        if isinstance(part, NamedRows):
-            part = named_matrix(by_name(model, name), part)
-        if how == "predict":
-            model.require_numbers(name)
-        Z = model.margins(part)
-        if how == "proba":
-            out[rows] = model.probabilities(Z)
-        else:
-            labels = model.labels(Z)
-            out[rows] = labels if how == "predict" else model.names_of(labels)
+    for name in set(names):
+        rows = np.asarray([n == name for n in names])
+        out[rows] = _scores(db, name, X[rows], how, statement)
     return out
+
+
+def _scores(db: Any, name: str, X: Any, how: str, statement: Any) -> Any:
+    """Model ``name``'s ``how`` (predict | class | proba) of rows ``X``."""
+    model = model_cache.load(db, name, statement)
+    if isinstance(X, NamedRows):
+        X = named_matrix(by_name(model, name), X)
+    if how == "predict":
+        model.require_numbers(name)
+    Z = model.margins(X)
+    if how == "proba":
+        return model.probabilities(Z)
+    labels = model.labels(Z)
+    return labels if how == "predict" else np.asarray(model.names_of(labels), dtype=object)
 
 
 def predict(db: Any, names: str | Sequence[str], X: Any, statement: Any = None):

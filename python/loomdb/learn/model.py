@@ -46,6 +46,7 @@ class LinearModel:
     encoding: list[dict[str, Any]] | None = None  # how columns became features (store/encoding.py)
     class_names: list[str] | None = None  # a text label's classes; ``classes`` are their codes
     _folded: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    _unweighted: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def classifier(self) -> bool:
@@ -57,6 +58,12 @@ class LinearModel:
             W = self.W * self.scaling.scale[:, None]
             self._folded = (W, self.b - self.scaling.shift @ W)
         return self._folded
+
+    def unweighted(self) -> np.ndarray:
+        """The features whose folded weights are all zero (cached)."""
+        if self._unweighted is None:
+            self._unweighted = np.flatnonzero(~self.folded()[0].any(axis=1))
+        return self._unweighted
 
     @property
     def width(self) -> int:
@@ -113,11 +120,11 @@ class LinearModel:
         # from finite features: those rows keep it) — except under a zero weight, whose
         # product BLAS may skip (reference dgemv does): those columns are checked apart.
         unsure = ~np.isfinite(Z).all(axis=1)
-        zero = ~W.any(axis=1)
-        if zero.any():
+        zero = self.unweighted()
+        if len(zero):
             unsure |= ~np.isfinite(X[:, zero]).all(axis=1)
-        suspect = np.flatnonzero(unsure)
-        if len(suspect):
+        if unsure.any():
+            suspect = np.flatnonzero(unsure)
             bad = suspect[~np.isfinite(X[suspect]).all(axis=1)]
             Z[bad] = np.nan
         return Z

@@ -77,21 +77,52 @@ def raised_in_udf(error: BaseException) -> LoomError | None:
         return _errors.pop(int(match.group(1)), None)
 
 
+def _one_chunk(column: pa.Array) -> pa.Array:
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
+
+
+def _uniform(column: pa.Array) -> tuple[np.ndarray, int] | None:
+    """A LIST or text vector's value offsets and the one length all its rows have (None when
+    the lengths differ); ``column`` has no NULL rows."""
+    large = pa.types.is_large_list(column.type) or pa.types.is_large_string(column.type)
+    wide = np.int64 if large else np.int32
+    n = len(column)
+    ends = np.frombuffer(column.buffers()[1], wide)[column.offset : column.offset + n + 1]
+    width = int(ends[1] - ends[0])
+    return (ends, width) if (np.diff(ends) == width).all() else None
+
+
 def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """A LIST<DOUBLE> vector → (X, ok) without a Python loop when it has no NULLs: when every
     row holds as many values, X is a view of the list's values buffer (read-only)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    column = _one_chunk(column)
     n = len(column)
     if n and column.null_count == 0 and column.values.null_count == 0:
-        wide = np.int64 if pa.types.is_large_list(column.type) else np.int32
-        ends = np.frombuffer(column.buffers()[1], wide)[column.offset : column.offset + n + 1]
-        width = int(ends[1] - ends[0])
-        if (np.diff(ends) == width).all():
+        uniform = _uniform(column)
+        if uniform is not None:
+            ends, width = uniform
             values = column.values.to_numpy(zero_copy_only=False)[ends[0] : ends[-1]]
             X = values.astype(np.float64, copy=False).reshape(n, width)
             return X, np.ones(n, dtype=bool)
     return feature_rows(column.to_pylist())
+
+
+def _same_text(column: pa.Array) -> str | None:
+    """The text every row of ``column`` holds (the usual constant model name), else None: a
+    NULL, rows that differ, or an empty vector.  Compares the bytes, not Python strings."""
+    column = _one_chunk(column)
+    text = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+    if not len(column) or column.null_count or not text:
+        return None
+    uniform = _uniform(column)
+    if uniform is None:
+        return None
+    ends, _ = uniform
+    first = column[0].as_py()
+    held = column.buffers()[2].to_pybytes()[ends[0] : ends[-1]]
+    return first if held == first.encode() * len(column) else None
 
 
 def _guarded(fn, names: list[str] | None):
@@ -226,9 +257,9 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None 
             else:
                 X, ok = _features(given[0]) if data == 1 else _sparse(*given)
             names: str | list[Any]
-            distinct = pc.unique(models)
-            if len(distinct) == 1 and distinct[0].is_valid:
-                names = distinct[0].as_py()  # the usual case: one constant model name
+            same = _same_text(models)
+            if same is not None:
+                names = same  # the usual case: one constant model name
             else:
                 names = models.to_pylist()
                 ok &= np.array([n is not None for n in names], dtype=bool)
