@@ -354,19 +354,19 @@ def register_functions(con: Any, instance: Instance) -> None:
         types = [_type(a.type) for a in udf.args]
         if udf.vectorized:
             _create(con, udf.name, _vector_fn(udf, instance, False), types, udf)
-            extra = [_type("bigint"), _type("text")]
+            extra = [_type("bigint"), _type("bigint")]
             _create(con, hidden, _vector_fn(udf, instance, True), types + extra, udf)
         else:
             _create(con, udf.name, _scalar_fn(udf, instance, False), None, udf)
-            _create(con, hidden, _scalar_fn(udf, instance, True), types + [_type("text")], udf)
+            _create(con, hidden, _scalar_fn(udf, instance, True), types + [_type("bigint")], udf)
 
 
-def _macro(udf: Udf, token: str) -> str:
+def _macro(udf: Udf, token: int) -> str:
     params = ", ".join(a.name + (f" := {a.default}" if a.default else "") for a in udf.args)
     passed = [a.name for a in udf.args]
     if udf.vectorized:
         passed.append("CAST(txid_current() AS BIGINT)")
-    passed.append(f"'{token}'")
+    passed.append(f"CAST({int(token)} AS BIGINT)")
     call = f"{HIDDEN.format(udf.name)}({', '.join(passed)})"
     if udf.table:  # one row per element, one column per field (array columns stay arrays)
         call = f"TABLE SELECT unnest({call}, max_depth := 2)"

@@ -9,10 +9,10 @@ is configured (every message, at INFO), else as plain lines on stderr, one a sec
 from __future__ import annotations
 
 import logging
+import secrets
 import sys
 import threading
 import time
-import uuid
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +25,8 @@ PRINT_EVERY_S = 1.0
 
 @dataclass
 class ConnectionState:
-    """One DuckDB connection as loomdb knows it; ``token`` names it in its macros."""
+    """One DuckDB connection as loomdb knows it; ``token`` names it in its macros (a random
+    BIGINT: DuckDB hands a UDF a number column for less than a text one)."""
 
     identity: str
     read_only: bool = False
@@ -33,7 +34,7 @@ class ConnectionState:
     interrupted: threading.Event = field(default_factory=threading.Event)
     in_transaction: bool = False
     last_printed: float = 0.0
-    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    token: int = field(default_factory=lambda: secrets.randbits(63))
 
     def notice(self, message: str) -> None:
         if not self.progress:
@@ -72,7 +73,7 @@ class Instance:
     def __init__(self, identity: str, read_only: bool):
         self.identity, self.read_only = identity, read_only
         self.connections: list[weakref.ref[Any]] = []
-        self.states: dict[str, ConnectionState] = {}
+        self.states: dict[int, ConnectionState] = {}
         self.default = ConnectionState(identity, read_only)
 
     def add(self, con: Any, state: ConnectionState) -> None:
@@ -97,9 +98,9 @@ class Instance:
         opening a cursor costs about as much as scoring 2,048 rows."""
         return LazyCursor(self)
 
-    def state(self, token: str | None) -> ConnectionState:
+    def state(self, token: int | None) -> ConnectionState:
         """The calling connection's state (its macros pass the token), else a neutral one."""
-        return self.states.get(token or "", self.default)
+        return self.states.get(token, self.default) if token is not None else self.default
 
 
 class LazyCursor:
