@@ -62,6 +62,18 @@ def test_a_model_of_one_database_is_never_used_in_another(tmp_path):
         assert abs(predictions[0] - 1.0) < 0.1 and abs(predictions[1] - 5.0) < 0.1
 
 
+def test_features_as_a_fixed_size_array_predict_as_a_list_does(con):
+    opts = json.dumps({"epochs": 2, "progress": False})
+    con.execute(f"SELECT loom_train('m', 'SELECT x, z, x > 40 AS y FROM src', 'y', '{opts}')")
+    listed = "SELECT loom_predict_proba('m', {}) FROM src ORDER BY x, z"
+    want = con.execute(listed.format("[x, z]")).fetchall()
+    for kind in ("DOUBLE[2]", "FLOAT[2]", "INTEGER[2]"):
+        got = con.execute(listed.format(f"CAST([x, z] AS {kind})")).fetchall()
+        assert got == want, kind
+    nulls = "SELECT loom_predict('m', CAST([1, NULL] AS DOUBLE[2])), loom_predict('m', {})"
+    assert con.execute(nulls.format("CAST(NULL AS DOUBLE[2])")).fetchall() == [(None, None)]
+
+
 def test_a_changed_or_deleted_catalog_row_is_seen_at_once(con):
     _constant_model(con, "m", 2.0)
     before = con.execute("SELECT loom_predict('m', [3.0])").fetchall()[0][0]

@@ -24,18 +24,30 @@ def _as_given(rows, kind: str):
         return pa.array([[int(x) for x in r] for r in rows], type=pa.list_(pa.int32()))
     if kind == "sliced":  # a slice of a longer vector: offsets that do not start at 0
         return pa.array([[0.5, 0.5, 0.5], *rows, [9.0, 9.0, 9.0]]).slice(1, len(rows))
+    if kind == "array":  # DuckDB's fixed-size ARRAY type (DOUBLE[3])
+        return pa.array(rows, type=pa.list_(pa.float64(), 3))
+    if kind == "floats":
+        return pa.array(rows, type=pa.list_(pa.float32(), 3))
+    if kind == "sliced array":
+        return pa.array([[0.5] * 3, *rows, [9.0] * 3], type=pa.list_(pa.float64(), 3)).slice(1, 4)
     if kind == "chunked":
         return pa.chunked_array([pa.array(rows)])
     assert kind == "chunks"
     return pa.chunked_array([pa.array(rows[:1]), pa.array(rows[1:])])
 
 
-@pytest.mark.parametrize("kind", ["list", "large", "ints", "sliced", "chunked", "chunks"])
+KINDS = ["list", "large", "ints", "sliced", "array", "floats", "sliced array", "chunked", "chunks"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_rows_of_one_width_are_the_lists_values(kind):
     rows = [[float(int(x)) for x in r] for r in ROWS[:3]] if kind == "ints" else ROWS
+    if kind == "floats":
+        rows = [[float(np.float32(x)) for x in r] for r in ROWS[:3]]
     X, ok = _features(_as_given(rows, kind))
     assert X.dtype == np.float64 and ok.all()
     assert np.array_equal(X, np.asarray(rows))
+    assert X.flags.writeable == (kind in ("ints", "floats"))  # a view unless converted
 
 
 def test_a_null_row_or_element_is_not_ok_and_other_widths_are_refused():
@@ -45,6 +57,9 @@ def test_a_null_row_or_element_is_not_ok_and_other_widths_are_refused():
     with pytest.raises(LoomOptionError, match="different lengths"):
         _features(pa.array([[1.0, 2.0], [3.0]]))
     assert _features(pa.array([[], []], type=pa.list_(pa.float64())))[0].shape == (2, 0)
+    fixed = pa.array([[1.0, 2.0], None, [3.0, None]], type=pa.list_(pa.float64(), 2))
+    X, ok = _features(fixed)
+    assert ok.tolist() == [True, False, False] and X[0].tolist() == [1.0, 2.0]
     same = feature_rows([[1.0, 2.0], [3.0, 4.0]])
     assert np.array_equal(_features(pa.array([[1.0, 2.0], [3.0, 4.0]]))[0], same[0])
 

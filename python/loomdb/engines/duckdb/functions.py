@@ -95,17 +95,21 @@ def _uniform(column: pa.Array) -> tuple[np.ndarray, int] | None:
 
 
 def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """A LIST<DOUBLE> vector → (X, ok) without a Python loop when it has no NULLs: when every
-    row holds as many values, X is a view of the list's values buffer (read-only)."""
+    """A LIST (or fixed-size ARRAY) vector → (X, ok) without a Python loop when it has no
+    NULLs: when every row holds as many values, X is a view of the values buffer (read-only;
+    a copy when they are not doubles)."""
     column = _one_chunk(column)
     n = len(column)
-    if n and column.null_count == 0 and column.values.null_count == 0:
-        uniform = _uniform(column)
-        if uniform is not None:
+    if n and column.null_count == 0:
+        values: pa.Array | None = None
+        if pa.types.is_fixed_size_list(column.type):
+            values, width = column.flatten(), column.type.list_size  # this vector's values
+        elif (uniform := _uniform(column)) is not None:
             ends, width = uniform
-            values = column.values.to_numpy(zero_copy_only=False)[ends[0] : ends[-1]]
-            X = values.astype(np.float64, copy=False).reshape(n, width)
-            return X, np.ones(n, dtype=bool)
+            values = column.values.slice(ends[0], ends[-1] - ends[0])
+        if values is not None and values.null_count == 0:
+            X = values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+            return X.reshape(n, width), np.ones(n, dtype=bool)
     return feature_rows(column.to_pylist())
 
 
@@ -222,14 +226,14 @@ def _is_row(column: pa.Array) -> bool:
 
 
 def _list_of_features(udf: Udf, column: pa.Array) -> pa.Array:
-    """``column`` when it is a LIST (or an untyped NULL); an array form called untyped (it has a
-    row form: see ``overloads``) is refused anything else rather than guessed at."""
+    """``column`` when it is a LIST or an ARRAY (or an untyped NULL); an array form called
+    untyped (it has a row form: see ``overloads``) is refused anything else rather than
+    guessed at."""
     if pa.types.is_null(column.type):
         return pa.nulls(len(column), pa.list_(pa.float64()))
-    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+    kind = column.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
         return column
-    if pa.types.is_fixed_size_list(column.type):
-        return column.cast(pa.list_(column.type.value_type))
     raise LoomOptionError(
         f"{udf.name} takes the features as a LIST of numbers, or a whole row (a STRUCT); "
         f"got a {column.type} value",
