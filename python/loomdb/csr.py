@@ -155,7 +155,10 @@ class CsrRows:
         """``rows @ W``: (n,) for a vector, (n, k) for a (width, k) matrix."""
         W = np.asarray(other, dtype=np.float64)
         if W.ndim not in (1, 2) or W.shape[0] != self.width:
-            raise LoomOptionError(f"cannot multiply {self.shape} sparse rows by {W.shape}")
+            raise LoomOptionError(
+                f"cannot multiply {self.shape} sparse rows by {W.shape}",
+                hint=f"the weights need {self.width} rows, one per column of the sparse rows",
+            )
         rows, n = self.row_ids(), len(self)
         if W.ndim == 1:
             return np.bincount(rows, weights=W[self.indices] * self.values, minlength=n)

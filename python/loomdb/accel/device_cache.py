@@ -36,7 +36,9 @@ class Resident:
 
     def toarray(self) -> Any:
         raise LoomError(
-            "this minibatch is kept on the gpu backend's device, and only the gpu backend reads it"
+            "this minibatch is kept on the gpu backend's device, and only the gpu backend reads it",
+            hint="a loomdb bug: another backend was handed the gpu's cached minibatch; train "
+            'with {"cache_mb": 0} to go on, and report it',
         )
 
 
