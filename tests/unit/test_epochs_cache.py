@@ -229,3 +229,24 @@ def test_the_device_lets_go_of_lower_precisions_as_the_host_does():
         assert sorted(k[1][1] for k in epochs.kept.on_device) == kept
         assert cache.held == 8_000 * sum(kept)
     assert layout.reads == 3 * 2
+
+
+def test_an_epoch_that_would_not_fit_alone_lets_nothing_go():
+    """Budget 80 kB, 2 and 3 bits kept (50 kB): 16 bits (160 kB) would not fit even alone, so
+    2 and 3 stay kept and read nothing; on the device (64 kB: 2 and 3 take 40 kB) too."""
+    layout = PrecisionLayout()
+    epochs = Epochs(layout, 0.0, 80_000)  # type: ignore[arg-type]
+    for bits in (2, 3, 16, 16):
+        list(epochs.train_batches(0, bits))
+    assert sorted(k[1] for k in epochs.kept.cached) == [2, 3]
+    assert ("train", 16) in epochs.kept.too_large
+    assert [b.nbytes for b in epochs.train_batches(0, 2)] == [0] * 10
+
+    layout = PrecisionLayout()
+    cache = DeviceCache(NumpyDevice(), budget=64_000)
+    epochs = Epochs(layout, 0.0, 1, device=cache)  # type: ignore[arg-type]
+    for bits in (2, 2, 3, 3, 16, 16):
+        list(epochs.train_batches(0, bits))
+    assert sorted(k[1][1] for k in epochs.kept.on_device) == [2, 3]
+    assert cache.held == 8_000 * 5
+    assert [b.nbytes for b in epochs.train_batches(0, 3)] == [0] * 10

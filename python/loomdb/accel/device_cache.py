@@ -58,14 +58,18 @@ class DeviceCache:
             out = device_decode.dense(self.device, X)
         return self._keep(X, "X", out, int(out.nbytes))
 
+    def cost(self, batch: Batch) -> int:
+        """The device bytes ``adopt`` keeps for ``batch``: its payload as a dense matrix."""
+        rows, cols = batch.X.shape
+        return 8 * rows * cols
+
     def adopt(self, batch: Batch) -> Batch | None:
         """``batch`` with its payload decoded on the device and kept there in its stead: the
         same minibatch, its ``X`` a ``Resident`` that the cache's entry lives as long as; None
         (nothing decoded) when the decoded matrix would not fit the budget."""
-        rows, cols = batch.X.shape
-        if self.held + 8 * rows * cols > self.budget:
+        if self.held + self.cost(batch) > self.budget:
             return None
-        resident = Resident((rows, cols))
+        resident = Resident(batch.X.shape)
         with self.device.computing():
             out = device_decode.dense(self.device, batch.X)
         self._keep(resident, "X", out, int(out.nbytes))

@@ -7,7 +7,9 @@ any-precision format is kept per precision.  An epoch found too large to keep is
 every later epoch would hold batches up to the budget only to drop them; one whose stored bytes
 alone exceed the budget well is not tried at all.  The validation batches are kept the same way,
 in what the training epoch leaves of the budget (it is read first).  An epoch at a higher
-precision that does not fit lets go of those kept at lower ones (``_make_room``).  An epoch too
+precision that does not fit lets go of those kept at lower ones (``_make_room``), unless its
+batches so far project it above ``ALONE`` times the budget (it would not fit even alone, and
+the lower ones would be let go for nothing).  An epoch too
 large for the budget is kept on the backend's device instead when the backend has one
 (``device``: the gpu backend's ``DeviceCache``): each minibatch is decoded there as it is read
 and the host keeps a stand-in with the labels, within the device's own budget; again all or
@@ -42,6 +44,9 @@ from loomdb.store.layout import Layout
 #: None), the weight of a group's rows in the step.
 Chooser = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]]
 Key = tuple[str, int]  # a kept epoch: its part (train or validation) and precision key
+#: An epoch whose batches so far project it above this many budgets lets nothing go to make
+#: room: it would not fit alone (the margin allows for uneven batches, as ``_beyond_budget``'s).
+ALONE = 1.25
 
 
 def _held(batch: Batch) -> int:
@@ -148,9 +153,9 @@ class Epochs:
         if not self.budget:
             return batches
         if key not in self.kept.too_large:
-            return self._keeping(batches, key)
+            return self._keeping(batches, key, self._count(start, stop))
         if self.device is not None and (self.device, key) not in self.kept.too_large_on_device:
-            return self._adopting(batches, key)
+            return self._adopting(batches, key, self._count(start, stop))
         return batches
 
     def _minibatches(self, units: Iterable[Batch]) -> Iterator[Batch]:
@@ -176,13 +181,18 @@ class Epochs:
             nbytes=sum(b.nbytes for b in parts),
         )
 
-    def _keeping(self, batches: Iterable[Batch], key: Key) -> Iterator[Batch]:
+    def _count(self, start: int, stop: int) -> int:
+        """How many minibatches stored units ``[start, stop)`` make."""
+        return -(-(stop - start) // self.per)
+
+    def _keeping(self, batches: Iterable[Batch], key: Key, count: int) -> Iterator[Batch]:
         kept: list[Batch] | None = []
         size = 0  # what this epoch's batches cost
-        for batch in batches:
+        for seen, batch in enumerate(batches, 1):
             size += _held(batch)
-            if kept is not None and self.kept.held + size > self.budget:
-                self._make_room(key, self.kept.held + size - self.budget)
+            over = self.kept.held + size - self.budget
+            if kept is not None and over > 0 and size * count / seen <= ALONE * self.budget:
+                self._make_room(key, over)
             if kept is not None and self.kept.held + size <= self.budget:
                 kept.append(dataclasses.replace(batch, nbytes=0))  # later epochs read nothing
             elif kept is not None:
@@ -207,14 +217,17 @@ class Epochs:
             self.kept.held -= freed
             need -= freed
 
-    def _adopting(self, batches: Iterable[Batch], key: Key) -> Iterator[Batch]:
+    def _adopting(self, batches: Iterable[Batch], key: Key, count: int) -> Iterator[Batch]:
         """``batches``, each kept on the device as it is read (the stand-in trains in its
         place) while the device holds them all; later epochs read nothing."""
         adopted: list[Batch] = []
+        size = 0  # what this epoch's batches cost the device
         rest = iter(batches)
-        for batch in rest:
+        for seen, batch in enumerate(rest, 1):
+            size += self.device.cost(batch)
+            may_fit = size * count / seen <= ALONE * self.device.budget
             resident = self.device.adopt(batch)
-            while resident is None and self._free_device_below(key):
+            while resident is None and may_fit and self._free_device_below(key):
                 resident = self.device.adopt(batch)
             if resident is None:  # too large for the device: every epoch reads
                 self.kept.too_large_on_device.add((self.device, key))
