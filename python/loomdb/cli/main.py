@@ -3,7 +3,7 @@ No paper section.
 
 loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL]
 loomdb load KIND PATH TABLE (--duckdb PATH | --dsn DSN) [--options JSON] [--keep-going] [--echo]
-loomdb pg install --dsn DSN [--venv DIR] [--source DIR] [--reinstall [--drop-catalog]]
+loomdb pg install --dsn DSN [--venv DIR] [--source DIR] [--gpu EXTRA] [--reinstall [--drop-catalog]]
 loomdb plot MODEL [MODEL …] (--duckdb PATH | --dsn DSN) [-o PNG]
 loomdb bench SUITE [--quick] [--json PATH]
 loomdb fuzz [DECODER ...] [--runs N] [--timeout SECONDS] [--max-len BYTES]

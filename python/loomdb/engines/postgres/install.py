@@ -37,8 +37,10 @@ from typing import Any
 
 from loomdb.engines.postgres import extension, index_am_install, server_setup
 from loomdb.engines.postgres.venv import (
+    GPU_EXTRAS,
     copy_loomdb,
     ensure_venv,
+    extra_requirements,
     install_requirements,
     make_readable,
 )
@@ -77,10 +79,12 @@ def prepare(
     server_uid: int,
     server_gid: int,
     pg_config: str | None = None,
+    gpu: str | None = None,
     log: Log = _stderr,
 ) -> dict[str, Any]:
     """The steps on the server's machine (2–4): environment, loomdb, cache, extension files,
-    the index access methods' library (built with ``pg_config``'s PGXS when it can be).
+    the index access methods' library (built with ``pg_config``'s PGXS when it can be);
+    ``gpu``: a loomdb extra (``GPU_EXTRAS``) whose CuPy the environment gets too.
 
     ``loomdb pg prepare`` runs just these (an image build has no running server yet)."""
     venv = os.path.abspath(venv or DEFAULT_VENV)
@@ -89,9 +93,10 @@ def prepare(
     if numba_cache_dir:
         settings["numba_cache_dir"] = os.path.abspath(numba_cache_dir)
     settings["extra_path"] = source_dir or ""
+    extra = extra_requirements(gpu) if gpu else ()
     env = ensure_venv(venv, python, log)
     caller_python = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    packages = install_requirements(env, caller_python, log)
+    packages = install_requirements(env, caller_python, log, extra)
     loomdb_from = copy_loomdb(env, log)
     if source_dir:
         log(f"the server will import loomdb from the source tree {source_dir} first")
@@ -126,6 +131,7 @@ def install(
     reinstall: bool = False,
     drop_catalog: bool = False,
     numba_cache_dir: str | None = None,
+    gpu: str | None = None,
     log: Log = _stderr,
 ) -> dict[str, Any]:
     """Install loomdb into the server (and database) of ``dsn``; return what was done.
@@ -148,6 +154,7 @@ def install(
         server_uid=server.os_uid,
         server_gid=server.os_gid,
         pg_config=_server_pg_config(server),
+        gpu=gpu,
         log=log,
     )
     removed = server_setup.reset_old_settings(dsn)
@@ -221,6 +228,13 @@ def add_arguments(parser: argparse.ArgumentParser, prepare_only: bool = False) -
     parser.add_argument(
         "--numba-cache-dir", default=None, help="numba cache directory (default <venv>/numba-cache)"
     )
+    parser.add_argument(
+        "--gpu",
+        choices=GPU_EXTRAS,
+        default=None,
+        help="also install CuPy into the server environment, for the gpu backend: the loomdb "
+        "extra of that name (gpu: CUDA 12, gpu-cuda13: CUDA 13)",
+    )
     if prepare_only:
         return
     parser.add_argument(
@@ -264,6 +278,7 @@ def run(args: argparse.Namespace) -> int:
         reinstall=args.reinstall,
         drop_catalog=args.drop_catalog,
         numba_cache_dir=getattr(args, "numba_cache_dir", None),
+        gpu=getattr(args, "gpu", None),
     )
     print(f"loomdb {done['extension_version']} {done['action']} in {done['dsn']}")
     print(f"  server environment  {done['venv']}")
@@ -289,6 +304,7 @@ def run_prepare(args: argparse.Namespace) -> int:
         server_uid=user.pw_uid,
         server_gid=user.pw_gid,
         pg_config=args.pg_config or shutil.which("pg_config"),
+        gpu=args.gpu,
     )
     print(f"loomdb prepared in {done['venv']}; now CREATE EXTENSION loomdb as a superuser")
     return 0

@@ -8,8 +8,9 @@ bootstrap prepends the environment's site-packages to ``sys.path`` (setting
 
 * ``ensure_venv`` creates it (or reuses it when its Python matches the server's);
 * ``install_requirements`` installs what the server side imports (numpy, numba, sqlglot,
-  zstandard, zlib-ng, pillow),
-  pinned to the versions the calling interpreter has so both sides behave alike;
+  zstandard, zlib-ng, pillow…), and the packages of a loomdb extra when asked (``--gpu gpu``:
+  CuPy, ``extra_requirements``), pinned to the versions the calling interpreter has so both
+  sides behave alike;
 * ``copy_loomdb`` puts the loomdb the caller runs (from a wheel or a checkout) into it;
 * ``make_readable`` opens the tree to the server's OS user.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -26,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from loomdb.errors import LoomStateError
+from loomdb.errors import LoomOptionError, LoomStateError
 
 #: What the server side imports besides loomdb (installed with their own dependencies).
 SERVER_PACKAGES = (
@@ -41,6 +43,9 @@ SERVER_PACKAGES = (
     "distributed",  # loom_train's "cluster": the driver runs in the server (distributed/)
     "cryptography",  # a local cluster's throwaway TLS certificate (Security.temporary)
 )
+
+#: The extras ``loomdb pg install --gpu`` takes (pyproject.toml): CuPy for CUDA 12 or 13.
+GPU_EXTRAS = ("gpu", "gpu-cuda13")
 
 Log = Callable[[str], None]
 
@@ -152,14 +157,41 @@ def _pip(venv: ServerVenv, args: Sequence[str], what: str) -> None:
     )
 
 
-def install_requirements(venv: ServerVenv, caller_python: str, log: Log) -> dict[str, str]:
-    """Install SERVER_PACKAGES into ``venv``; pinned when the caller's Python is the same minor.
+def extra_requirements(extra: str) -> tuple[str, ...]:
+    """The requirements of loomdb's optional ``extra``, as its installed metadata lists them."""
+    try:
+        requires = importlib.metadata.requires("loomdb") or []
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise LoomStateError(
+            "loomdb's package metadata is not installed, so its extras are unknown",
+            hint="install loomdb with pip (pip install -e . in a checkout)",
+        ) from exc
+    marker = re.compile(r';\s*extra\s*==\s*"' + re.escape(extra) + r'"\s*$')
+    found = tuple(r.split(";")[0].strip() for r in requires if marker.search(r))
+    if not found:
+        raise LoomOptionError(
+            f"loomdb has no extra {extra!r}", hint=f"one of: {', '.join(GPU_EXTRAS)}"
+        )
+    return found
+
+
+def _name(requirement: str) -> str:
+    """The distribution a requirement names (``cupy-cuda12x>=13`` → ``cupy-cuda12x``)."""
+    return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
+
+
+def install_requirements(
+    venv: ServerVenv, caller_python: str, log: Log, extra: Sequence[str] = ()
+) -> dict[str, str]:
+    """Install SERVER_PACKAGES and the ``extra`` requirements into ``venv``; pinned when the
+    caller's Python is the same minor and has them.
 
     Returns the installed versions.  Nothing is run when the wanted versions are already there.
     """
+    specs = {name: name for name in SERVER_PACKAGES} | {_name(r): r for r in extra}
     same_python = venv.version == caller_python
-    wanted = {name: _caller_version(name) if same_python else None for name in SERVER_PACKAGES}
-    have = installed_versions(venv, SERVER_PACKAGES)
+    wanted = {name: _caller_version(name) if same_python else None for name in specs}
+    have = installed_versions(venv, list(specs))
     missing = [
         name
         for name, version in wanted.items()
@@ -168,16 +200,19 @@ def install_requirements(venv: ServerVenv, caller_python: str, log: Log) -> dict
     if not missing:
         log("server packages already installed: " + _describe(have))
         return {name: str(version) for name, version in have.items()}
-    pinned = [name if wanted[name] is None else f"{name}=={wanted[name]}" for name in missing]
+    pinned = [
+        specs[name] if wanted[name] is None else f"{name}=={wanted[name]}" for name in missing
+    ]
     log(f"installing {' '.join(pinned)} into {venv.path} (this can take a minute)")
     try:
         _pip(venv, pinned, f"install {' '.join(pinned)}")
     except LoomStateError as exc:
-        if pinned == missing:
+        unpinned = [specs[name] for name in missing]
+        if pinned == unpinned:
             raise
         log(f"pinned install failed ({exc.message}); installing the latest versions instead")
-        _pip(venv, missing, f"install {' '.join(missing)}")
-    have = installed_versions(venv, SERVER_PACKAGES)
+        _pip(venv, unpinned, f"install {' '.join(unpinned)}")
+    have = installed_versions(venv, list(specs))
     log("server packages: " + _describe(have))
     return {name: str(version) for name, version in have.items()}
 
