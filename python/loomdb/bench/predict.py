@@ -10,7 +10,10 @@ Over N rows (1M by default) of 16 features, each engine computes, in one aggrega
   where loomdb's C module is installed).
 PostgreSQL also runs native and deployed in a parallel plan (2 workers, forced: setup and tuple
 costs 0, no minimum table size; ``EXPLAIN ANALYZE`` must show a Gather with workers launched,
-else the row says so); their ratio is against native in the same parallel plan.
+else the row says so); their ratio is against native in the same parallel plan.  DuckDB also
+runs native, the UDF and a Python arrow UDF that takes the same list and returns zeros without
+reading it (the least any Python UDF costs) on one thread, where Python's lock is not fought
+over; their ratio is against native on one thread.
 A second table does the same for a model with a text column (one-hot, ``ENCODED_K`` of
 ``ENCODED_VALUES`` values kept, the rest ``<other>``) and ``ENCODED_M`` numbers, written by hand
 from ``loom_model_info`` two ways: a ``CASE`` on the text giving each category's weight
@@ -89,6 +92,10 @@ def run(
             _compare(engine, table, queries, n)
             if engine.name == "postgres":
                 _parallel(engine, table, {k: queries[k] for k in ("native", "deployed")}, n)
+            else:
+                noop = f"SELECT sum(bench_noop({array})) FROM bench_pred"
+                single = {k: queries[k] for k in ("native", "UDF")}
+                _one_thread(engine, table, {**single, "no-op Python UDF": noop}, n)
             engine.run("SELECT loom_drop_model('bench_p')")
             _encoded(engine, encoded, n)
         if len(found) == 1:
@@ -176,6 +183,30 @@ def _interleaved(engine: Any, queries: dict[str, str], first: dict[str, float]) 
         method: float(np.median(times if len(times) > 1 else [*times, first[method]]))
         for method, times in runs.items()
     }
+
+
+def _one_thread(engine: Any, table: BenchTable, queries: dict[str, str], n: int) -> None:
+    """DuckDB's ``queries`` on one thread; ``bench_noop`` is a Python arrow UDF that returns
+    zeros."""
+    import duckdb
+    import pyarrow as pa
+
+    def zeros(features):  # unannotated: DuckDB reads a UDF's annotations as types
+        return pa.array(np.zeros(len(features)))
+
+    listed = duckdb.list_type(duckdb.sqltype("DOUBLE"))
+    engine.raw.create_function(
+        "bench_noop", zeros, [listed], duckdb.sqltype("DOUBLE"), type="arrow", side_effects=True
+    )
+    engine.run("SET threads = 1")
+    try:
+        times = _interleaved(engine, queries, {k: engine.timed(q) for k, q in queries.items()})
+        for method, seconds in times.items():
+            label = f"{method}, 1 thread"
+            table.add(engine.name, label, seconds, n / seconds, times["native"] / seconds)
+    finally:
+        engine.run("RESET threads")
+        engine.raw.remove_function("bench_noop")
 
 
 def _parallel(engine: Any, table: BenchTable, queries: dict[str, str], n: int) -> None:
