@@ -124,6 +124,6 @@ def test_table_functions_are_sets_in_postgres_and_table_macros_in_duckdb():
     (udf,) = parse(ENTRY.format(returns="table(threshold double, n bigint)"))
     sql = extension.function_sql(udf)
     assert 'RETURNS TABLE ("threshold" double precision, "n" bigint)' in sql
-    macro = _macro(udf, "tok")
+    macro = _macro(udf, 17)
     assert macro.startswith("CREATE OR REPLACE TEMP MACRO f(model, source := 'x') AS TABLE ")
-    assert "unnest(f__conn(model, source, 'tok'), max_depth := 2)" in macro
+    assert "unnest(f__conn(model, source, CAST(17 AS BIGINT)), max_depth := 2)" in macro
