@@ -21,38 +21,44 @@ def test_the_gpu_extras_are_loomdbs_own():
         venv.extra_requirements("gpu-cuda99")
 
 
-def _as_here() -> dict[str, str]:
-    """The server packages installed at the versions this process has (any where it has none)."""
-    return {name: venv._caller_version(name) or "9.9" for name in venv.SERVER_PACKAGES}
+HERE = {name: "1.0" for name in venv.SERVER_PACKAGES}  # what this side has, at which version
 
 
-def _recorded(monkeypatch, have: dict[str, str | None]) -> list[list[str]]:
-    """pip's commands, with ``have`` installed in the environment (and after pip ran)."""
+def _recorded(monkeypatch, here: dict[str, str]) -> list[list[str]]:
+    """pip's commands, with this side holding ``here`` and the environment holding the server
+    packages at this side's versions (and everything, once pip ran)."""
     commands: list[list[str]] = []
 
     def run(cmd, what, hint):
         if "-c" in cmd:  # installed_versions: every name asked for
             names = cmd[cmd.index("-c") + 2 :]
-            done = any("install" in c for c in commands)
-            return json.dumps({n: "1.0" if done else have.get(n) for n in names})
+            held = HERE if not commands else {n: here.get(n, "2.0") for n in names}
+            return json.dumps({n: held.get(n) for n in names})
         commands.append(list(cmd))
         return ""
 
     monkeypatch.setattr(venv, "_run", run)
+    monkeypatch.setattr(venv, "_caller_version", here.get)
     return commands
 
 
 def test_an_extra_is_installed_beside_the_server_packages(monkeypatch):
-    commands = _recorded(monkeypatch, _as_here())
+    commands = _recorded(monkeypatch, HERE)
     got = venv.install_requirements(ENV, "3.11", lambda line: None, ("cupy-cuda12x>=13",))
     assert len(commands) == 1 and commands[0][-1] == "cupy-cuda12x>=13"  # the only one missing
-    assert got["cupy-cuda12x"] == "1.0" and set(venv.SERVER_PACKAGES) <= set(got)
+    assert got["cupy-cuda12x"] == "2.0" and set(venv.SERVER_PACKAGES) <= set(got)
+
+
+def test_an_extra_this_side_has_is_pinned_to_its_version(monkeypatch):
+    commands = _recorded(monkeypatch, {**HERE, "cupy-cuda12x": "13.3.0"})
+    venv.install_requirements(ENV, "3.11", lambda line: None, ("cupy-cuda12x>=13",))
+    assert [c[-1] for c in commands] == ["cupy-cuda12x==13.3.0"]
 
 
 def test_without_an_extra_nothing_more_is_asked_for(monkeypatch):
-    commands = _recorded(monkeypatch, _as_here())
+    commands = _recorded(monkeypatch, HERE)
     got = venv.install_requirements(ENV, "3.11", lambda line: None)
-    assert commands == [] and set(got) == set(venv.SERVER_PACKAGES)
+    assert commands == [] and got == HERE
 
 
 def test_pg_install_takes_gpu_extras_only():
