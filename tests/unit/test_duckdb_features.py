@@ -57,6 +57,8 @@ def test_a_null_row_or_element_is_not_ok_and_other_widths_are_refused():
     with pytest.raises(LoomOptionError, match="different lengths"):
         _features(pa.array([[1.0, 2.0], [3.0]]))
     assert _features(pa.array([[], []], type=pa.list_(pa.float64())))[0].shape == (2, 0)
+    view = pa.array([[1.0, 2.0], [3.0, 4.0]], type=pa.list_view(pa.float64()))
+    assert _features(view)[0].tolist() == [[1.0, 2.0], [3.0, 4.0]]
     fixed = pa.array([[1.0, 2.0], None, [3.0, None]], type=pa.list_(pa.float64(), 2))
     X, ok = _features(fixed)
     assert ok.tolist() == [True, False, False] and X[0].tolist() == [1.0, 2.0]

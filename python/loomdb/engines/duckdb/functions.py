@@ -102,9 +102,12 @@ def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     n = len(column)
     if n and column.null_count == 0:
         values: pa.Array | None = None
-        if pa.types.is_fixed_size_list(column.type):
-            values, width = column.flatten(), column.type.list_size  # this vector's values
-        elif (uniform := _uniform(column)) is not None:
+        kind = column.type
+        if pa.types.is_fixed_size_list(kind):
+            values, width = column.flatten(), kind.list_size  # this vector's values
+        elif (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and (
+            uniform := _uniform(column)
+        ) is not None:  # (a list view's offsets do not follow each other: read row by row)
             ends, width = uniform
             values = column.values.slice(ends[0], ends[-1] - ends[0])
         if values is not None and values.null_count == 0:
