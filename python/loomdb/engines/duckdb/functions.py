@@ -78,6 +78,7 @@ def raised_in_udf(error: BaseException) -> LoomError | None:
 
 
 def _one_chunk(column: pa.Array) -> pa.Array:
+    """A vector as one Arrow array (DuckDB hands a UDF a one-chunk ChunkedArray)."""
     if isinstance(column, pa.ChunkedArray):
         return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     return column
@@ -149,10 +150,7 @@ def _guarded(fn, names: list[str] | None):
 def _sparse(indices: pa.Array, values: pa.Array) -> tuple[CsrRows, np.ndarray]:
     """Two LIST vectors (indices, values) → (CsrRows, ok) without a Python loop per value; a
     row with a NULL list or a NULL element is not ok."""
-    if isinstance(indices, pa.ChunkedArray):
-        indices = indices.combine_chunks()
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    indices, values = _one_chunk(indices), _one_chunk(values)
     n = len(indices)
     ok = indices.is_valid().to_numpy(zero_copy_only=False) & values.is_valid().to_numpy(
         zero_copy_only=False
@@ -188,8 +186,7 @@ def _named(udf: Udf, column: pa.Array) -> tuple[NamedRows, np.ndarray]:
     a NULL row is not ok.
     Numeric and boolean fields become float64 columns, text ones keep their values, others
     stay unread."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
+    column = _one_chunk(column)
     if pa.types.is_null(column.type):  # an untyped NULL: every row NULL
         return NamedRows(len(column), {}, {}), np.zeros(len(column), dtype=bool)
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):  # JSON text
