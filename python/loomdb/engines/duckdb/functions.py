@@ -201,24 +201,40 @@ def _named(udf: Udf, column: pa.Array) -> tuple[NamedRows, np.ndarray]:
             "for an array of features in the model's order use loom_predict",
         )
     ok = column.is_valid().to_numpy(zero_copy_only=False)
+    everywhere = np.ones(len(column), dtype=bool)  # shared by the fields without a NULL
+    everywhere.flags.writeable = False
     columns: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
     texts: dict[str, np.ndarray] = {}
     for i in range(column.type.num_fields):
         name, field = column.type.field(i).name, column.field(i)
-        present = field.is_valid().to_numpy(zero_copy_only=False)
-        numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
-        numeric |= pa.types.is_decimal(field.type) or pa.types.is_boolean(field.type)
+        whole = field.null_count == 0
+        present = everywhere if whole else field.is_valid().to_numpy(zero_copy_only=False)
         values = None
         if pa.types.is_null(field.type):  # a NULL literal's field
             values = np.zeros(len(field))
-        elif numeric:
+        elif whole and (pa.types.is_floating(field.type) or pa.types.is_integer(field.type)):
+            # the usual table of numbers: a view of the doubles (one conversion otherwise),
+            # where going through Arrow's cast and fill_null took 12 µs a field and vector
+            values = field.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        elif _numeric(field.type):
             ints = pa.types.is_boolean(field.type)
-            doubles = pc.cast(pc.cast(field, pa.int8()) if ints else field, pa.float64())
+            # (unsafe: an integer past 2⁵³ rounds to the nearest double, as DuckDB's cast
+            # of the array form does, where a safe cast raised Arrow's error)
+            doubles = pc.cast(pc.cast(field, pa.int8()) if ints else field, pa.float64(), False)
             values = pc.fill_null(doubles, 0.0).to_numpy(zero_copy_only=False)
         elif pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
             texts[name] = np.array(field.to_pylist(), dtype=object)
         columns[name] = (values, present)
     return NamedRows.from_columns(len(column), columns, texts), ok
+
+
+def _numeric(kind: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_decimal(kind)
+        or pa.types.is_boolean(kind)
+    )
 
 
 def _is_row(column: pa.Array) -> bool:
