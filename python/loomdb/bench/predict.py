@@ -7,13 +7,16 @@ Over N rows (1M by default) of 16 features, each engine computes, in one aggrega
 * deployed — ``predict_<model>(x0, …)`` made by ``loom_deploy`` (a MACRO in DuckDB, an inlined
   parallel-safe SQL function in PostgreSQL);
 * UDF — ``loom_predict(model, [x0, …])`` (an arrow UDF in DuckDB; per row in PostgreSQL, in C
-  where loomdb's C module is installed).
+  where loomdb's C module is installed);
+* UDF, row — DuckDB only: ``loom_predict(model, t) FROM t``, the row form binding the features
+  by name (the same arrow UDF, handed a STRUCT; PostgreSQL's row form reads each row's
+  ``to_jsonb`` in PL/Python, a per-row path not timed here).
 PostgreSQL also runs native and deployed in a parallel plan (2 workers, forced: setup and tuple
 costs 0, no minimum table size; ``EXPLAIN ANALYZE`` must show a Gather with workers launched,
 else the row says so); their ratio is against native in the same parallel plan.  DuckDB also
-runs native, the UDF and a Python arrow UDF that takes the same list and returns zeros without
-reading it (the least any Python UDF costs) on one thread, where Python's lock is not fought
-over; their ratio is against native on one thread.
+runs native, the two UDF forms and a Python arrow UDF that takes the same list and returns
+zeros without reading it (the least any Python UDF costs) on one thread, where Python's lock
+is not fought over; their ratio is against native on one thread.
 A second table does the same for a model with a text column (one-hot, ``ENCODED_K`` of
 ``ENCODED_VALUES`` values kept, the rest ``<other>``) and ``ENCODED_M`` numbers, written by hand
 from ``loom_model_info`` two ways: a ``CASE`` on the text giving each category's weight
@@ -89,12 +92,14 @@ def run(
                 "deployed": f"SELECT sum(predict_bench_p({', '.join(cols)})) FROM bench_pred",
                 "UDF": f"SELECT sum(loom_predict('bench_p', {array})) FROM bench_pred",
             }
+            if engine.name == "duckdb":
+                queries["UDF, row"] = "SELECT sum(loom_predict('bench_p', t)) FROM bench_pred t"
             _compare(engine, table, queries, n)
             if engine.name == "postgres":
                 _parallel(engine, table, {k: queries[k] for k in ("native", "deployed")}, n)
             else:
                 noop = f"SELECT sum(bench_noop({array})) FROM bench_pred"
-                single = {k: queries[k] for k in ("native", "UDF")}
+                single = {k: queries[k] for k in ("native", "UDF", "UDF, row")}
                 _one_thread(engine, table, {**single, "no-op Python UDF": noop}, n)
             engine.run("SELECT loom_drop_model('bench_p')")
             _encoded(engine, encoded, n)
