@@ -5,6 +5,12 @@ The trainer folds the map into its products, so compressed batches are never rew
 format that stores values already mapped (mlweaving stores min–max values u ∈ [0, 1)) gets the
 asked map re-expressed over its values by :meth:`Scaling.over_minmax`, so every method is
 honoured on every format and the model is kept for raw rows.
+
+A column without spread (constant, or all NULL) gets scale 0: its standardised value is 0, as
+the map defines it, so its weight has no gradient and stays 0.  A scale of 1 left the column's
+raw values in the folded products, where ``x·w − shift·w`` cancels only up to rounding: a
+constant column of 1.7e18 (a load timestamp in nanoseconds) gave its weight a gradient of
+rounding noise, the weight grew, and the model's margins drowned in ±10² of noise.
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ class Scaling:
             spread = np.asarray(stats["std"], dtype=np.float64)
         else:
             raise ValueError(f"unknown standardisation {method!r}")
-        return cls(method, shift, 1.0 / _spread(spread))
+        return cls(
+            method, shift, np.divide(1.0, spread, out=np.zeros_like(spread), where=spread > 0)
+        )
 
     @classmethod
     def over_minmax(cls, method: str, stats: dict[str, Any]) -> Scaling:
