@@ -62,6 +62,68 @@ def test_a_model_of_one_database_is_never_used_in_another(tmp_path):
         assert abs(predictions[0] - 1.0) < 0.1 and abs(predictions[1] - 5.0) < 0.1
 
 
+def test_a_database_opened_again_serves_its_current_model(tmp_path):
+    """Transaction ids start again when a file is opened again in this process: a pin by
+    transaction id alone served the first opening's model after a retrain."""
+    path = str(tmp_path / "again.duckdb")
+
+    def retrained(value: float) -> float:
+        c = loomdb.connect(path, progress=False)
+        c.execute(
+            "CREATE OR REPLACE TABLE src AS SELECT (i % 13)::DOUBLE AS x FROM range(500) r(i)"
+        )
+        _constant_model(c, "m", value, replace=True)
+        c.close()
+        c = loomdb.connect(path, progress=False)
+        try:
+            return c.execute("SELECT loom_predict('m', [3.0])").fetchall()[0][0]
+        finally:
+            c.close()
+
+    for value in (1.0, 5.0, 9.0):
+        assert abs(retrained(value) - value) < 0.1
+
+
+def test_copies_of_one_database_file_keep_their_own_models_and_tables(tmp_path):
+    """A copy holds the database id of its original; both open at once stay two databases."""
+    import shutil
+
+    a_path, b_path = str(tmp_path / "a.duckdb"), str(tmp_path / "b.duckdb")
+    a = loomdb.connect(a_path, progress=False)
+    a.execute("CREATE TABLE src AS SELECT (i % 13)::DOUBLE AS x FROM range(500) r(i)")
+    _constant_model(a, "m", 1.0)
+    a.close()
+    shutil.copy(a_path, b_path)
+    b = loomdb.connect(b_path, progress=False)
+    _constant_model(b, "m", 5.0, replace=True)
+    a = loomdb.connect(a_path, progress=False)
+    try:
+        assert abs(a.execute("SELECT loom_predict('m', [3.0])").fetchall()[0][0] - 1.0) < 0.1
+        assert abs(b.execute("SELECT loom_predict('m', [3.0])").fetchall()[0][0] - 5.0) < 0.1
+        a.execute("CREATE TABLE only_in_a AS SELECT x, x AS y FROM src")  # read by a's train
+        _constant_model(a, "m2", 2.0)
+        opts = '{"model": "linear", "epochs": 1, "progress": false}'
+        a.execute(f"SELECT loom_train('m3', 'only_in_a', 'y', '{opts}')").fetchall()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_streaming_statement_keeps_its_version_however_many_run_meanwhile(con):
+    """A connection runs one statement at a time, so its pins last as long as its statement:
+    not evicted by statements on other connections (they were after 256)."""
+    con.execute("SET threads = 1")
+    con.execute("CREATE TABLE big AS SELECT (i % 97)::DOUBLE AS x FROM range(2000000) r(i)")
+    _constant_model(con, "m", 1.0)
+    result = con.execute("SELECT round(loom_predict('m', [x])) FROM big")
+    first = result.fetchmany(5000)
+    other = con.cursor()
+    _constant_model(other, "m", 5.0, replace=True)
+    for _ in range(300):
+        assert other.execute("SELECT round(loom_predict('m', [3.0]))").fetchall() == [(5.0,)]
+    assert {v for (v,) in first + result.fetchall()} == {1.0}
+
+
 def test_features_as_a_fixed_size_array_predict_as_a_list_does(con):
     opts = json.dumps({"epochs": 2, "progress": False})
     con.execute(f"SELECT loom_train('m', 'SELECT x, z, x > 40 AS y FROM src', 'y', '{opts}')")

@@ -4,9 +4,15 @@ No paper section.  A model is cached under (the database's identity, its name) w
 version — in PostgreSQL the row's uid and xmin, in DuckDB its uid and a hash of its contents —
 so a retrain, an ``UPDATE`` of ``loom.models`` or a drop is seen by the next call, and a model
 of one database is never used in another (object ids are not identities: they are reused).
-Within one statement a model is pinned: DuckDB passes each call the statement's transaction id,
-and every call of that statement gets the version its first call saw (PostgreSQL's STABLE
-functions see one snapshot per statement already).
+Within one statement a model is pinned: DuckDB passes each call its connection's token and the
+statement's transaction id, and every call of that statement gets the version its first call
+saw (PostgreSQL's STABLE functions see one snapshot per statement already).  A connection runs
+one statement at a time (a new one ends the result of the one before), so a connection keeps
+the pins of its latest statement only, however long that statement streams and however many
+statements other connections run meanwhile.  The connection's random token is part of the key
+because transaction ids are not: a database opened again in the same process counts them from
+the same start, and a pin by transaction id alone served the model of a statement of the
+database's previous opening.
 """
 
 from __future__ import annotations
@@ -20,33 +26,39 @@ from loomdb.learn.model import LinearModel
 from loomdb.store import catalog
 from loomdb.store.names import check_name
 
-PINNED = 256  # statements remembered
+CONNECTIONS = 4096  # connections whose latest statement's pins are kept (the least recent go)
 
 _lock = threading.Lock()
 _models: dict[tuple[str, str], tuple[str, LinearModel]] = {}
-_pinned: OrderedDict[tuple[str, Any, str], LinearModel] = OrderedDict()
+#: (database, connection) → (its latest statement's transaction id, that statement's models)
+_pinned: OrderedDict[tuple[str, Any], tuple[Any, dict[str, LinearModel]]] = OrderedDict()
 
 
-def load(db: Any, name: str, statement: Any = None) -> LinearModel:
-    """Model ``name`` as this statement sees it (``statement``: its transaction id, if any).
+def load(db: Any, name: str, statement: tuple[Any, Any] | None = None) -> LinearModel:
+    """Model ``name`` as this statement sees it (``statement``: its connection's token and its
+    transaction id, if any).
 
     The lock guards the dictionaries only, never a query: concurrent first calls of one
     statement may both read the catalog, and the first to pin its model wins for both.
     """
     check_name(name, "model")
-    pin = (db.identity, statement, name)
-    if statement is not None:
-        with _lock:
-            if pin in _pinned:
-                return _pinned[pin]
-    model = _current(db, name)
     if statement is None:
-        return model
+        return _current(db, name)
+    connection, transaction = statement
+    key = (db.identity, connection)
     with _lock:
-        model = _pinned.setdefault(pin, model)
-        while len(_pinned) > PINNED:
+        pins = _pinned.get(key)
+        if pins is not None and pins[0] == transaction and name in pins[1]:
+            return pins[1][name]
+    model = _current(db, name)
+    with _lock:
+        pins = _pinned.get(key)
+        if pins is None or pins[0] != transaction:  # the connection's statement before is over
+            pins = _pinned[key] = (transaction, {})
+        _pinned.move_to_end(key)
+        while len(_pinned) > CONNECTIONS:
             _pinned.popitem(last=False)
-    return model
+        return pins[1].setdefault(name, model)
 
 
 def _current(db: Any, name: str) -> LinearModel:

@@ -14,6 +14,7 @@ one (their writes commit on a connection of their own; a ROLLBACK could not undo
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -67,7 +68,7 @@ def register(
                 con.execute(statement)
     except duckdb.Error as e:
         raise translate(e) from None
-    identity = catalog.database_id(DuckDatabase(con, ConnectionState("")), not read_only)
+    identity = _identity(con, read_only)
     instance = _instances.get(identity)
     if instance is None:
         instance = _instances[identity] = Instance(identity, read_only)
@@ -76,6 +77,20 @@ def register(
     register_functions(con, instance)
     equip(con, state)
     return state, instance
+
+
+def _identity(con: duckdb.DuckDBPyConnection, read_only: bool) -> str:
+    """The database's id in its catalog, and for a file its path: a copy of a database file
+    holds the same id, and two copies open in one process must not share their functions'
+    connections or their cached models."""
+    found = catalog.database_id(DuckDatabase(con, ConnectionState("")), not read_only)
+    try:
+        ((path,),) = con.execute(
+            "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchall()
+    except duckdb.Error as e:
+        raise translate(e) from None
+    return found if path is None else f"{found}@{os.path.realpath(path)}"
 
 
 class Connection:

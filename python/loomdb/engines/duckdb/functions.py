@@ -264,8 +264,9 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None 
 
     def fn(models: pa.Array, *columns: pa.Array) -> pa.Array:
         given, extra = columns[:data], columns[data:]
-        state = instance.state(extra[1][0].as_py() if len(extra) > 1 else None)
-        statement = extra[0][0].as_py() if extra else None
+        token = extra[1][0].as_py() if len(extra) > 1 else None
+        state = instance.state(token)
+        statement = (token, extra[0][0].as_py()) if extra else None  # see model_cache.load
         db = DuckDatabase(instance.lazy_cursor(), state)
         try:
             X: Any
