@@ -33,7 +33,8 @@ def check_name(name: object, what: str = "model") -> str:
         shown = repr(name) if not isinstance(name, str) or len(name) < 80 else repr(name[:77])
         raise LoomOptionError(
             f"invalid {what} name {shown}",
-            hint=f"{what} names are 1-63 letters, digits or underscores, not starting with a digit",
+            hint=f"{what} names are 1-63 ASCII letters (a-z, A-Z), digits or underscores, not "
+            "starting with a digit",
         )
     return name
 
