@@ -60,7 +60,7 @@ def sgd_epochs(
                 soft_threshold(W, lr * l1)
         if end_epoch is not None:
             penalty = 0.5 * l2 * float((W * W).sum()) + l1 * float(np.abs(W).sum())
-            end_epoch(W, b, total / len(y) + penalty)
+            end_epoch(W, b, total / len(y) + penalty, lr * l1)
         epoch[0] += 1
 
     def model() -> tuple[np.ndarray, float]:

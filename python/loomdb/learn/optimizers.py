@@ -36,7 +36,9 @@ class Nesterov:
       falls back towards plain SGD, while ill-conditioned data, which rarely restarts, keeps the
       acceleration;
     * otherwise the epoch's mean iterate (Polyak–Ruppert over the epoch) is kept: it is what
-      training returns, which removes the noise floor a constant step leaves.
+      training returns, which removes the noise floor a constant step leaves.  With L1 the
+      running sum holds each step's forward point (before the proximal step) and what is kept
+      is that mean's proximal point (``end_epoch``), as sparse as the steps' own iterates.
 
     Cost per step: three m×k axpys (velocity, step, running sum) besides SGD's, in one numba pass
     (``step_kernels.momentum_step``); memory four m×k arrays. Measured over 6 shuffles (l2 = 1e-4,
@@ -66,7 +68,25 @@ class Nesterov:
         momentum_step(b, gb, self.vb, self.sb, beta, lr)
         self.count += 1
 
-    def end_epoch(self, W: np.ndarray, b: np.ndarray, loss: float) -> None:
+    def end_epoch(self, W: np.ndarray, b: np.ndarray, loss: float, prox: float = 0.0) -> None:
+        """Restart or keep the epoch's mean iterate; ``prox``: the epoch's proximal L1 amount
+        (its lr · l1), 0 without L1.
+
+        With L1 the model kept is ``soft_threshold(mean, prox)``, not the mean.  The running
+        sum (``step_kernels.momentum_step``, and the fused and device steps alike) adds each
+        step's forward point u = W − lr·(g + β·v), before the trainer's proximal step.
+        Forward–backward splitting's fixed point is w* = prox(u*) with u* = w* − lr·∇f(w*)
+        (Combettes & Wajs 2005, Prop. 3.1; Parikh & Boyd, Proximal Algorithms §4.2), so the
+        averaged forward points are taken through one more backward (proximal) step; the prox
+        is non-expansive, so the kept model is at most ‖ū − u*‖ from w* and averaging still
+        removes the noise floor.  The mean alone was no proximal point: on a 2,000-row table
+        whose steps kept every weight at 0 at l1 = 10 it kept them all non-zero (an L1 penalty
+        above 12 against a recorded loss of 0.695).  Averaging the proximal points instead
+        would keep every weight any step of the epoch left non-zero (a numpy replica of that
+        table with 9 features at l1 = 0.05: 4 non-zero, against 1 here and at the optimum).
+        The intercept is never shrunk.  Without L1 nothing here changes a bit.  Not done here:
+        the velocity carries the data gradient alone, so at β > 0 the steps' own fixed point
+        meets L1 weakened by 1 − β (FISTA's form would carry it); restarts cap β."""
         if loss > self.prev and self.mW is not None and self.mb is not None:
             W[...] = self.mW
             b[...] = self.mb
@@ -77,6 +97,8 @@ class Nesterov:
             self.restarts += 1
         elif self.count:
             self.mW, self.mb = self.sW / self.count, self.sb / self.count
+            if prox:
+                shrink(self.mW, prox)
         self.sW[...] = 0.0
         self.sb[...] = 0.0
         self.count = 0
