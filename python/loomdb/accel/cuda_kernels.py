@@ -68,7 +68,9 @@ def residuals() -> Any:
 @functools.cache
 def update() -> Any:
     """The gradient ``scale·(product − shift·gsum) + decay·p`` and the optimiser's step of
-    ``p`` (and, with momentum, of its velocity ``v`` and running sum ``s``), in place."""
+    ``p`` (and, with momentum, of its velocity ``v`` and running sum ``s``), in place.  ``s``
+    takes ``p`` before the proximal L1 step, as ``step_kernels.momentum_step`` does
+    (``optimizers.Nesterov.end_epoch`` shrinks the mean)."""
     import cupy
 
     return cupy.ElementwiseKernel(

@@ -12,7 +12,8 @@ nothing in between waits for the device.
 What it computes is the trainer's per-minibatch step: targets, margins at ``W∘scale`` with the
 shift folded into the offset, the loss and residuals scaled by ``sw / widest``, the gradient plus
 ``l2 · rows/widest · W``, the optimiser's update (``sgd``, or ``nesterov`` as
-``optimizers.Nesterov.step``), the proximal L1 step.  The residuals and the update are the
+``optimizers.Nesterov.step``, its running sum taking the point before the proximal step as
+``step_kernels.momentum_step``'s does), the proximal L1 step.  The residuals and the update are the
 device's (``device_arrays``: one CUDA kernel each on a GPU, ``learn/losses.py``'s numpy forms
 on numpy).  Departures, in the last bits: the products and sums add in the device's order, and
 a run's losses are summed on the device, minibatch by minibatch; a model that turns non-finite

@@ -164,7 +164,9 @@ def assemble(grad, scale, shift, gsum, decay, W):  # pragma: no cover
 @njit(cache=True, nogil=True, error_model="numpy")
 def momentum_step(p, g, v, s, beta, lr):  # pragma: no cover
     """Nesterov's ``v ← β·v + g; p ← p − lr·(g + β·v)`` and the running sum ``s += p``, element
-    by element (``optimizers.Nesterov.step``), in place; any layout, one shape."""
+    by element (``optimizers.Nesterov.step``), in place; any layout, one shape.  ``s`` sums the
+    forward point, before the trainer's proximal L1 step (``Nesterov.end_epoch`` takes the
+    mean's proximal point); the fused and device steps sum the same point."""
     for i in range(p.size):
         vi = v.flat[i] * beta + g.flat[i]
         v.flat[i] = vi
