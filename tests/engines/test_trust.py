@@ -161,6 +161,10 @@ def test_a_diverging_step_is_backed_off_and_recorded(trained):
     assert history[0]["restart"] == 1 and history[0]["lr"] == 1e308
     coef = json.loads(engine.scalar("SELECT coefficients FROM loom.models WHERE name = 'big'"))
     assert np.isfinite(coef).all()
+    kept = [h for h in history if "restart" in h][-1]["next_lr"]  # the run that was kept
+    first_epoch = next(h for h in history if h.get("epoch") == 1)
+    summary = json.loads(engine.scalar("SELECT loom_model_info('big')"))
+    assert summary["options"]["lr"] == kept == first_epoch["lr"] < 1e308
 
 
 @pytest.mark.parametrize(

@@ -215,6 +215,9 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
             f"model '{name}' has non-finite coefficients and was not stored",
             hint="give a smaller lr, standardize the features, or lower l2",
         )
+    backed_off = [h["next_lr"] for h in history if "restart" in h]
+    if backed_off:  # the step size the kept run took, not the one that diverged
+        lr = backed_off[-1]
     used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method, **skip_used}
     if "split" in used:  # the rows of each part: they add up to the source's
         held = epochs.validation_rows()
