@@ -112,6 +112,15 @@ def test_keeping_every_group_trains_as_without_skipping(separable):
     np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
 
 
+def test_a_train_whose_skipping_leaves_no_row_is_refused_and_not_stored(separable):
+    """ε = 1 lets SlimML remove every group: the epochs trained on nothing, and a zero model
+    was stored with a loss of 0."""
+    _index(separable, "sl_n")
+    with pytest.raises(separable.errors, match="trained on no row"):
+        _train(separable, "sl_none", index="sl_n", skip="slimml", epsilon=1.0)
+    assert separable.scalar("SELECT count(*) FROM loom.models WHERE name = 'sl_none'") == 0
+
+
 @pytest.mark.parametrize("skip", ["random", "coreset", "importance"])
 def test_baselines_remove_the_share_asked(separable, skip):
     _index(separable, "sl_b")

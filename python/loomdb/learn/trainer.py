@@ -49,7 +49,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from loomdb.errors import LoomDivergedError, LoomOptionError
+from loomdb.errors import LoomDataError, LoomDivergedError, LoomOptionError
 from loomdb.learn import fused_steps
 from loomdb.learn.losses import LOSSES
 from loomdb.learn.metrics import tune_score
@@ -193,6 +193,7 @@ def _run(source, problem, config, backend, lr, progress, check, skip=None, runne
         seconds = time.perf_counter() - started
         penalty = 0.5 * config.l2 * float((W * W).sum()) + config.l1 * float(np.abs(W).sum())
         entry = _entry(epoch, totals, seconds, rate, s, penalty, skip)
+        _nothing_trained(entry, history, problem, skip)
         _guard(W, b, entry["loss"], limit, epoch + 1, rate)
         if hasattr(optimizer, "end_epoch") and not hasattr(backend, "run_epoch"):
             optimizer.end_epoch(W, b, entry["loss"], rate * config.l1)
@@ -230,6 +231,21 @@ def _entry(epoch, totals, seconds, rate, precision, penalty, skip) -> dict[str, 
         **totals,
         **(skip.report() if skip is not None else {}),
     }
+
+
+def _nothing_trained(entry: dict[str, Any], history: list[dict[str, Any]], problem, skip) -> None:
+    """Refuse a train whose skipping left out every row of its first epoch from a zero model:
+    it would store the zero model with a loss of 0 over no row (SlimML at ε = 1).  Later
+    epochs may skip every row (a converged model finds no group critical), and a warm start
+    that skips every row keeps the model it started from."""
+    if entry["rows"] or skip is None or history or problem.init is not None:
+        return
+    raise LoomDataError(
+        f"the first epoch trained on no row: skip '{entry.get('skip')}' left out every row of "
+        "every minibatch, and a model trained on nothing is not stored",
+        hint="lower 'epsilon' (SlimML's removed share of a minibatch's effect) or "
+        "'skip_fraction', or train without 'skip'",
+    )
 
 
 def _guard(W: np.ndarray, b: np.ndarray, loss: float, limit: float, epoch: int, lr: float):
