@@ -7,7 +7,7 @@ of one database is never used in another (object ids are not identities: they ar
 Within one statement a model is pinned: DuckDB passes each call its connection's token and the
 statement's transaction id, and every call of that statement gets the version its first call
 saw (PostgreSQL's STABLE functions see one snapshot per statement already).  A connection runs
-one statement at a time (a new one ends the result of the one before), so a connection keeps
+one statement at a time (DuckDB refuses a new one while a result is unfinished), so it keeps
 the pins of its latest statement only, however long that statement streams and however many
 statements other connections run meanwhile.  The connection's random token is part of the key
 because transaction ids are not: a database opened again in the same process counts them from
