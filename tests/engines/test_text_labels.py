@@ -112,3 +112,21 @@ def test_numeric_classes_as_text(labelled):
     assert "predicts numbers" in _error(
         labelled, "SELECT loom_predict_class('lin', ARRAY[1.0, 2.0])"
     )
+
+
+def test_class_weight_names_a_text_labels_classes(labelled):
+    plain = _train(labelled, "plain", "d", "logistic")
+    options = {"epochs": 40, "features": ["a", "b"], "class_weight": {"spam": 5}}
+    labelled.scalar(f"SELECT loom_train('weighted', 'tl', 'd', '{json.dumps(options)}')")
+    info = json.loads(labelled.scalar("SELECT loom_model_info('weighted')"))
+    assert info["options"]["class_weight"] == {"spam": 5}
+    assert info["class_names"] == plain["class_names"] == ["ham", "spam"]
+    coef = json.loads(labelled.scalar("SELECT loom_model_info('plain')"))["coefficients"]
+    assert coef != info["coefficients"]  # the weight was used
+    spam = "SELECT count(*) FROM tl WHERE loom_predict_class('{}', tl) = 'spam'"
+    assert labelled.scalar(spam.format("weighted")) > labelled.scalar(spam.format("plain"))
+    for key in ("1", "0"):  # the codes are loomdb's, not the user's
+        options["class_weight"] = {key: 3}
+        message = _error(labelled, f"SELECT loom_train('w2', 'tl', 'd', '{json.dumps(options)}')")
+        assert f"names label '{key}', which is not a class" in message
+        assert "classes: 'ham', 'spam'" in message

@@ -9,6 +9,9 @@ import json
 import numpy as np
 import pytest
 
+from loomdb.accel import registry
+from loomdb.errors import LoomOptionError
+
 pytestmark = pytest.mark.postgres
 
 NAN = "CAST('NaN' AS DOUBLE PRECISION)"
@@ -130,12 +133,18 @@ def test_fpga_sim_honours_the_intercept_and_refuses_what_it_cannot_do(engine):
         engine.scalar("SELECT intercept FROM loom.models WHERE name = 'fpga_sim'")
     )
     assert intercept[0] > 1.0 and r2["fpga-sim"] > r2["cpu"] - 0.05, r2
-    for refused in ('"l2": 0.01', '"standardize": "zscore"', '"class_weight": "balanced"'):
-        with pytest.raises(engine.errors, match="cannot honour"):
+    for refused, match in (
+        ('"l2": 0.01', "cannot honour"),
+        ('"standardize": "zscore"', "cannot honour"),
+        ('"class_weight": "balanced"', "weighs a classifier"),  # on any backend (a regression)
+    ):
+        with pytest.raises(engine.errors, match=match):
             engine.scalar(
                 f'SELECT loom_train(\'x\', NULL, \'y\', \'{{"index": "fw", "backend": '
                 f'"fpga-sim", "model": "linear", {refused}}}\')'
             )
+    with pytest.raises(LoomOptionError, match="cannot honour class_weight"):  # a classifier's
+        registry.get("fpga-sim").check({"class_weight": "balanced"}, 1)
 
 
 def test_messages_name_the_users_objects_not_loomdbs_sql(engine):
@@ -165,6 +174,22 @@ def test_a_diverging_step_is_backed_off_and_recorded(trained):
     first_epoch = next(h for h in history if h.get("epoch") == 1)
     summary = json.loads(engine.scalar("SELECT loom_model_info('big')"))
     assert summary["options"]["lr"] == kept == first_epoch["lr"] < 1e308
+
+
+def test_class_weight_is_for_classifiers_and_names_each_class_once(trained):
+    engine = trained
+    linear = {"model": "linear", "epochs": 2, "class_weight": {"7": 3}}
+    with pytest.raises(engine.errors, match="a linear model learns a number") as e:
+        engine.scalar(f"SELECT loom_train('cw', 'tr', 'y', '{json.dumps(linear)}')")
+    assert "train a classifier" in str(e.value)
+    balanced = {"model": "linear", "epochs": 2, "class_weight": "balanced"}
+    with pytest.raises(engine.errors, match="'class_weight' weighs a classifier"):
+        engine.scalar(f"SELECT loom_train('cw', 'tr', 'y', '{json.dumps(balanced)}')")
+    twice = {"epochs": 2, "class_weight": {"1": 3, "1.0": 5}}
+    with pytest.raises(engine.errors, match="names class 1 twice") as e:
+        engine.scalar(f"SELECT loom_train('cw', 'tr', 'y', '{json.dumps(twice)}')")
+    assert "name each class once" in str(e.value)
+    assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'cw'") == 0
 
 
 @pytest.mark.parametrize(

@@ -172,7 +172,9 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
         features=features,
         scaling=scaling,
         classes=cls,
-        class_weights=p.class_weights(info.label_counts, cls) if cls else None,
+        class_weights=p.class_weights(info.label_counts, cls, info.stats.get("label_classes"))
+        if cls
+        else None,
         init=init,
         label_moments=(float(label[2]), float(label[3])),
     )

@@ -173,7 +173,11 @@ class Plan:
         if check is not None:
             check(self.opts, k)
 
-    def class_weights(self, counts: dict[float, int], cls: list[float]) -> np.ndarray | None:
+    def class_weights(
+        self, counts: dict[float, int], cls: list[float], names: list[str] | None = None
+    ) -> np.ndarray | None:
+        """Each class's weight, in ``cls``'s order; ``names``: a text label's classes (by
+        code), which an object's keys name as the user sees them."""
         cw = self.opts["class_weight"]
         if cw == "none":
             return None
@@ -181,14 +185,17 @@ class Plan:
             n = np.array([counts[c] for c in cls], dtype=np.float64)
             return n.sum() / (len(cls) * n)
         weights = np.ones(len(cls))
+        named: dict[int, str] = {}  # a class's place: the key that named it
         for key, w in cw.items():
-            try:
-                weights[cls.index(float(key))] = float(w)
-            except ValueError:
+            at = _class_at(key, cls, names)
+            if at in named:
                 raise LoomOptionError(
-                    f"class_weight names label {key!r}, which is not a class of the source",
-                    hint=f"classes: {', '.join(f'{c:g}' for c in cls)}",
-                ) from None
+                    f"class_weight names class {_shown(cls[at], names)} twice: as "
+                    f"{named[at]!r} and as {key!r}",
+                    hint="name each class once",
+                )
+            named[at] = key
+            weights[at] = float(w)
         return weights
 
     def used(self, info: IndexInfo) -> dict[str, Any]:
@@ -201,6 +208,23 @@ class Plan:
         return out
 
 
+def _shown(c: float, names: list[str] | None) -> str:
+    """A class as the user sees it: a text label's name, else the number."""
+    return repr(names[int(c)]) if names is not None else f"{c:g}"
+
+
+def _class_at(key: str, cls: list[float], names: list[str] | None) -> int:
+    """The place among ``cls`` of the class a class_weight key names: a text label's class
+    by its name, a number's by its value ("1" and "1.0" name the same class)."""
+    try:
+        return names.index(key) if names is not None else cls.index(float(key))
+    except ValueError:
+        raise LoomOptionError(
+            f"class_weight names label {key!r}, which is not a class of the source",
+            hint=f"classes: {', '.join(_shown(c, names) for c in cls)}",
+        ) from None
+
+
 def plan(given: dict[str, Any]) -> Plan:
     fmt = formats.get(given.get("format") if isinstance(given.get("format"), str) else None)
     opts = (TRAIN + layout.options_of(fmt)).parse(given)
@@ -208,4 +232,11 @@ def plan(given: dict[str, Any]) -> Plan:
     for key, value in getattr(backend, "defaults", {}).items():
         if key not in given:
             opts[key] = value
+    if opts["class_weight"] != "none" and not LOSSES[opts["model"]].classifier:
+        raise LoomOptionError(
+            f"'class_weight' weighs a classifier's classes; a {opts['model']} model learns a "
+            "number and has none",
+            hint="leave 'class_weight' out, or train a classifier "
+            '({"model": "logistic"} or "svm")',
+        )
     return Plan(given, opts, fmt)
