@@ -130,3 +130,24 @@ def test_class_weight_names_a_text_labels_classes(labelled):
         message = _error(labelled, f"SELECT loom_train('w2', 'tl', 'd', '{json.dumps(options)}')")
         assert f"names label '{key}', which is not a class" in message
         assert "classes: 'ham', 'spam'" in message
+
+
+def test_warm_start_needs_the_same_class_names(labelled):
+    labelled.rows("DROP TABLE IF EXISTS coded")
+    labelled.rows(
+        "CREATE TABLE coded AS SELECT a, b, CASE WHEN d = 'spam' THEN 1 ELSE 0 END AS d, "
+        "CASE WHEN d = 'spam' THEN 'yes' ELSE 'no' END AS e FROM tl"
+    )
+    _train(labelled, "spam", "d", "logistic")
+    options = json.dumps({"epochs": 2, "features": ["a", "b"], "warm_start": True})
+    for label, theirs in (("d", "0, 1"), ("e", "'no', 'yes'")):
+        message = _error(labelled, f"SELECT loom_train('spam', 'coded', '{label}', '{options}')")
+        assert f"its classes are 'ham', 'spam'; this source's are {theirs}" in message
+        assert "same model kind, features and classes" in message
+    assert labelled.scalar("SELECT loom_predict_class('spam', tl) FROM tl LIMIT 1") in (
+        "ham",
+        "spam",
+    )
+    labelled.scalar(f"SELECT loom_train('spam', 'tl', 'd', '{options}')")  # the same classes
+    result = json.loads(labelled.scalar("SELECT loom_evaluate('spam', 'tl')"))
+    assert result["confusion_matrix"]["labels"] == ["ham", "spam"]

@@ -192,6 +192,35 @@ def test_class_weight_is_for_classifiers_and_names_each_class_once(trained):
     assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'cw'") == 0
 
 
+def test_warm_start_continues_the_models_standardisation_and_intercept(trained):
+    engine = trained
+
+    def train(name: str, **options) -> dict:
+        text = json.dumps({"epochs": 2, **options})
+        engine.scalar(f"SELECT loom_train('{name}', 'tr', 'y', '{text}')")
+        return json.loads(engine.scalar(f"SELECT loom_model_info('{name}')"))
+
+    before = engine.scalar("SELECT count(*) FROM loom.model_versions WHERE name = 'm'")
+    for asked, match in (
+        ({"standardize": "minmax"}, "standardize = 'minmax'.*'zscore'-standardised"),
+        ({"fit_intercept": False}, "fit_intercept = false: it has a fitted intercept"),
+    ):
+        with pytest.raises(engine.errors, match=match) as e:
+            train("m", warm_start=True, **asked)
+        assert "leave '" in str(e.value) and '"replace": true' in str(e.value)
+    after = engine.scalar("SELECT count(*) FROM loom.model_versions WHERE name = 'm'")
+    assert after == before  # nothing was trained
+    same = train("m", warm_start=True, standardize="zscore", fit_intercept=True)
+    assert same["options"]["standardize"] == same["standardization"]["method"] == "zscore"
+    bare = train("bare", standardize="minmax", fit_intercept=False)
+    assert bare["intercept"] == [0.0]
+    kept = train("bare", warm_start=True)  # left out: the model's own, recorded as used
+    assert kept["options"]["standardize"] == kept["standardization"]["method"] == "minmax"
+    assert kept["options"]["fit_intercept"] is False and kept["intercept"] == [0.0]
+    fitted = train("bare", warm_start=True, fit_intercept=True)  # honoured: from 0
+    assert fitted["options"]["fit_intercept"] is True and fitted["intercept"] != [0.0]
+
+
 @pytest.mark.parametrize(
     "options, match",
     [

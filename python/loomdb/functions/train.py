@@ -160,7 +160,7 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
             f"label '{info.label}' is text: a {kind} model learns a number",
             hint='train a classifier ({"model": "logistic"} or "svm") on text classes',
         )
-    init = _warm_start(db, name, kind, info, features, cls) if p.opts["warm_start"] else None
+    init = _warm_start(db, name, p, info, features, cls) if p.opts["warm_start"] else None
     sparse = bool(info.options.get("sparse"))
     method = init.scaling.method if init else standardize_for(p.opts, fmt, sparse)
     over = fmt.value_map == "minmax"
@@ -329,10 +329,14 @@ def _automatic_step(
 
 
 def _warm_start(
-    db: Any, name: str, kind: str, info: IndexInfo, features: list[str], cls: list
+    db: Any, name: str, p: Plan, info: IndexInfo, features: list[str], cls: list
 ) -> LinearModel:
-    model = model_of(catalog.get_model(db, name))
-    sparse = info.options.get("sparse")
+    """The model of this name to continue from, refused unless it is the same problem: kind,
+    features, classes (a text label's names included) and sparseness; its standardisation and
+    intercept carry on, and a given option that would change them is refused."""
+    record = catalog.get_model(db, name)
+    model = model_of(record)
+    kind, sparse = p.opts["model"], info.options.get("sparse")
     if (
         model.kind != kind
         or model.features != features
@@ -344,9 +348,47 @@ def _warm_start(
             f"{len(model.features)} features and {len(model.classes)} classes",
             hint="warm_start needs the same model kind, features and classes",
         )
+    names = info.stats.get("label_classes")
+    if (model.class_names or None) != (names or None):  # the same codes naming other classes
+        raise LoomOptionError(
+            f"cannot warm-start model '{name}': its classes are "
+            f"{_classes_shown(model.classes, model.class_names)}; this source's are "
+            f"{_classes_shown(cls, names)}",
+            hint="warm_start needs the same model kind, features and classes",
+        )
+    _continue_options(name, p, model, record)
     if isinstance(model, SparseLinearModel) and sparse:
         return warm_start_over(model, np.asarray(info.stats["columns"]), sparse["width"])
     return model
+
+
+def _classes_shown(classes: list, names: list[str] | None) -> str:
+    return ", ".join(repr(n) for n in names) if names else ", ".join(f"{c:g}" for c in classes)
+
+
+def _continue_options(name: str, p: Plan, model: LinearModel, record: ModelRecord) -> None:
+    """A warm start continues the model's standardisation and intercept: an option asking for
+    another is refused (the coefficients are in its standardised units; dropping a fitted
+    intercept is not continuing), one left out takes the model's, as the catalog records."""
+    method, asked = model.scaling.method, p.opts["standardize"]
+    if asked is not None and asked != method:
+        whose = "" if "standardize" in p.given else f" (backend {p.opts['backend']}'s default)"
+        raise LoomOptionError(
+            f"cannot warm-start model '{name}' with standardize = {asked!r}{whose}: its "
+            f"coefficients are over {method!r}-standardised features",
+            hint="leave 'standardize' out to continue with the model's own, or train it "
+            'afresh with {"replace": true}',
+        )
+    fitted = bool(record.options.get("fit_intercept", True))
+    if "fit_intercept" not in p.given:
+        p.opts["fit_intercept"] = fitted
+    elif fitted and not p.opts["fit_intercept"]:
+        raise LoomOptionError(
+            f"cannot warm-start model '{name}' with fit_intercept = false: it has a fitted "
+            "intercept",
+            hint="leave 'fit_intercept' out to continue fitting it, or train it afresh with "
+            '{"fit_intercept": false, "replace": true}',
+        )
 
 
 def model_of(record: ModelRecord) -> LinearModel:
