@@ -195,6 +195,8 @@ GOOD = [(1, "ARRAY[0, 4]", "ARRAY[1.0, 2.0]"), (0, "ARRAY[4, 1]", "ARRAY[0.5, 1.
         (GOOD, {"features": ["ix"]}, "indices .an integer array."),
         ([(1, "ARRAY[0]", "ARRAY[1.0]")] * 8, {"sparse": {"indices": "vs"}}, "integer array"),
         (GOOD, {"sparse": {"width": 0}}, "width from 1"),
+        (GOOD, {"preprocess": {"no_such": {"impute": 0}}}, "sparse .its features are the arrays"),
+        (GOOD, {"preprocess": {"vs": {"impute": 0}}}, "'preprocess' encodes or fills"),
     ],
 )
 def test_bad_sparse_sources_are_refused_with_a_reason(engine, rows, options, message):

@@ -184,6 +184,14 @@ def profile_source(
         return dense_source.profile(
             db, source, label, opts["features"], opts["nulls"], opts.get("preprocess"), split
         )
+    if opts.get("preprocess"):  # it encodes and fills a dense source's columns
+        raise LoomOptionError(
+            f"'preprocess' encodes or fills named feature columns; {source} is sparse (its "
+            f"features are the arrays {spec.indices} and {spec.values}), which it cannot apply to",
+            hint="leave 'preprocess' out: a sparse source's values are used as they are "
+            "(transform them in a SELECT source, or skip rows with NULLs with "
+            '{"nulls": "skip"})',
+        )
     if usable[label_col] == "text":
         raise LoomDataError(
             f"label column '{label_col}' is text: a sparse source's label must be a number",
