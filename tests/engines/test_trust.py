@@ -221,6 +221,19 @@ def test_warm_start_continues_the_models_standardisation_and_intercept(trained):
     assert fitted["options"]["fit_intercept"] is True and fitted["intercept"] != [0.0]
 
 
+def test_lr_decay_needs_a_schedule_that_decays(trained):
+    engine = trained
+    with pytest.raises(engine.errors, match="'lr_decay' sets how") as e:
+        engine.scalar("SELECT loom_train('d', 'tr', 'y', '{\"epochs\": 3, \"lr_decay\": 0.9}')")
+    assert "lr_schedule" in str(e.value)
+    options = json.dumps({"epochs": 3, "tol": 0, "lr_decay": 0.5, "lr_schedule": "exponential"})
+    engine.scalar(f"SELECT loom_train('d', 'tr', 'y', '{options}')")
+    info = json.loads(engine.scalar("SELECT loom_model_info('d')"))
+    assert info["options"]["lr_decay"] == 0.5
+    rates = [h["lr"] for h in info["history"]]
+    assert rates[1] == pytest.approx(rates[0] * 0.5) and rates[2] == pytest.approx(rates[0] / 4)
+
+
 @pytest.mark.parametrize(
     "options, match",
     [

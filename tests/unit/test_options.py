@@ -6,6 +6,7 @@ import pytest
 
 from loomdb.errors import LoomOptionError
 from loomdb.functions.train_options import TRAIN
+from loomdb.functions.train_plan import plan
 from loomdb.options import AnyOf, Choices, Interval, parse_json
 from loomdb.store import layout
 
@@ -61,3 +62,14 @@ def test_huge_numbers_are_refused_by_their_bounds():
         (TRAIN + layout.OPTIONS).parse({"seed": 10**30})
     with pytest.raises(LoomOptionError, match="'lr' option must be a number > 0"):
         TRAIN.parse({"lr": 0})
+
+
+def test_lr_decay_is_refused_where_the_schedule_is_constant():
+    with pytest.raises(LoomOptionError, match="schedule is constant .the default") as e:
+        plan({"lr_decay": 0.9})  # the automatic step's schedule
+    assert '"lr_schedule": "inverse-t"' in (e.value.hint or "")
+    with pytest.raises(LoomOptionError, match=r"schedule is constant \(hint"):
+        plan({"lr_decay": 0.9, "lr_schedule": "constant", "lr": 0.1})
+    assert plan({"lr_decay": 0.5, "lr_schedule": "exponential"}).lr_decay == 0.5
+    given_lr = plan({"lr_decay": 0.5, "lr": 0.1})  # a given lr decays inverse-t by default
+    assert (given_lr.lr_schedule, given_lr.lr_decay) == ("inverse-t", 0.5)

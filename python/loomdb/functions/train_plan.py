@@ -239,4 +239,13 @@ def plan(given: dict[str, Any]) -> Plan:
             hint="leave 'class_weight' out, or train a classifier "
             '({"model": "logistic"} or "svm")',
         )
-    return Plan(given, opts, fmt)
+    p = Plan(given, opts, fmt)
+    if opts["lr_decay"] is not None and p.lr_schedule == "constant":  # it would change nothing
+        why = "" if opts["lr_schedule"] else " (the default with the automatic step size)"
+        raise LoomOptionError(
+            "'lr_decay' sets how the inverse-t and exponential schedules lower the step; this "
+            f"train's schedule is constant{why}",
+            hint='give it with {"lr_schedule": "inverse-t"} or "exponential", or leave '
+            "'lr_decay' out",
+        )
+    return p
