@@ -115,6 +115,23 @@ def test_loomdb_statements_are_rewritten(sql, dialect, expected):
 
 
 @pytest.mark.parametrize("dialect", BOTH)
+def test_every_index_method_the_hint_offers_makes_a_format_loom_create_index_takes(dialect):
+    from loomdb.frontend.create_index import formats
+    from loomdb.store import layout
+
+    with pytest.raises(LoomSyntaxError) as offered:  # a typo: the hint lists the methods
+        one("CREATE INDEX i ON t USING weaving (a) WITH (label = y)", dialect)
+    methods = (offered.value.hint or "").split(" are ", 1)[1].split(", ")
+    assert set(methods) == set(formats()) and "weave" in methods
+    for method in methods:
+        sql = one(f"CREATE INDEX i ON t USING {method} (a) WITH (label = y)", dialect)
+        options = json.loads(call_args(sql, dialect)[3])
+        layout.OPTIONS.parse(options)  # the format option accepts it
+    weave = one("CREATE INDEX i ON t USING weave (a) WITH (label = y)", dialect)
+    assert json.loads(call_args(weave, dialect)[3])["format"] == "mlweaving"
+
+
+@pytest.mark.parametrize("dialect", BOTH)
 def test_with_values_keep_their_json_types(dialect):
     sql = (
         "CREATE INDEX i ON t USING mlweaving (a) WITH (label = y, n = 7, lr = 0.5, e = 1e-3, "

@@ -7,8 +7,9 @@
     →  SELECT loom_create_index('name', 'schema.table', 'y',
                                 '{"format": "format", "features": ["col", …], "option": value}')
 
-``format`` is the user-facing name (``mlweaving``, ``toc``, ``dense``); the engine maps it to its
-storage format.  WITH values keep their JSON type: numbers stay numbers, ``true``/``false``
+``format`` is the user-facing name (``mlweaving``, ``toc``, ``dense``; ``weave`` is another name
+for ``mlweaving``, offered with the others, and written as ``mlweaving``); the engine maps it to
+its storage format.  WITH values keep their JSON type: numbers stay numbers, ``true``/``false``
 booleans, strings and bare words strings, ``NULL`` null (the option's default).  An empty column
 list leaves ``features`` out: the index then takes every column but the label.  What a B-tree
 index may say but a loomdb index cannot (UNIQUE, CONCURRENTLY, WHERE, INCLUDE, TABLESPACE,
@@ -49,12 +50,15 @@ _FLAGS = {"unique": "UNIQUE", "concurrently": "CONCURRENTLY", "replace": "OR REP
 
 
 def index_format(tree: exp.Create) -> str | None:
-    """The loomdb format named by ``USING``, or None when the index is not loomdb's."""
+    """The loomdb format named by ``USING`` (an alias as the format it names: ``weave`` is
+    ``mlweaving``), or None when the index is not loomdb's."""
+    from loomdb.store.formats import ALIASES
+
     index = tree.this
     params = index.args.get("params") if isinstance(index, exp.Index) else None
     using = params.args.get("using") if params is not None else None
     fmt = using.name.lower() if using is not None else ""
-    return fmt if fmt in formats() else None
+    return ALIASES.get(fmt, fmt) if fmt in formats() else None
 
 
 def _unsupported(what: str, fmt: str, hint: str | None = None) -> LoomSyntaxError:
