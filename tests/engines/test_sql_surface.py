@@ -197,6 +197,24 @@ def test_stale_index_is_refused_until_reindexed(cancer):
     assert engine.scalar("SELECT count(*) FROM loom.models") == 3
 
 
+def test_an_index_whose_source_lost_a_column_is_stale(cancer):
+    engine, _, _ = cancer
+    engine.scalar(
+        "SELECT loom_create_index('ix', 'cancer', 'y', '{\"features\": [\"x0\", \"x1\"]}')"
+    )
+    engine.rows("ALTER TABLE cancer DROP COLUMN x1")
+    train = "SELECT loom_train('{}', NULL, 'y', '{{\"index\": \"ix\", \"epochs\": 1{}}}')"
+    with pytest.raises(engine.errors) as e:
+        engine.scalar(train.format("a", ""))
+    message = str(e.value)
+    assert "index 'ix' is older than the last change" in message
+    assert "'x1' are no longer there" in message and "allow_stale" in message
+    assert "Binder" not in message and "does not exist" not in message
+    engine.scalar(train.format("a", ', "allow_stale": true'))  # as it is: both columns
+    info = json.loads(engine.scalar("SELECT loom_model_info('a')"))
+    assert info["feature_names"] == ["x0", "x1"]
+
+
 def test_later_epochs_reuse_decoded_batches_within_the_cache_budget(cancer):
     engine, _, _ = cancer
     for name, budget in (("cached", 256), ("uncached", 0)):

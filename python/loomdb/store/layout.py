@@ -522,6 +522,18 @@ def check_fresh(db: Database, info: IndexInfo) -> None:
 
     with db.as_role(info.owner):
         _, kinds = columns_of(db, info.source)
+        # a column the index was built on that the source no longer has (dropped, renamed)
+        # changed the source as surely as an UPDATE; the fingerprint's query could not name it
+        present = {c.lower() for c in kinds}
+        gone = [c for c in [*feature_columns(info), info.label] if c.lower() not in present]
+        if gone:
+            raise LoomStateError(
+                f"index '{info.name}' is older than the last change to {info.source}: its "
+                f"column(s) {', '.join(repr(c) for c in gone)} are no longer there",
+                hint='pass {"allow_stale": true} to train on it as it is, or build it again on '
+                f"the columns {info.source} has now (loom_reindex('{info.name}') rebuilds the "
+                "same columns, once they are back)",
+            )
         now = _signature(db, info, kinds, info.source_signature)
     if now != info.source_signature:
         raise LoomStateError(
