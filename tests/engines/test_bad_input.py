@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -73,6 +75,21 @@ def test_empty_source_and_single_class(good):
     assert "empty" in train_error(good, "SELECT * FROM good WHERE x0 > 100")
     msg = train_error(good, "SELECT * FROM good WHERE y = 1")
     assert "single class" in msg
+
+
+def test_integer_classes_beyond_2_53_are_refused_not_merged(good):
+    good.rows(
+        "CREATE TABLE big AS SELECT x0, x1, CAST(CASE WHEN x0 <= 2 THEN 5 WHEN x0 <= 4 "
+        "THEN 9007199254740992 ELSE 9007199254740993 END AS BIGINT) AS y FROM good"
+    )
+    msg = train_error(good, "big")  # read as doubles, the last two classes were one
+    assert "2^53 or more in magnitude" in msg and "cast it to text" in msg
+    good.rows("CREATE TABLE negative AS SELECT x0, x1, -y AS y FROM big")
+    assert "2^53 or more" in train_error(good, "negative", '{"model": "svm"}')
+    good.scalar("SELECT loom_train('reg', 'big', 'y', '{\"model\": \"linear\", \"epochs\": 1}')")
+    as_text = "SELECT x0, x1, CAST(y AS VARCHAR(20)) AS y FROM big"
+    named = json.loads(good.scalar(f"SELECT loom_train('named', '{as_text}', 'y', '{{}}')"))
+    assert named["class_names"] == ["5", "9007199254740992", "9007199254740993"]
 
 
 def test_unknown_options_models_and_values(good):

@@ -154,6 +154,8 @@ def _check_layout(p: Plan, laid: layout.Layout, source: str | None, label: str |
 def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
     kind, info, fmt = p.opts["model"], laid.info, laid.fmt
     features = fmt.features(info)
+    if p.loss.classifier and info.stats.get("label_classes") is None:
+        _check_exact_classes(info)
     cls = classes_of(info.label, info.label_counts) if p.loss.classifier else []
     if info.stats.get("label_classes") is not None and not p.loss.classifier:
         raise LoomDataError(
@@ -178,6 +180,29 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
         init=init,
         label_moments=(float(label[2]), float(label[3])),
     )
+
+
+EXACT = 2.0**53  # every integer below this in magnitude is exactly a double
+
+
+def _check_exact_classes(info: IndexInfo) -> None:
+    """A numeric label's classes are read as doubles: at 2^53 and beyond, integers stop being
+    exact (9007199254740993 reads as 9007199254740992), so distinct classes would merge and a
+    class would be stored as another number; refused.  It costs nothing: the label's minimum
+    and maximum (as doubles) are among the statistics every layout gathers in its profiling
+    pass.  Those cannot tell 2^53 itself from 2^53 + 1, so 2^53 is refused too; so is a double
+    label that large (its values are then whole numbers 2 or more apart: an identifier's, not
+    a number's — text keeps them)."""
+    low, high = (float(v) for v in info.stats.get("label", [0.0, 0.0])[:2])
+    largest = max(abs(low), abs(high))
+    if largest >= EXACT:
+        raise LoomDataError(
+            f"label '{info.label}' holds values of 2^53 or more in magnitude (up to about "
+            f"{largest:.6g}): a classifier reads a numeric label as doubles, which cannot keep "
+            "such classes apart",
+            hint=f"cast it to text to use the values as class names, e.g. a SELECT source of "
+            f"CAST({info.label} AS VARCHAR) AS {info.label}",
+        )
 
 
 def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=None, metric=None):
