@@ -73,3 +73,11 @@ def test_lr_decay_is_refused_where_the_schedule_is_constant():
     assert plan({"lr_decay": 0.5, "lr_schedule": "exponential"}).lr_decay == 0.5
     given_lr = plan({"lr_decay": 0.5, "lr": 0.1})  # a given lr decays inverse-t by default
     assert (given_lr.lr_schedule, given_lr.lr_decay) == ("inverse-t", 0.5)
+    assert plan({"lr_decay": 3.0, "lr": 0.1}).lr_decay == 3.0  # inverse-t: lr / (1 + 3t)
+
+
+@pytest.mark.parametrize("decay", [0, 1, 1.5])
+def test_an_exponential_schedule_decays_by_a_factor_below_1(decay):
+    """lr·decay^epoch: 0 stopped training after the first epoch, above 1 the step grew."""
+    with pytest.raises(LoomOptionError, match="must be above 0 and below 1"):
+        plan({"lr_decay": decay, "lr_schedule": "exponential"})

@@ -248,4 +248,12 @@ def plan(given: dict[str, Any]) -> Plan:
             hint='give it with {"lr_schedule": "inverse-t"} or "exponential", or leave '
             "'lr_decay' out",
         )
+    decay = opts["lr_decay"]
+    if p.lr_schedule == "exponential" and decay is not None and not 0 < decay < 1:
+        raise LoomOptionError(  # lr·decay^epoch: 0 stops after the first epoch, > 1 grows
+            f"'lr_decay' of the exponential schedule multiplies the step by it every epoch: it "
+            f"must be above 0 and below 1; got {decay:g}",
+            hint='e.g. {"lr_decay": 0.9} (the default), or {"lr_schedule": "constant"} to keep '
+            "the step",
+        )
     return p
