@@ -170,6 +170,11 @@ def test_fidelity_options_are_honoured_or_refused(engine, folder):
             '\'{"format": "pcr", "dtype": "float32"}\')',
             "'dtype' does not apply",
         ),
+        (
+            "SELECT loom_train('e6', 'ph', 'label', "
+            '\'{"format": "pcr", "preprocess": {"image": {"impute": 0}}}\')',
+            "'preprocess' encodes or fills named feature columns; a pcr layout",
+        ),
     ]
     for sql, message in cases:
         with pytest.raises(engine.errors, match=message):

@@ -99,6 +99,12 @@ class PcrFormat(Format):
     def profile(
         self, db: Any, source: str, label: str, opts: dict[str, Any], split: Any = None
     ) -> SourceProfile:
+        if opts.get("preprocess"):  # it encodes and fills named columns; an image has none
+            raise LoomOptionError(
+                f"'preprocess' encodes or fills named feature columns; a pcr layout's features "
+                f"are the pixels of {source}'s image column, which it cannot apply to",
+                hint="leave 'preprocess' out (the images are decoded and scaled as they are)",
+            )
         return profile_images(db, source, label, opts["features"], opts["nulls"], split)
 
     def encoding(self, db: Any, prof: SourceProfile, opts: dict[str, Any], progress: Any) -> Any:
