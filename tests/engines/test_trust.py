@@ -189,6 +189,9 @@ def test_class_weight_is_for_classifiers_and_names_each_class_once(trained):
     with pytest.raises(engine.errors, match="names class 1 twice") as e:
         engine.scalar(f"SELECT loom_train('cw', 'tr', 'y', '{json.dumps(twice)}')")
     assert "name each class once" in str(e.value)
+    nothing = {"class_weight": {"0": 0, "1": 0}}  # every row would weigh 0
+    with pytest.raises(engine.errors, match="every class a weight of 0"):
+        engine.scalar(f"SELECT loom_train('cw', 'tr', 'y', '{json.dumps(nothing)}')")
     assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'cw'") == 0
 
 

@@ -196,6 +196,11 @@ class Plan:
                 )
             named[at] = key
             weights[at] = float(w)
+        if not (weights > 0).any():  # every row would weigh 0: a model trained on nothing
+            raise LoomOptionError(
+                "class_weight gives every class a weight of 0, so no row would train the model",
+                hint="give at least one class a positive weight (a class left out weighs 1)",
+            )
         return weights
 
     def used(self, info: IndexInfo) -> dict[str, Any]:
