@@ -188,6 +188,42 @@ def test_a_superuser_reads_a_roles_storage_with_that_roles_rights(roles):
     assert not superuser(admin, BOB)
 
 
+def test_a_roles_code_run_for_a_superuser_cannot_reset_role(roles):
+    """A superuser reindexing, or training on, bob's index re-runs bob's SQL (his source view,
+    a policy on his storage table) as bob; under SET ROLE bob's function could RESET ROLE and
+    act as the superuser.  loomdb runs it in a security-restricted operation (loomdb_owner.c)
+    where PostgreSQL refuses that, and puts back a search_path bob's code changed."""
+    admin, _, bob = roles
+    bob.rows(
+        "CREATE TABLE small AS SELECT (g % 5)::float8 AS x, (g % 2)::float8 AS y "
+        "FROM generate_series(1, 300) AS g"
+    )
+    bob.rows(
+        "CREATE FUNCTION up(v float8) RETURNS float8 LANGUAGE plpgsql AS $$ BEGIN "
+        "IF current_user <> session_user THEN RESET ROLE; "
+        f"ALTER ROLE {BOB} SUPERUSER; SET ROLE {BOB}; END IF; RETURN v; END $$"
+    )
+    bob.rows("CREATE VIEW sv AS SELECT up(x) AS x, y FROM small")
+    bob.rows("SELECT loom_create_index('bob_sv', 'sv', 'y', '{}')")
+    for sql in (
+        "SELECT loom_reindex('bob_sv')",
+        "SELECT loom_train('m_admin_sv', NULL, 'y', '{\"index\": \"bob_sv\"}')",
+    ):
+        with pytest.raises(psycopg.Error, match="role"):
+            admin.rows(sql)
+        assert not superuser(admin, BOB), sql
+    bob.rows(
+        "CREATE OR REPLACE FUNCTION up(v float8) RETURNS float8 LANGUAGE plpgsql AS $$ BEGIN "
+        "PERFORM set_config('search_path', 'public, loomsec', false); RETURN v; END $$"
+    )
+    before = admin.scalar("SELECT current_setting('search_path')")
+    with pytest.raises(psycopg.Error, match="changed search_path"):
+        admin.rows("SELECT loom_reindex('bob_sv')")
+    assert admin.scalar("SELECT current_setting('search_path')") == before
+    bob.rows("CREATE OR REPLACE FUNCTION up(v float8) RETURNS float8 LANGUAGE sql AS 'SELECT v'")
+    assert json.loads(admin.scalar("SELECT loom_reindex('bob_sv')"))["rows"] == 300
+
+
 def test_another_roles_models_and_indexes_are_invisible_and_untouchable(roles):
     admin, alice, bob = roles
     assert bob.scalar("SELECT count(*) FROM loom.models WHERE name = 'm_alice'") == 0

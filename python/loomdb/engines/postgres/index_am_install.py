@@ -20,15 +20,15 @@ import tempfile
 from collections.abc import Callable
 from importlib import resources
 
-from loomdb.engines.postgres import predict_install
+from loomdb.engines.postgres import owner_install, predict_install
 from loomdb.errors import LoomStateError
 from loomdb.store.names import NAME_PATTERN
 
 LIBRARY = "loomdb_am"
-# its own library (predict_install.py): the SQL binds it only where it is installed, so a
-# server whose loomdb_am.so was built before it keeps its access methods and Python predict
-LIBRARIES = (LIBRARY, predict_install.LIBRARY)
-SOURCES = ("loomdb_am.c", "loomdb_predict.c", "Makefile")  # predict: predict_install.py
+# libraries of their own (predict_install.py, owner_install.py): the SQL binds each only where
+# it is installed, so a server whose loomdb_am.so was built before them keeps what it had
+LIBRARIES = (LIBRARY, predict_install.LIBRARY, owner_install.LIBRARY)
+SOURCES = ("loomdb_am.c", "loomdb_predict.c", "loomdb_owner.c", "Makefile")
 METHODS = ("mlweaving", "toc", "dense", "pcr")  # loomdb_am.c defines a handler for each
 # the column types loomdb reads as numbers (engines/postgres/dialect.py): one operator class
 # (without operators: nothing can search the index) per type and method
@@ -128,6 +128,7 @@ def build_module(pg_config: str | None, log: Log) -> str | None:
             installed.append(target)
     log(f"CREATE INDEX … USING {'|'.join(METHODS)}: built {installed[0]}")
     log(f"loom.finite and loom_predict in C: built {installed[1]}")
+    log(f"acting as another role's index owner, restricted: built {installed[2]}")
     return installed[0]
 
 
@@ -175,6 +176,8 @@ DECLARE
                     || '/{library}';
     predict_library text := (SELECT setting FROM pg_catalog.pg_config WHERE name = 'PKGLIBDIR')
                             || '/{predict_install.LIBRARY}.so';
+    owner_library text := (SELECT setting FROM pg_catalog.pg_config WHERE name = 'PKGLIBDIR')
+                          || '/{owner_install.LIBRARY}.so';
 BEGIN
     IF pg_catalog.pg_stat_file(library, true) IS NULL THEN
         RAISE NOTICE 'loomdb: % is not installed: CREATE INDEX … USING {"|".join(METHODS)} '
@@ -182,6 +185,12 @@ BEGIN
         RETURN;
     END IF;
 {_methods_sql()}
+    IF pg_catalog.pg_stat_file(owner_library, true) IS NULL THEN
+        RAISE NOTICE 'loomdb: % is not installed: acting on another role''s index is '
+                     'refused', owner_library;
+    ELSE
+{owner_install.native_sql()}
+    END IF;
     IF pg_catalog.pg_stat_file(predict_library, true) IS NULL THEN
         RAISE NOTICE 'loomdb: % is not installed: loom_predict is Python', predict_library;
         RETURN;

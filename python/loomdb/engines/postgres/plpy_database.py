@@ -42,6 +42,7 @@ from loomdb.errors import (
     LoomError,
     LoomInterrupted,
     LoomOptionError,
+    LoomStateError,
 )
 from loomdb.store.budget import BACKEND_CACHE_MB
 from loomdb.store.names import quote_ident
@@ -224,15 +225,37 @@ class PlpyDatabase:
 
     @contextmanager
     def as_role(self, role: str | None) -> Iterator[None]:
+        """Run the block as ``role`` (another role's index: its SQL may call its functions), in
+        a security-restricted operation (``index_am/loomdb_owner.c``), as PostgreSQL's REINDEX
+        runs an index owner's expressions: under ``SET ROLE`` the role's code could ``RESET
+        ROLE`` and act as this session's user, a superuser.  The block's end checks that the
+        role's code left ``search_path`` as it was (the setting that chooses the code later
+        statements call): a change is put back and refused."""
         if role is None or role == self.role():
             yield
             return
-        previous = self.query("SELECT current_setting('role')")[0][0]
-        self.execute("SELECT set_config('role', $1, true)", [role])
+        if not self.function_exists("loom", "_owner_begin", 1):
+            raise LoomStateError(
+                f"this runs SQL that role {role} owns (its index's source, its storage table), "
+                "which loomdb runs only in a security-restricted operation, and loomdb's C module "
+                "(loomdb_owner) is not installed here",
+                hint=f"let {role} run it, or install the C module: loomdb pg install builds it "
+                "where PostgreSQL's server headers (postgresql-server-dev) are installed",
+            )
+        path = self.query("SELECT current_setting('search_path')")[0][0]
+        key = self.query("SELECT loom._owner_begin(CAST($1 AS name))", [role])[0][0]
         try:
             yield
         finally:
-            self.execute("SELECT set_config('role', $1, true)", [previous])
+            self.execute("SELECT loom._owner_end(CAST($1 AS bigint))", [key])
+        now = self.query("SELECT current_setting('search_path')")[0][0]
+        if now != path:
+            self.execute("SELECT set_config('search_path', $1, false)", [path])
+            raise LoomStateError(
+                f"SQL of role {role} that loomdb ran changed search_path (to {now!r}); it was "
+                "put back and the call refused",
+                hint=f"ask {role} why its source or table policies set search_path",
+            )
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
         result = self._run(f"SELECT * FROM {relation} LIMIT 0", ())
