@@ -86,6 +86,70 @@ def test_a_function_loomdb_did_not_make_is_never_replaced(engine):
     assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
 
 
+def _refused(engine, sql, match="loomdb did not make it"):
+    with pytest.raises(engine.errors, match=match):
+        engine.scalar(sql)
+
+
+def test_a_name_the_engine_takes_for_another_models_function_is_refused(engine):
+    """Model names are case-sensitive; DuckDB's function names are not: deploying 'Churn'
+    (predict_Churn) there would replace 'churn''s predict_churn.  PostgreSQL's quoted names
+    are two functions."""
+    rng = np.random.default_rng(5)
+    engine.load("t", rng.normal(size=(300, 1)), (np.arange(300) % 2).astype(float), ["a"])
+    engine.load("u", rng.normal(size=(300, 1)), (np.arange(300) % 3).astype(float), ["a"])
+    engine.scalar("SELECT loom_train('churn', 't', 'y')")
+    engine.scalar("SELECT loom_train('Churn', 'u', 'y')")
+    engine.scalar("SELECT loom_deploy('churn')")
+    expected = engine.scalar("SELECT sum(loom_predict('churn', ARRAY[a])) FROM u")
+    if engine.name == "duckdb":
+        _refused(engine, "SELECT loom_deploy('Churn')", "deployed from model 'churn'")
+        assert engine.scalar("SELECT count(*) FROM loom.deployments") == 1
+    else:
+        engine.scalar("SELECT loom_deploy('Churn')")
+        assert engine.scalar('SELECT count("predict_Churn"(a)) FROM u') == 300
+    assert engine.scalar("SELECT sum(predict_churn(a)) FROM u") == expected
+    engine.scalar("SELECT loom_drop_model('Churn')")
+    assert engine.scalar("SELECT sum(predict_churn(a)) FROM u") == expected
+    assert engine.rows("SELECT model, function FROM loom.deployments") == [
+        ("churn", "predict_churn")
+    ]
+    upper = """SELECT loom_deploy('churn', '{"name": "PREDICT_CHURN"}')"""
+    again = json.loads(engine.scalar(upper))
+    assert len(again["functions"]) == 1  # DuckDB: the same function, recorded once
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 2 - (engine.name == "duckdb")
+
+
+def test_a_user_function_of_any_arity_or_case_is_never_replaced(engine):
+    _load(engine)
+    engine.scalar(TRAIN)
+    if engine.name == "duckdb":
+        engine.rows("CREATE MACRO Predict_M(x) AS x * 100")
+        engine.rows("CREATE MACRO myf(a, b) AS a + b")
+    else:
+        engine.rows(
+            "CREATE FUNCTION predict_m(float8) RETURNS float8 LANGUAGE sql AS 'SELECT $1 * 100'"
+        )
+        engine.rows(
+            "CREATE FUNCTION myf(float8, float8) RETURNS float8 LANGUAGE sql AS 'SELECT $1 + $2'"
+        )
+    _refused(engine, "SELECT loom_deploy('m')")
+    _refused(engine, """SELECT loom_deploy('m', '{"name": "myf"}')""")
+    assert engine.scalar("SELECT predict_m(2)") == 200
+    assert engine.scalar("SELECT myf(2, 3)") == 5
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
+
+
+def test_a_built_in_function_is_never_shadowed(engine):
+    _load(engine)
+    engine.scalar(TRAIN)
+    names = ["sqrt", "abs"] + (["ABS", "loom_predict"] if engine.name == "duckdb" else [])
+    for name in names:
+        _refused(engine, f"""SELECT loom_deploy('m', '{{"name": "{name}"}}')""")
+    assert engine.rows("SELECT abs(-3), sqrt(4)") == [(3, 2.0)]
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
+
+
 def test_bad_names_are_refused(engine):
     _load(engine)
     engine.scalar(TRAIN)

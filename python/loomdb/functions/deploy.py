@@ -6,8 +6,11 @@ in DuckDB, an IMMUTABLE PARALLEL SAFE SQL function in PostgreSQL that the planne
 prediction runs at the engine's speed and in parallel plans.  It is made in the current schema,
 named ``predict_<model>`` unless ``name`` says otherwise, and recorded in ``loom.deployments``:
 retraining the model (``replace``) redefines it, dropping the model drops it, and a function of
-that name that loomdb did not make is never replaced.  ``version`` (a number, ``'latest'`` or
-``'best'``) first makes that version of the model the current one (``functions/versions.py``).
+that name that loomdb did not make is never replaced nor shadowed: deploying is refused while any
+function or macro of the name exists, of any arity, built-ins included (``_claim``), other than
+this model's deployment, names compared as the engine compares them (DuckDB's in any case).
+``version`` (a number, ``'latest'`` or ``'best'``) first makes that version of the model the
+current one (``functions/versions.py``).
 A model with an encoding (``store/encoding.py``) is deployed over its source columns, text ones
 as ``text`` parameters, the encoding compiled into the body.  In PostgreSQL with loomdb's C
 module the body calls ``loom.finite`` (``predict_sql``): a role calling the function needs
@@ -99,26 +102,47 @@ def _define(db: Any, name: str, model: LinearModel, schema: str, function: str, 
     require_compilable(model, name)  # a retrain on a sparse source cannot keep its function
     params = parameters(model)
     arity, qualified = len(params), _qualified(schema, function)
-    deployed_from = catalog.deployed_model(db, schema, function)
-    if deployed_from is None and db.function_exists(schema, function, arity):
-        raise LoomStateError(
-            f"a function {schema}.{function} with {arity} arguments exists and loomdb did not "
-            "make it",
-            hint='choose another name: {"name": "…"}',
-        )
-    if deployed_from not in (None, name):
-        raise LoomStateError(
-            f"function {schema}.{function} is deployed from model '{deployed_from}'",
-            hint="choose another name, or drop that deployment first",
-        )
+    ours = _claim(db, name, schema, function, arity)
     if kind == "predict":
         expression = predict_expression(model, db.dialect, native_finite(db))
     else:
         expression = proba_expression(model, db.dialect)
     returns = "text" if kind == "predict" and model.class_names else "double"
+    if ours is not None and ours[2] != arity:  # PostgreSQL would keep the old one beside it
+        db.drop_function(*ours)
+    if ours is not None:  # its record, perhaps spelled otherwise (DuckDB: in another case)
+        catalog.delete_deployment(db, ours[0], ours[1])
     db.define_function(qualified, [(quote_ident(c), t) for c, t in params], expression, returns)
     catalog.put_deployment(db, schema, function, name, kind, arity)
     return f"{schema}.{function}({', '.join(c for c, _ in params)})"
+
+
+def _claim(db: Any, name: str, schema: str, function: str, arity: int) -> tuple | None:
+    """Refuse to define ``schema.function`` over anything loomdb did not deploy from model
+    ``name``: a function or macro of that name (as the engine compares names: DuckDB's in any
+    case) of any arity, a built-in included, or another model's deployment.  The
+    ``(schema, function, arity)`` of this model's deployment there, as recorded, or None."""
+    fold = db.fold_name
+    ours = None
+    for where, named, model, recorded in catalog.deployments_named(db, function):
+        if (fold(where), fold(named)) != (fold(schema), fold(function)):
+            continue
+        if model != name:
+            raise LoomStateError(
+                f"function {schema}.{function} is deployed from model '{model}'",
+                hint='choose another name ({"name": "…"}), or drop that deployment first',
+            )
+        ours = (where, named, recorded)
+    for where, named, taken in db.functions_named(schema, function):
+        if ours is not None and fold(where) == fold(ours[0]) and taken == ours[2]:
+            continue  # the function this model's deployment made
+        arguments = "argument" if taken == 1 else "arguments"
+        raise LoomStateError(
+            f"a function {where}.{named} with {taken} {arguments} exists and loomdb did not "
+            f"make it: {schema}.{function} would replace or shadow it",
+            hint='choose another name: {"name": "…"}',
+        )
+    return ours
 
 
 def parameters(model: LinearModel) -> list[tuple[str, str]]:

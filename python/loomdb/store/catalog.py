@@ -485,12 +485,15 @@ def deployments_of(db: Queryable, model: str, owner: str | None) -> list[tuple[s
     return [(str(s), str(f), str(k), int(a)) for s, f, k, a in rows]
 
 
-def deployed_model(db: Queryable, schema: str, function: str) -> str | None:
+def deployments_named(db: Queryable, function: str) -> list[tuple[str, str, str, int]]:
+    """``(schema, function, model, arity)`` of every deployment this role sees whose function
+    is named ``function`` in any case (the caller compares the names as its engine does)."""
     rows = db.query(
-        f"SELECT model FROM {SCHEMA}.deployments WHERE schema_name = $1 AND function = $2",
-        [schema, function],
+        f"SELECT schema_name, function, model, arity FROM {SCHEMA}.deployments "
+        "WHERE lower(function) = lower($1) ORDER BY schema_name, function",
+        [function],
     )
-    return str(rows[0][0]) if rows else None
+    return [(str(s), str(f), str(m), int(a)) for s, f, m, a in rows]
 
 
 def put_deployment(

@@ -118,6 +118,18 @@ class Database(Queryable, Protocol):
         """Whether ``schema.function`` (unquoted names) takes ``arity`` arguments."""
         ...
 
+    def functions_named(self, schema: str, function: str) -> list[tuple[str, str, int]]:
+        """``(schema, name, arity)`` of every function or macro, of any arity, that defining
+        ``schema.function`` (unquoted names) would replace or shadow: of that name as the engine
+        compares names (:meth:`fold_name`), in that schema or built in (DuckDB's ``system``
+        and ``temp`` catalogs, named so: ``system.main``; PostgreSQL's ``pg_catalog``)."""
+        ...
+
+    def fold_name(self, name: str) -> str:
+        """A schema or function name (quoted by loomdb) in the form the engine compares it:
+        DuckDB's names are case-insensitive (lower case), PostgreSQL's quoted ones exact."""
+        ...
+
     def signature(
         self, relation: str, columns: Sequence[str], where: str | None, like: str | None = None
     ) -> str:

@@ -230,6 +230,22 @@ class DuckDatabase:
         )
         return bool(rows[0][0])
 
+    def functions_named(self, schema: str, function: str) -> list[tuple[str, str, int]]:
+        # an unqualified call finds a TEMP macro first and a user's macro before a built-in;
+        # CREATE OR REPLACE MACRO replaces a macro of any arity and of the name in any case
+        rows = self.query(
+            "SELECT CASE WHEN database_name = current_database() THEN schema_name "
+            "ELSE database_name || '.' || schema_name END, function_name, len(parameters) "
+            "FROM duckdb_functions() WHERE lower(function_name) = lower($2) "
+            "AND (database_name IN ('system', 'temp') OR (database_name = current_database() "
+            "AND lower(schema_name) = lower($1))) ORDER BY ALL",
+            [schema, function],
+        )
+        return [(str(s), str(f), int(n)) for s, f, n in rows]
+
+    def fold_name(self, name: str) -> str:
+        return name.lower()
+
     def signature(
         self, relation: str, columns: Sequence[str], where: str | None, like: str | None = None
     ) -> str:

@@ -301,6 +301,20 @@ class PlpyDatabase:
     def function_exists(self, schema: str, function: str, arity: int) -> bool:
         return bool(self._signatures(schema, function, arity))
 
+    def functions_named(self, schema: str, function: str) -> list[tuple[str, str, int]]:
+        # pg_catalog's functions come first on every search path: one of its names would
+        # never be called unqualified
+        rows = self.query(
+            "SELECT n.nspname, p.proname, p.pronargs FROM pg_catalog.pg_proc p "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE p.proname = $2 AND n.nspname IN ($1, 'pg_catalog') ORDER BY 1, 3",
+            [schema, function],
+        )
+        return [(str(s), str(f), int(n)) for s, f, n in rows]
+
+    def fold_name(self, name: str) -> str:
+        return name
+
     def signature(
         self, relation: str, columns: Sequence[str], where: str | None, like: str | None = None
     ) -> str:
