@@ -96,6 +96,31 @@ def test_numbers_where_classes_are_text_are_refused(labelled):
     assert "is text" in message
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "texts"),
+    [
+        (1000001, 1000002, ["1000001", "1000002"]),  # {:g} gave 1e+06 for both
+        (1, 123456.789, ["1", "123456.789"]),  # {:g} gave 123457
+        (1, 2.5, ["1", "2.5"]),
+    ],
+)
+def test_a_numeric_class_reads_as_the_number_it_is(labelled, first, second, texts):
+    labelled.rows("DROP TABLE IF EXISTS tc")
+    labelled.rows(
+        "CREATE TABLE tc AS SELECT a, b, CAST(CASE WHEN d = 'spam' THEN "
+        f"{second!r} ELSE {first!r} END AS DOUBLE PRECISION) AS y FROM tl"
+    )
+    options = json.dumps({"model": "logistic", "epochs": 20})
+    labelled.scalar(f"SELECT loom_train('big', 'tc', 'y', '{options}')")
+    rows = labelled.rows(
+        "SELECT DISTINCT loom_predict_class('big', ARRAY[a, b]), loom_predict('big', ARRAY[a, b])"
+        " FROM tc ORDER BY 2"
+    )
+    assert rows == [(texts[0], float(first)), (texts[1], float(second))]
+    named = labelled.rows("SELECT DISTINCT class, class_name FROM loom_weights('big')")
+    assert named == [(float(second), texts[1])]  # a binary model's one margin: the second class
+
+
 def test_numeric_classes_as_text(labelled):
     labelled.rows("DROP TABLE IF EXISTS tn")
     labelled.rows(

@@ -11,6 +11,7 @@ from loomdb.accel.cpu import CpuBackend
 from loomdb.errors import LoomDataError
 from loomdb.learn import metrics
 from loomdb.learn.losses import LOSSES
+from loomdb.learn.model import class_text
 from loomdb.learn.optimizers import soft_threshold
 from loomdb.learn.schedules import Schedule
 from loomdb.learn.trainer import TrainConfig, fit
@@ -162,3 +163,10 @@ def test_margins_null_exactly_the_rows_with_a_non_finite_feature():
     assert np.isnan(Z[1:4]).all()
     assert np.isfinite(Z[0]).all() and Z[4, 0] == np.inf
     assert np.isnan(model.labels(Z)[1:4]).all() and not np.isnan(model.labels(Z)[[0, 4]]).any()
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_a_numeric_class_as_text_reads_back_as_the_same_double(x):
+    text = class_text(x)
+    assert float(text) == x and not text.endswith(".0")
+    assert class_text(1.0) == "1" and class_text(2.5) == "2.5" and class_text(-0.0) == "0"

@@ -17,6 +17,7 @@ from loomdb.accel import registry
 from loomdb.errors import LoomOptionError
 from loomdb.functions.train_options import TRAIN
 from loomdb.learn.losses import LOSSES, Loss
+from loomdb.learn.model import class_text
 from loomdb.learn.optimizers import AUTOMATIC_STEP, DEFAULT_LR
 from loomdb.learn.schedules import DEFAULT_DECAY
 from loomdb.seams import IndexInfo
@@ -215,7 +216,7 @@ class Plan:
 
 def _shown(c: float, names: list[str] | None) -> str:
     """A class as the user sees it: a text label's name, else the number."""
-    return repr(names[int(c)]) if names is not None else f"{c:g}"
+    return repr(names[int(c)]) if names is not None else class_text(c)
 
 
 def _class_at(key: str, cls: list[float], names: list[str] | None) -> int:

@@ -32,6 +32,13 @@ def require_probabilities(kind: str) -> None:
         )
 
 
+def class_text(number: float) -> str:
+    """A numeric class as text: the shortest text that reads back as the same double
+    (``repr``), an integral one without ``.0`` (``1``, ``2.5``, ``1000001``, ``1e+16``)."""
+    text = repr(float(number) + 0.0)  # -0.0 is class 0
+    return text[:-2] if text.endswith(".0") else text
+
+
 @dataclass
 class LinearModel:
     """``kind`` is linear | logistic | svm; ``W`` is (features, k), k = 1 unless one-vs-rest."""
@@ -149,7 +156,7 @@ class LinearModel:
                 f"a {self.kind} model predicts numbers, not classes",
                 hint="use loom_predict",
             )
-        names = np.asarray(self.class_names or [f"{float(c):g}" for c in self.classes], object)
+        names = np.asarray(self.class_names or [class_text(c) for c in self.classes], object)
         labels = np.asarray(labels, dtype=np.float64)
         out = np.full(len(labels), None, dtype=object)
         known = ~np.isnan(labels)  # labels are the model's classes (sorted), or NaN

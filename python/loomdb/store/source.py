@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.errors import LoomDataError, LoomNotFoundError, LoomOptionError
+from loomdb.learn.model import class_text
 from loomdb.store import encoding as encodings
 from loomdb.store import preprocess
 from loomdb.store.db import Database
@@ -326,7 +327,7 @@ def classes(label: str, label_counts: dict[float, int]) -> list[float]:
     if len(label_counts) < 2:
         only = next(iter(label_counts))
         raise LoomDataError(
-            f"label '{label}' has a single class ({only:g}): a classifier needs two",
+            f"label '{label}' has a single class ({class_text(only)}): a classifier needs two",
             hint="check the source's filter, or train a linear model",
         )
     return sorted(label_counts)
