@@ -358,14 +358,14 @@ REVOKE ALL ON FUNCTION loom_training_info(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_training_info(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_training_info(text) IS 'a model''s training history, one row per epoch: loss, validation loss, bits read (mlweaving), rows, bytes read, seconds, step size';
 
-CREATE FUNCTION loom_drop_model(model text, version bigint DEFAULT NULL) RETURNS text
+CREATE FUNCTION loom_drop_model(model text, version bigint DEFAULT -9223372036854775807) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_drop_model', model, version)
 $fn$;
 REVOKE ALL ON FUNCTION loom_drop_model(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_drop_model(text, bigint) TO loomdb_user;
-COMMENT ON FUNCTION loom_drop_model(text, bigint) IS 'remove a model (every version, its grants and trials) from the catalog, or with a version number only that old version';
+COMMENT ON FUNCTION loom_drop_model(text, bigint) IS 'remove a model (every version, its grants and trials) from the catalog, or with a version number only that old version (a NULL version is refused; the default, -9223372036854775807, stands for none given)';
 
 CREATE FUNCTION loom_model_versions(model text) RETURNS TABLE ("version" integer, "current" boolean, "created_at" timestamptz, "options" text, "loss" double precision, "validation_loss" double precision, "epochs" integer)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$

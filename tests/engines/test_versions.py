@@ -144,6 +144,25 @@ def test_drop_one_old_version_but_never_the_current_one(engine, three):
     assert engine.scalar("SELECT count(*) FROM loom.model_versions WHERE name = 'm'") == 0
 
 
+def test_a_null_never_widens_what_is_dropped(engine):
+    """loom_drop_model(m, NULL) — a subquery that found no old version — dropped the whole
+    model and its functions; a 'drop' naming one function dropped them all."""
+    _load(engine)
+    _train(engine, OPTIONS[0])
+    engine.scalar("SELECT loom_deploy('m')")
+    oldest = "SELECT min(version) FROM loom_model_versions('m') WHERE NOT current"
+    for sql in ("SELECT loom_drop_model('m', NULL)", f"SELECT loom_drop_model('m', ({oldest}))"):
+        with pytest.raises(engine.errors, match=r"version to drop is NULL.*loom_drop_model\('m'\)"):
+            engine.scalar(sql)
+    with pytest.raises(engine.errors, match="'name' does not go with it"):
+        engine.scalar("""SELECT loom_deploy('m', '{"drop": true, "name": "other"}')""")
+    assert _current(engine) == 1 and len(_probabilities(engine)) == 400
+    assert engine.scalar("SELECT count(predict_m(a, b, c)) FROM d") == 400
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 1
+    dropped = json.loads(engine.scalar("SELECT loom_drop_model('m')"))  # left out: the model
+    assert dropped["dropped"] == "m" and len(dropped["functions"]) == 1
+
+
 def test_bad_version_choices_are_refused(engine, three):
     for bad in ('{"version": 0}', '{"version": "newest"}', '{"version": 1, "drop": true}'):
         with pytest.raises(engine.errors, match="version"):

@@ -127,3 +127,16 @@ def test_table_functions_are_sets_in_postgres_and_table_macros_in_duckdb():
     macro = _macro(udf, 17)
     assert macro.startswith("CREATE OR REPLACE TEMP MACRO f(model, source := 'x') AS TABLE ")
     assert "unnest(f__conn(model, source, CAST(17 AS BIGINT)), max_depth := 2)" in macro
+
+
+def test_a_left_out_argument_is_its_default_as_sql_passes_it():
+    """DuckDB's public (varargs) functions fill in what was left out: loom_drop_model's version
+    is the number that stands for none given, never NULL (which is refused)."""
+    from loomdb.engines.duckdb.functions import _arguments
+    from loomdb.functions.models import NO_VERSION
+
+    udf = next(u for u in load() if u.name == "loom_drop_model")
+    assert _arguments(udf, ("m",)) == ["m", NO_VERSION]
+    assert udf.args[1].default == str(NO_VERSION)
+    deploy = next(u for u in load() if u.name == "loom_deploy")
+    assert _arguments(deploy, ("m",)) == ["m", "{}"]

@@ -56,6 +56,14 @@ def deploy(db: Any, name: str, options: str | None) -> str:
             "the 'drop' and 'version' options of loom_deploy do not go together",
             hint="drop the functions, or choose a version, in two calls",
         )
+    named = [k for k in ("name", "schema", "proba") if opts["drop"] and opts[k]]
+    if named:  # 'drop' removes every function of the model, not only the one named
+        raise LoomOptionError(
+            f"loom_deploy's 'drop' removes every function deployed from model '{name}': "
+            f"'{named[0]}' does not go with it",
+            hint=f"""loom_deploy('{name}', '{{"drop": true}}') drops them all """
+            "(SELECT * FROM loom.deployments lists them); deploy again those to keep",
+        )
     with db.atomic():
         owner = require_owner(db, name, "deploy it")
         if opts["drop"]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loomdb.errors import LoomStateError
+from loomdb.errors import LoomOptionError, LoomStateError
 from loomdb.learn.sparse_model import SparseLinearModel
 from loomdb.store import catalog
 from loomdb.store.names import check_name
@@ -34,12 +34,25 @@ def model_info(db: Any, name: str) -> str:
     return json.dumps(out, default=str)
 
 
-def drop_model(db: Any, name: str, version: int | None = None) -> str:
-    """Drop the model (every version), or only its old ``version``."""
+#: ``loom_drop_model``'s ``version`` when none is given (the catalogue's default): both engines
+#: pass a NULL default as NULL, and a NULL version, a subquery that found no row, must never
+#: mean every version
+NO_VERSION = -9223372036854775807
+
+
+def drop_model(db: Any, name: str, version: int | None = NO_VERSION) -> str:
+    """Drop the model (every version), or only its old ``version``; a NULL one is refused."""
     from loomdb.functions.deploy import undeploy
 
     check_name(name, "model")
-    if version is not None:
+    if version is None:
+        raise LoomOptionError(
+            f"loom_drop_model('{name}', NULL): the version to drop is NULL",
+            hint=f"loom_drop_model('{name}') drops the model, every version; "
+            f"loom_drop_model('{name}', n) drops its old version n "
+            f"(SELECT * FROM loom_model_versions('{name}') lists them)",
+        )
+    if version != NO_VERSION:
         from loomdb.functions.versions import drop_version
 
         return drop_version(db, name, version)

@@ -44,7 +44,7 @@ from loomdb.engines.duckdb.database import TYPES, DuckDatabase
 from loomdb.engines.duckdb.state import ConnectionState, Instance
 from loomdb.errors import LoomDataError, LoomError, LoomOptionError
 from loomdb.named_rows import NamedRows
-from loomdb.udfs import Udf, load, row_forms
+from loomdb.udfs import Arg, Udf, load, row_forms
 
 HIDDEN = "{}__conn"
 KEPT_ERRORS = 1024
@@ -308,11 +308,18 @@ def _arguments(udf: Udf, args: tuple[Any, ...]) -> list[Any]:
             f"{udf.name} takes {arity} arguments; got {len(args)}",
             hint=f"{udf.name}({', '.join(a.name for a in udf.args)})",
         )
-    defaults = [
-        None if not a.default or a.default.upper() == "NULL" else a.default.strip("'")
-        for a in udf.args[len(args) :]
-    ]
-    return [*args, *defaults]
+    return [*args, *(_default(a) for a in udf.args[len(args) :])]
+
+
+def _default(arg: Arg) -> Any:
+    """An argument's default in the catalogue as the value SQL would pass."""
+    if not arg.default or arg.default.upper() == "NULL":
+        return None
+    if arg.type == "bigint":
+        return int(arg.default)
+    if arg.type == "double":
+        return float(arg.default)
+    return arg.default.strip("'")
 
 
 def _scalar_fn(udf: Udf, instance: Instance, with_token: bool):
