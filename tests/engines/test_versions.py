@@ -144,6 +144,25 @@ def test_drop_one_old_version_but_never_the_current_one(engine, three):
     assert engine.scalar("SELECT count(*) FROM loom.model_versions WHERE name = 'm'") == 0
 
 
+def test_a_version_number_is_never_given_twice(engine, three):
+    """Versions 1-3, back to 2, 3 dropped: the next train was numbered 3 again."""
+    engine.scalar("SELECT loom_rollback('m')")
+    engine.scalar("SELECT loom_drop_model('m', 3)")
+    _train(engine, OPTIONS[0])
+    assert [(v["version"], v["current"]) for v in _versions(engine)] == [
+        (1, False),
+        (2, False),
+        (4, True),
+    ]
+    # the row that remembered 3 (version 2) and the newest one (4) dropped in turn
+    engine.scalar("""SELECT loom_deploy('m', '{"version": 1}')""")
+    engine.scalar("SELECT loom_drop_model('m', 4)")
+    engine.scalar("SELECT loom_drop_model('m', 2)")
+    _train(engine, OPTIONS[0])
+    assert [v["version"] for v in _versions(engine)] == [1, 5]
+    assert _current(engine) == 5
+
+
 def test_a_null_never_widens_what_is_dropped(engine):
     """loom_drop_model(m, NULL) — a subquery that found no old version — dropped the whole
     model and its functions; a 'drop' naming one function dropped them all."""

@@ -17,7 +17,11 @@ Versions: ``loom.models`` holds each model's current version (``version``; NULL 
 older loomdb wrote, read as 1) and ``loom.model_versions`` its other versions, rows of the same
 columns.  A retrain moves the current row there and writes version n + 1; choosing a version
 moves rows back and forth in SQL (their content never leaves the database), so every reader
-of ``loom.models`` stays correct and a model's current row is still one row.
+of ``loom.models`` stays correct and a model's current row is still one row.  Numbers only
+grow: n + 1 is above every number the model has given, a dropped one included — dropping a
+version writes the newest number into the current row's ``report`` (``newest_version``) when
+the current row's own number is lower (that row is never dropped alone), so no number is given
+twice, with no change to the catalog's shape.
 """
 
 from __future__ import annotations
@@ -340,14 +344,41 @@ def current_version(db: Queryable, name: str) -> int:
 
 
 def newest_version(db: Queryable, name: str) -> int:
-    """The highest version number model ``name`` has had kept (0: none)."""
+    """The highest version number model ``name`` has given (0: none): of its rows, or one
+    since dropped, as a row's ``report`` remembers it (:data:`NEWEST`)."""
     rows = db.query(
-        f"SELECT max(COALESCE(version, 1)) FROM (SELECT version FROM {SCHEMA}.models "
-        f"WHERE name = $1 UNION ALL SELECT version FROM {SCHEMA}.model_versions "
-        "WHERE name = $1) AS v",
+        f"SELECT COALESCE(version, 1), report FROM {SCHEMA}.models WHERE name = $1 "
+        f"UNION ALL SELECT version, report FROM {SCHEMA}.model_versions WHERE name = $1",
         [name],
     )
-    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+    return max((max(int(v), _remembered(r)) for v, r in rows), default=0)
+
+
+#: The key of a model row's ``report`` that remembers the newest version number the model has
+#: given when that version was dropped, so that no number is given twice (``drop_version``)
+NEWEST = "newest_version"
+
+
+def _remembered(report: str | None) -> int:
+    parsed = json.loads(report) if report else None
+    value = parsed.get(NEWEST) if isinstance(parsed, dict) else None
+    return value if isinstance(value, int) else 0
+
+
+def _remember_newest(db: Queryable, name: str, newest: int) -> None:
+    """Write ``newest`` into the current row's report, unless its own number says it: the
+    current row is the one a version drop never deletes (another row that remembered it may
+    go, and the number with it)."""
+    rows = db.query(
+        f"SELECT COALESCE(version, 1), report FROM {SCHEMA}.models WHERE name = $1", [name]
+    )
+    if not rows or int(rows[0][0]) >= newest or _remembered(rows[0][1]) == newest:
+        return
+    report = {**(json.loads(rows[0][1]) if rows[0][1] else {}), NEWEST: newest}
+    db.execute(
+        f"UPDATE {SCHEMA}.models SET report = $2 WHERE name = $1 AND {_mine(db.dialect)}",
+        [name, json.dumps(report)],
+    )
 
 
 def versions_of(db: Queryable, name: str) -> list[dict[str, Any]]:
@@ -368,18 +399,21 @@ def versions_of(db: Queryable, name: str) -> list[dict[str, Any]]:
 
 
 def drop_version(db: Queryable, name: str, version: int) -> None:
-    """Delete an old version of model ``name`` (never the current one)."""
+    """Delete an old version of model ``name`` (never the current one); the current row
+    remembers the newest number given, which may have been this one's."""
     if version == current_version(db, name):
         raise LoomStateError(
             f"version {version} is the current version of model '{name}'",
             hint=f"deploy another version first (loom_deploy('{name}', "
             f"'{{\"version\": n}}')), or drop the whole model with loom_drop_model('{name}')",
         )
+    newest = newest_version(db, name)
     if not db.query(
         f"DELETE FROM {SCHEMA}.model_versions WHERE name = $1 AND version = $2 RETURNING name",
         [name, version],
     ):
         raise _no_version(name, version)
+    _remember_newest(db, name, newest)
 
 
 def _no_version(name: str, version: int) -> LoomNotFoundError:
