@@ -662,6 +662,8 @@ DECLARE
                     || '/loomdb_am.so';
     predict_library text := (SELECT setting FROM pg_catalog.pg_config WHERE name = 'PKGLIBDIR')
                             || '/loomdb_predict.so';
+    owner_library text := (SELECT setting FROM pg_catalog.pg_config WHERE name = 'PKGLIBDIR')
+                          || '/loomdb_owner.so';
 BEGIN
     IF pg_catalog.pg_stat_file(library, true) IS NULL THEN
         RAISE NOTICE 'loomdb: % is not installed: CREATE INDEX … USING mlweaving|toc|dense|pcr '
@@ -723,6 +725,20 @@ BEGIN
         CREATE ACCESS METHOD pcr TYPE INDEX HANDLER loom.pcr_handler;
         COMMENT ON ACCESS METHOD pcr IS 'loomdb: lay the table out as pcr for loom_train (never used by queries)';
         CREATE OPERATOR CLASS loom.pcr_bytea_ops DEFAULT FOR TYPE bytea USING pcr AS STORAGE bytea;
+    END IF;
+    IF pg_catalog.pg_stat_file(owner_library, true) IS NULL THEN
+        RAISE NOTICE 'loomdb: % is not installed: acting on another role''s index is '
+                     'refused', owner_library;
+    ELSE
+    CREATE OR REPLACE FUNCTION loom._owner_begin(role name) RETURNS bigint
+        LANGUAGE c VOLATILE STRICT PARALLEL UNSAFE AS '$libdir/loomdb_owner', 'loomdb_owner_begin';
+    REVOKE ALL ON FUNCTION loom._owner_begin(name) FROM PUBLIC;
+    GRANT EXECUTE ON FUNCTION loom._owner_begin(name) TO loomdb_user;
+    CREATE OR REPLACE FUNCTION loom._owner_end(key bigint) RETURNS void
+        LANGUAGE c VOLATILE STRICT PARALLEL UNSAFE AS '$libdir/loomdb_owner', 'loomdb_owner_end';
+    REVOKE ALL ON FUNCTION loom._owner_end(bigint) FROM PUBLIC;
+    GRANT EXECUTE ON FUNCTION loom._owner_end(bigint) TO loomdb_user;
+    COMMENT ON FUNCTION loom._owner_begin(name) IS 'act as a role whose SQL loomdb runs, in a security-restricted operation, until loom._owner_end(the key it returns)';
     END IF;
     IF pg_catalog.pg_stat_file(predict_library, true) IS NULL THEN
         RAISE NOTICE 'loomdb: % is not installed: loom_predict is Python', predict_library;
