@@ -136,6 +136,69 @@ def test_features_as_a_fixed_size_array_predict_as_a_list_does(con):
     assert con.execute(nulls.format("CAST(NULL AS DOUBLE[2])")).fetchall() == [(None, None)]
 
 
+NOT_NUMBERS = ["DATE '1970-01-11'", "TIMESTAMP '1970-01-01 00:00:01'", "TIME '01:00'", "'abc'"]
+
+
+@pytest.mark.parametrize("value", NOT_NUMBERS)
+def test_a_list_of_what_is_not_a_number_is_a_loom_error_in_every_function(con, value):
+    # a DATE was scored as its days (10), a TIMESTAMP as microseconds, text raised a raw
+    # ValueError; loom_predict_proba and the sparse forms refused them in DuckDB's binder
+    opts = json.dumps({"epochs": 2, "progress": False})
+    con.execute(f"SELECT loom_train('m', 'SELECT x, x > 40 AS y FROM src', 'y', '{opts}')")
+    con.execute(
+        f"SELECT loom_train('s', 'SELECT [0] AS i, [x] AS v, x > 40 AS y FROM src', 'y', '{opts}')"
+    )
+    for call, argument in [
+        (f"loom_predict('m', [{value}])", "the features"),
+        (f"loom_predict_class('m', [{value}])", "the features"),
+        (f"loom_predict_proba('m', [{value}])", "the features"),
+        (f"loom_predict_sparse('s', [0], [{value}])", "feature_values"),
+        (f"loom_predict_proba_sparse('s', [{value}], [1.0])", "feature_indices"),
+    ]:
+        with pytest.raises(loomdb.LoomOptionError, match=f"takes {argument} as a LIST of") as e:
+            con.execute(f"SELECT {call} FROM src").fetchall()
+        assert e.value.hint and "cast" in e.value.hint, call
+
+
+def test_booleans_are_numbers_0_and_1_in_every_function(con):
+    opts = json.dumps({"epochs": 2, "progress": False})
+    con.execute(f"SELECT loom_train('m', 'SELECT x, z, x > 40 AS y FROM src', 'y', '{opts}')")
+    con.execute(
+        f"SELECT loom_train('s', 'SELECT [0] AS i, [x] AS v, x > 40 AS y FROM src', 'y', '{opts}')"
+    )
+    for form in (
+        "loom_predict('m', {})",
+        "loom_predict_proba('m', {})",
+        "loom_predict_class('m', {})",
+    ):
+        as_booleans = form.format("[x > 40, z > 2]")
+        as_numbers = form.format("[(x > 40)::INTEGER, (z > 2)::DOUBLE]")
+        rows = con.execute(f"SELECT {as_booleans}, {as_numbers} FROM src").fetchall()
+        assert all(a == b for a, b in rows), form
+    sparse = "loom_predict_proba_sparse('s', [0], {})"
+    rows = con.execute(
+        f"SELECT {sparse.format('[x > 40]')}, {sparse.format('[(x > 40)::DOUBLE]')} FROM src"
+    ).fetchall()
+    assert all(a == b for a, b in rows)
+
+
+def test_a_list_of_intervals_is_a_loom_error_not_a_crash():
+    # Arrow's to_numpy of an INTERVAL list killed the process with a segmentation fault
+    script = (
+        "import loomdb\n"
+        "con = loomdb.connect(progress=False)\n"
+        "con.execute('CREATE TABLE t AS SELECT i / 200 AS x, i % 2 AS y FROM range(200) r(i)')\n"
+        "con.execute(\"SELECT loom_train('m', 't', 'y')\").fetchall()\n"
+        "try:\n"
+        "    con.execute(\"SELECT loom_predict('m', [INTERVAL 1 DAY])\").fetchall()\n"
+        "except loomdb.LoomOptionError as e:\n"
+        "    print(e)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "loom_predict takes the features as a LIST of numbers" in done.stdout
+
+
 def test_a_changed_or_deleted_catalog_row_is_seen_at_once(con):
     _constant_model(con, "m", 2.0)
     before = con.execute("SELECT loom_predict('m', [3.0])").fetchall()[0][0]

@@ -1,5 +1,6 @@
 """A DuckDB vector of feature lists as the rows the model reads (``functions._features``): a
-view of the list's values where every row holds as many, row by row otherwise; and a vector of
+view of the list's values where every row holds as many, row by row otherwise, and only once
+``functions._number_lists`` found its elements to be numbers; and a vector of
 model names read as one name only when every row holds it (``functions._same_text``); a vector
 of rows (STRUCTs) as named columns (``functions._named``)."""
 
@@ -10,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from loomdb.engines.calls import feature_rows
-from loomdb.engines.duckdb.functions import _features, _named, _same_text
+from loomdb.engines.duckdb.functions import _features, _named, _number_lists, _same_text, _sparse
 from loomdb.errors import LoomOptionError
 from loomdb.udfs import load
 
@@ -139,3 +140,94 @@ def test_a_null_row_of_a_struct_vector_is_not_ok():
     )
     rows, ok = _named(udf_named(), column)
     assert list(ok) == [True, False, True]
+
+
+def udf_called(name: str):
+    return next(u for u in load() if u.name == name)
+
+
+NOT_NUMBERS = {
+    "date": pa.array([[10]], type=pa.list_(pa.date32())),
+    "timestamp": pa.array([[1_000_000]], type=pa.list_(pa.timestamp("us"))),
+    "time": pa.array([[1]], type=pa.list_(pa.time64("us"))),
+    "interval": pa.array(
+        [[pa.MonthDayNano([0, 1, 0])]], type=pa.list_(pa.month_day_nano_interval())
+    ),
+    "text": pa.array([["abc"]], type=pa.list_(pa.string())),
+    "bytes": pa.array([[b"1"]], type=pa.list_(pa.binary())),
+    "nested": pa.array([[[1.0]]], type=pa.list_(pa.list_(pa.float64()))),
+    "array of dates": pa.array([[10, 11]], type=pa.list_(pa.date32(), 2)),
+    "large list of text": pa.array([["a"]], type=pa.large_list(pa.string())),
+}
+FEATURE_LISTS = ["loom_predict", "loom_predict_class", "loom_predict_proba"]
+
+
+@pytest.mark.parametrize("name", FEATURE_LISTS)
+@pytest.mark.parametrize("kind", NOT_NUMBERS)
+def test_a_list_of_what_is_not_a_number_is_refused_before_a_value_is_read(name, kind):
+    # Arrow's to_numpy read a DATE as its days and a TIMESTAMP as microseconds, raised a raw
+    # ValueError for text, and crashed the process on an INTERVAL
+    column = NOT_NUMBERS[kind]
+    with pytest.raises(LoomOptionError, match=f"{name} takes the features as a LIST of numbers"):
+        _number_lists(udf_called(name), column, row=name != "loom_predict_proba")
+    with pytest.raises(LoomOptionError) as raised:
+        _number_lists(udf_called(name), pa.chunked_array([column]))
+    assert raised.value.hint and "cast" in raised.value.hint
+
+
+@pytest.mark.parametrize("kind", NOT_NUMBERS)
+def test_a_sparse_rows_values_and_indices_are_checked_the_same_way(kind):
+    udf = udf_called("loom_predict_sparse")
+    with pytest.raises(LoomOptionError, match="feature_values as a LIST of numbers"):
+        _number_lists(udf, NOT_NUMBERS[kind], "feature_values")
+    with pytest.raises(LoomOptionError, match="feature_indices as a LIST of integers"):
+        _number_lists(udf, NOT_NUMBERS[kind], "feature_indices", integers=True)
+    for other in (pa.array([[1.0]]), pa.array([[1]], pa.list_(pa.decimal128(4, 1))), [[True]]):
+        with pytest.raises(LoomOptionError, match="LIST of integers"):
+            _number_lists(udf, pa.array(other), integers=True)
+
+
+NUMBERS = {
+    "int8": pa.int8(),
+    "uint64": pa.uint64(),
+    "int64": pa.int64(),
+    "float16": pa.float16(),
+    "float32": pa.float32(),
+    "decimal": pa.decimal128(6, 2),
+    "hugeint": pa.decimal128(38, 0),  # DuckDB's HUGEINT and UHUGEINT
+    "boolean": pa.bool_(),  # 0/1, as training reads a boolean column
+}
+
+
+@pytest.mark.parametrize("kind", NUMBERS)
+def test_every_kind_of_number_is_read_as_doubles(kind):
+    element = NUMBERS[kind]
+    rows = [[1, 0], [0, 1]] if kind == "boolean" else [[1, 2], [3, 4]]
+    cells = [[bool(v) if kind == "boolean" else v for v in r] for r in rows]
+    for column in (
+        pa.array(cells, type=pa.list_(element)),
+        pa.array(cells, type=pa.list_(element, 2)),
+        pa.array([*cells, None], type=pa.list_(element)),  # a NULL row: read row by row
+    ):
+        checked = _number_lists(udf_called("loom_predict"), column, row=True)
+        X, ok = _features(checked)
+        assert X.dtype == np.float64
+        np.testing.assert_array_equal(X[ok], rows)
+    indices = pa.array([[0, 1], [1]], type=pa.list_(pa.int32()))
+    values = pa.array([cells[0], cells[1][1:]], type=pa.list_(element))
+    udf = udf_called("loom_predict_sparse")
+    csr, ok = _sparse(
+        _number_lists(udf, indices, integers=True), _number_lists(udf, values, "feature_values")
+    )
+    assert ok.all() and csr.values.dtype == np.float64 and csr.indices.dtype == np.int64
+    assert csr.values.tolist() == [float(v) for v in [*rows[0], rows[1][1]]]
+
+
+def test_a_list_of_nulls_or_an_untyped_null_is_a_null_row():
+    udf = udf_called("loom_predict_sparse")
+    nothing = pa.array([[None], None], type=pa.list_(pa.null()))
+    X, ok = _features(_number_lists(udf_called("loom_predict"), nothing, row=True))
+    assert not ok.any()
+    nulls = _number_lists(udf, pa.nulls(2), integers=True)
+    csr, ok = _sparse(nulls, _number_lists(udf, nothing, "feature_values"))
+    assert not ok.any() and csr.nnz == 0

@@ -3,9 +3,10 @@
 Every function is a Python UDF under its SQL name, visible on every connection and cursor of
 the database: scalar ones take their arguments as varargs and fill in the catalogue's defaults
 (``loom_train(m, src, label)`` works as in PostgreSQL), vectorised ones (``loom_predict``…) are
-arrow UDFs receiving whole vectors; one taking a ``row`` (``loom_predict_row``) has untyped
-parameters, so any STRUCT (``t`` of ``FROM t``, ``{'a': 1}``) reaches it with its field names;
-the function it ``overloads`` (``loom_predict``) is untyped too and sends a STRUCT to it.
+arrow UDFs receiving whole vectors, with untyped parameters: one taking a ``row``
+(``loom_predict_row``) gets any STRUCT (``t`` of ``FROM t``, ``{'a': 1}``) with its field names,
+the function it ``overloads`` (``loom_predict``) sends a STRUCT to it, and every features LIST
+is checked to hold numbers on its Arrow type (``_number_lists``) before a value is read.
 A connection loomdb opened (``loomdb.connect``, ``register``, and cursors of loomdb's
 connection) also gets TEMP macros of the same names that shadow them and pass two more arguments
 to hidden twins: the connection's token (so a call knows whose transaction and interrupt it runs
@@ -96,9 +97,9 @@ def _uniform(column: pa.Array) -> tuple[np.ndarray, int] | None:
 
 
 def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """A LIST (or fixed-size ARRAY) vector → (X, ok) without a Python loop when it has no
-    NULLs: when every row holds as many values, X is a view of the values buffer (read-only;
-    a copy when they are not doubles)."""
+    """A LIST (or fixed-size ARRAY) vector of numbers (``_number_lists`` checked its type) →
+    (X, ok) without a Python loop when it has no NULLs: when every row holds as many values, X
+    is a view of the values buffer (read-only; a copy when they are not doubles)."""
     column = _one_chunk(column)
     n = len(column)
     if n and column.null_count == 0:
@@ -112,6 +113,8 @@ def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
             ends, width = uniform
             values = column.values.slice(ends[0], ends[-1] - ends[0])
         if values is not None and values.null_count == 0:
+            if pa.types.is_decimal(values.type):  # (to_numpy gives Decimal objects)
+                values = pc.cast(values, pa.float64(), safe=False)
             X = values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
             return X.reshape(n, width), np.ones(n, dtype=bool)
     return feature_rows(column.to_pylist())
@@ -148,8 +151,9 @@ def _guarded(fn, names: list[str] | None):
 
 
 def _sparse(indices: pa.Array, values: pa.Array) -> tuple[CsrRows, np.ndarray]:
-    """Two LIST vectors (indices, values) → (CsrRows, ok) without a Python loop per value; a
-    row with a NULL list or a NULL element is not ok."""
+    """Two LIST vectors (indices: integers, values: numbers; ``_number_lists`` checked their
+    types) → (CsrRows, ok) without a Python loop per value; a row with a NULL list or a NULL
+    element is not ok."""
     indices, values = _one_chunk(indices), _one_chunk(values)
     n = len(indices)
     ok = indices.is_valid().to_numpy(zero_copy_only=False) & values.is_valid().to_numpy(
@@ -163,6 +167,10 @@ def _sparse(indices: pa.Array, values: pa.Array) -> tuple[CsrRows, np.ndarray]:
             hint="each index needs exactly one value",
         )
     flat_i, flat_v = pc.list_flatten(indices), pc.list_flatten(values)
+    if flat_i.type != pa.int64():  # (unsafe: past 2⁶³ wraps negative, which the model refuses)
+        flat_i = pc.cast(flat_i, pa.int64(), safe=False)
+    if flat_v.type != pa.float64():  # integers, decimals, booleans (0/1)
+        flat_v = pc.cast(flat_v, pa.float64(), safe=False)
     lengths = np.where(ok, li, 0).astype(np.int64)
     keep_i = np.repeat(ok, li.astype(np.int64))  # list_flatten skips NULL lists only
     keep_v = np.repeat(ok, lv.astype(np.int64))
@@ -241,21 +249,70 @@ def _is_row(column: pa.Array) -> bool:
     return pa.types.is_struct(column.type)
 
 
-def _list_of_features(udf: Udf, column: pa.Array) -> pa.Array:
-    """``column`` when it is a LIST or an ARRAY (or an untyped NULL); an array form called
-    untyped (it has a row form: see ``overloads``) is refused anything else rather than
-    guessed at."""
-    if pa.types.is_null(column.type):
-        return pa.nulls(len(column), pa.list_(pa.float64()))
+_LISTS = (
+    pa.types.is_list,
+    pa.types.is_large_list,
+    pa.types.is_fixed_size_list,
+    pa.types.is_list_view,
+    pa.types.is_large_list_view,
+)
+
+
+def _number_lists(
+    udf: Udf,
+    column: pa.Array,
+    argument: str = "the features",
+    integers: bool = False,
+    row: bool = False,
+) -> pa.Array:
+    """``column`` when it is a LIST (or ARRAY) of numbers — integers, floats, decimals or
+    booleans (0/1, as a boolean column trains); integers only where ``integers`` — or an untyped
+    NULL (a NULL row each); else a LoomOptionError, decided on the Arrow type before a value is
+    read: a DATE, a TIMESTAMP or an INTERVAL is no number (Arrow would read its days or
+    microseconds, or crash), nor is text.  ``row``: the function has a row form (see
+    ``overloads``), which a STRUCT went to; the error says so."""
     kind = column.type
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
-        return column
+    wanted = pa.int64() if integers else pa.float64()
+    if pa.types.is_null(kind):
+        return pa.nulls(len(column), pa.list_(wanted))
+    listed = any(is_kind(kind) for is_kind in _LISTS)
+    if listed:
+        element = kind.value_type
+        if pa.types.is_integer(element) if integers else _numeric(element):
+            return column
+        if pa.types.is_null(element):  # [NULL] or []: no value to read, but a row each
+            return _retyped(_one_chunk(column), wanted)
+    numbers = "integers" if integers else "numbers"
+    got = f"a LIST of {kind.value_type}" if listed else f"a {kind} value"
+    if row and not listed:
+        whole = ", or a whole row (a STRUCT)"
+        hint = (
+            f"{udf.name}('m', [x1, x2]) in the model's feature order, or {udf.name}('m', t) "
+            "FROM t to bind them by column name"
+        )
+    else:
+        whole = ""
+        cast = "CAST(i AS BIGINT)" if integers else "CAST(x AS DOUBLE)"
+        hint = (
+            f"cast each to a number, e.g. [{cast}, …] (a column: CAST(c AS "
+            f"{'BIGINT' if integers else 'DOUBLE'}[])); a date, time or interval has no "
+            "number of its own: choose one, e.g. epoch(d)"
+        )
     raise LoomOptionError(
-        f"{udf.name} takes the features as a LIST of numbers, or a whole row (a STRUCT); "
-        f"got a {column.type} value",
-        hint=f"{udf.name}('m', [x1, x2]) in the model's feature order, or {udf.name}('m', t) "
-        "FROM t to bind them by column name",
+        f"{udf.name} takes {argument} as a LIST of {numbers}{whole}; got {got}", hint=hint
     )
+
+
+def _retyped(column: pa.Array, element: pa.DataType) -> pa.Array:
+    """A LIST vector whose elements are all NULL (Arrow's null type) as a LIST of ``element``."""
+    kind = column.type
+    if pa.types.is_fixed_size_list(kind):
+        return column.cast(pa.list_(element, kind.list_size))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return column.cast(
+            pa.large_list(element) if pa.types.is_large_list(kind) else pa.list_(element)
+        )
+    return pa.array(column.to_pylist(), type=pa.list_(element))  # a list view: no cast
 
 
 def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None = None):
@@ -273,10 +330,14 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None 
             called = row_form if row_form is not None and _is_row(given[0]) else udf
             if called.takes_row:
                 X, ok = _named(called, given[0])
-            elif row_form is not None:
-                X, ok = _features(_list_of_features(udf, given[0]))
+            elif data == 1:
+                X, ok = _features(_number_lists(udf, given[0], row=row_form is not None))
             else:
-                X, ok = _features(given[0]) if data == 1 else _sparse(*given)
+                indices, values = (a.name for a in udf.args[1:])
+                X, ok = _sparse(
+                    _number_lists(udf, given[0], indices, integers=True),
+                    _number_lists(udf, given[1], values),
+                )
             names: str | list[Any]
             same = _same_text(models)
             if same is not None:
@@ -375,18 +436,16 @@ def register_functions(con: Any, instance: Instance) -> None:
     for udf in udfs:
         hidden = HIDDEN.format(udf.name)
         row_form = rows.get(udf.name)
-        if udf.takes_row or row_form:  # a STRUCT of any fields: untyped parameters (DuckDB's ANY)
+        if udf.vectorized:
+            # untyped parameters (DuckDB's ANY): a row form takes a STRUCT of any fields, and
+            # every vector's type is checked here (``_number_lists``), so a LIST of DATEs is a
+            # LoomOptionError with a hint rather than a binder's "no function matches"
             _create(con, udf.name, _vector_fn(udf, instance, False, row_form), None, udf)
             _create(con, hidden, _vector_fn(udf, instance, True, row_form), None, udf)
             continue
         types = [_type(a.type) for a in udf.args]
-        if udf.vectorized:
-            _create(con, udf.name, _vector_fn(udf, instance, False), types, udf)
-            extra = [_type("bigint"), _type("bigint")]
-            _create(con, hidden, _vector_fn(udf, instance, True), types + extra, udf)
-        else:
-            _create(con, udf.name, _scalar_fn(udf, instance, False), None, udf)
-            _create(con, hidden, _scalar_fn(udf, instance, True), types + [_type("bigint")], udf)
+        _create(con, udf.name, _scalar_fn(udf, instance, False), None, udf)
+        _create(con, hidden, _scalar_fn(udf, instance, True), types + [_type("bigint")], udf)
 
 
 def _macro(udf: Udf, token: int) -> str:
