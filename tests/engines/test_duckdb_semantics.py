@@ -10,7 +10,9 @@ import sys
 import threading
 import time
 
+import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import loomdb
@@ -45,6 +47,75 @@ def test_loomdb_errors_reach_the_caller_from_any_thread(con, threads):
             con.execute("SELECT sum(loom_predict('nosuch', [x])) FROM big").fetchall()
         with pytest.raises(loomdb.LoomOptionError, match="unknown loom_train option"):
             con.execute("SELECT loom_train('m', 'src', 'x', '{\"epoch\": 1}')").fetchall()
+
+
+LATE = (  # the error comes from a vector after the first ones: from a fetch, not execute
+    "SELECT i, loom_predict(CASE WHEN i < 9000 THEN 'm' ELSE 'nosuch' END, [x]) AS p "
+    "FROM range(10000) r(i), (SELECT i / 10000 AS x)"
+)
+FETCHES = {
+    "fetchall": lambda r: r.fetchall(),
+    "fetchmany": lambda r: [r.fetchmany(1000) for _ in range(11)],
+    "fetchone": lambda r: [r.fetchone() for _ in range(10001)],
+    "fetchnumpy": lambda r: r.fetchnumpy(),
+    "to_arrow_table": lambda r: r.to_arrow_table(),
+    "to_arrow_reader": lambda r: r.to_arrow_reader(1000).read_all(),
+}
+
+
+@pytest.fixture
+def late(con):
+    _constant_model(con, "m", 1.0)
+    return con
+
+
+@pytest.mark.filterwarnings("ignore:Arrow output on a DB-API result")
+@pytest.mark.parametrize("fetch", FETCHES)
+@pytest.mark.parametrize("threads", [1, 4])
+def test_an_error_a_fetch_meets_is_the_loom_error(late, fetch, threads):
+    # a result streams: DuckDB's InvalidInputException carrying "CarriedError: …" reached the
+    # caller from every fetch after the first vectors
+    late.execute(f"SET threads = {threads}")
+    for con in (late, late.cursor()):
+        result = con.execute(LATE)
+        assert result is con
+        with pytest.raises(loomdb.LoomNotFoundError, match="model 'nosuch' does not exist") as e:
+            FETCHES[fetch](result)
+        assert e.value.hint and "loom_train" in e.value.hint
+        assert con.execute("SELECT 42").fetchall() == [(42,)]  # the connection goes on
+
+
+RELATION_READS = {
+    "fetchall": lambda r: r.fetchall(),
+    "to_arrow_table": lambda r: r.to_arrow_table(),
+    "to_arrow_reader": lambda r: r.to_arrow_reader(1000).read_all(),
+    "iter_rows": lambda r: list(r.iter_rows()),
+    "a derived relation": lambda r: r.aggregate("sum(p)").fetchall(),
+    "grouped": lambda r: r.group_by("p").agg("count(*)").fetchall(),
+    "printed": str,
+}
+
+
+@pytest.mark.parametrize("read", RELATION_READS)
+def test_a_relation_raises_the_loom_error_when_it_is_read(late, read):
+    # con.sql() returned DuckDB's relation, which runs only when read: outside the translation
+    for relation in (late.sql(LATE), late.sql("SELECT 1").query("v", LATE)):
+        with pytest.raises(loomdb.LoomNotFoundError, match="model 'nosuch' does not exist"):
+            RELATION_READS[read](relation)
+    early = late.table("src").project("loom_predict('nosuch', [x]) AS p")
+    with pytest.raises(loomdb.LoomNotFoundError):
+        RELATION_READS[read](early)
+
+
+def test_a_relation_is_duckdbs_in_every_other_way(late):
+    a, b = late.sql("SELECT 1 AS i UNION ALL SELECT 2"), late.sql("SELECT 2 AS i")
+    assert isinstance(a.duckdb, duckdb.DuckDBPyRelation)
+    assert a.columns == ["i"] and len(a) == 2 and "i" in a
+    assert sorted(a.union(b).fetchall()) == [(1,), (2,), (2,)]  # a Relation argument unwrapped
+    assert a.join(b.set_alias("b"), "i").fetchall() == [(2,)]
+    assert pa.table(a).num_rows == 2 and a["i"].fetchall() == [(1,), (2,)]
+    assert late.execute("CREATE TABLE made AS SELECT 1 AS i") is late
+    assert late.execute("SELECT count(*) FROM made").fetchone() == (1,)
 
 
 def test_a_model_of_one_database_is_never_used_in_another(tmp_path):

@@ -2,8 +2,13 @@
 
 No paper section.  ``Connection.execute``/``sql`` run loomdb's front-end first (``CREATE INDEX
 … USING mlweaving``… become function calls), raise a loomdb function's own error, and return
-what DuckDB's own would.  ``.duckdb`` is the raw connection; ``register(con)`` equips an
-existing one (e.g. from a dbt-duckdb plugin's ``configure_connection``).
+what DuckDB's own would: ``execute`` the connection itself (as DuckDB's does), ``sql`` a
+:class:`Relation`.  A result streams, so a UDF may fail after the statement started (a later
+vector, another worker thread): every fetch of the connection (``fetchall``, ``to_arrow_table``,
+a reader's batches…) and every read of a relation raises the loomdb function's own error too,
+by a ``try`` around DuckDB's own call — nothing is copied.  ``.duckdb`` is the raw connection;
+``register(con)`` equips an existing one (e.g. from a dbt-duckdb plugin's
+``configure_connection``).
 
 A read-only database works: the catalog is created only where the database is writable, and
 writing functions say why they cannot run.  Explicit transactions opened through this
@@ -14,13 +19,15 @@ one (their writes commit on a connection of their own; a ROLLBACK could not undo
 
 from __future__ import annotations
 
+import functools
 import os
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import duckdb
+import pyarrow as pa
 
 from loomdb.engines.duckdb.database import DuckDatabase, translate
 from loomdb.engines.duckdb.functions import equip, raised_in_udf, register_functions
@@ -32,18 +39,110 @@ OPEN = {"BEGIN", "START"}
 CLOSE = {"COMMIT", "END", "ROLLBACK", "ABORT"}
 
 
+#: DuckDB's relation classes (a relation waiting for aggregates is one too)
+_RELATIONS = (
+    duckdb.DuckDBPyRelation,
+    getattr(duckdb._relation, "GroupedRelation", duckdb.DuckDBPyRelation),
+)
+
+
+def raise_loom(error: Exception) -> NoReturn:
+    """Raise, in place of ``error`` that DuckDB (or an Arrow reader of its rows) raised, a
+    loomdb UDF's own error (LoomOptionError…, found through the number its text carries),
+    ``LoomInterrupted`` for a cancelled statement, else ``error`` itself."""
+    if isinstance(error, duckdb.InterruptException):
+        raise LoomInterrupted("interrupted: the statement was cancelled") from error
+    original = raised_in_udf(error)
+    if original is None:
+        raise error
+    raise original.with_traceback(None) from None
+
+
 @contextmanager
 def loom_errors() -> Iterator[None]:
     """Re-raise a loomdb UDF's own error (LoomOptionError…) instead of DuckDB's wrapper."""
     try:
         yield
-    except duckdb.InterruptException as e:
-        raise LoomInterrupted("interrupted: the statement was cancelled") from e
-    except duckdb.Error as e:
-        original = raised_in_udf(e)
-        if original is not None:
-            raise original.with_traceback(None) from None
-        raise
+    except Exception as e:
+        raise_loom(e)
+
+
+def _translated(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` raising :func:`raise_loom`'s errors, relations (and readers, and row iterators)
+    it returns made to do the same, and :class:`Relation` arguments unwrapped."""
+
+    @functools.wraps(call)
+    def translated(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(a.duckdb if isinstance(a, Relation) else a for a in args)
+        kwargs = {k: v.duckdb if isinstance(v, Relation) else v for k, v in kwargs.items()}
+        try:
+            return _wrapped(call(*args, **kwargs))
+        except Exception as e:
+            raise_loom(e)
+
+    return translated
+
+
+def _wrapped(value: Any) -> Any:
+    """A relation as a :class:`Relation`, a reader or a generator raising loomdb's errors."""
+    if isinstance(value, _RELATIONS):
+        return Relation(value)
+    if isinstance(value, pa.RecordBatchReader):
+        return pa.RecordBatchReader.from_batches(value.schema, _rows(value))
+    if isinstance(value, Iterator):
+        return _rows(value)
+    return value
+
+
+def _rows(batches: Iterator[Any]) -> Iterator[Any]:
+    """``batches`` (a reader's record batches, ``iter_rows``' rows) raising loomdb's errors."""
+    try:
+        yield from batches
+    except Exception as e:
+        raise_loom(e)
+
+
+class Relation:
+    """DuckDB's relation (``con.sql(…)``, ``con.table(…)``, and every relation made of one) whose
+    reads raise a loomdb function's own error: it runs only when read (``fetchall``, ``df``,
+    ``to_arrow_reader``, printing…), outside the ``sql`` call that made it.  Every attribute is
+    the relation's own; ``.duckdb`` is DuckDB's relation itself (what DuckDB's functions taking
+    a relation need: a Relation passed to a method of a loomdb connection or relation is
+    unwrapped)."""
+
+    __slots__ = ("duckdb",)
+
+    def __init__(self, relation: Any):
+        self.duckdb = relation
+
+    def __getattr__(self, name: str) -> Any:
+        with loom_errors():  # a property may run the query (shape)
+            value = getattr(self.duckdb, name)
+        return _translated(value) if callable(value) else value
+
+    def __len__(self) -> int:
+        with loom_errors():
+            return len(self.duckdb)
+
+    def __getitem__(self, key: Any) -> Any:
+        return _translated(self.duckdb.__getitem__)(key)
+
+    def __contains__(self, name: Any) -> bool:
+        return name in self.duckdb
+
+    def __str__(self) -> str:
+        with loom_errors():
+            return str(self.duckdb)
+
+    def __repr__(self) -> str:
+        with loom_errors():
+            return repr(self.duckdb)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The rows as an Arrow C stream (what ``pa.table(rel)``, polars… read): the stream of
+        a reader raising loomdb's errors, where a Python consumer reads it."""
+        reader = _translated(self.duckdb.to_arrow_reader)()
+        return reader.__arrow_c_stream__(requested_schema)
 
 
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
@@ -93,6 +192,21 @@ def _identity(con: duckdb.DuckDBPyConnection, read_only: bool) -> str:
     return found if path is None else f"{found}@{os.path.realpath(path)}"
 
 
+def _fetch(name: str) -> Callable[..., Any]:
+    """DuckDB's fetch method ``name`` of the connection's result, raising loomdb's errors."""
+    method = getattr(duckdb.DuckDBPyConnection, name)
+
+    def fetch(self: Connection, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return _wrapped(method(self.duckdb, *args, **kwargs))
+        except Exception as e:
+            raise_loom(e)
+
+    fetch.__name__ = fetch.__qualname__ = name
+    fetch.__doc__ = method.__doc__
+    return fetch
+
+
 class Connection:
     """A DuckDB connection whose statements pass through loomdb's SQL front-end."""
 
@@ -135,25 +249,58 @@ class Connection:
             self._track(pending)
             return last(pending)
 
-    def each(self, sql: str) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Run a script statement by statement, yielding each one's result (fetch it before
-        the next): what ``loomdb sql`` prints."""
+    def each(self, sql: str) -> Iterator[Connection]:
+        """Run a script statement by statement, yielding this connection holding each one's
+        result (fetch it before the next): what ``loomdb sql`` prints."""
         from loomdb.engines.duckdb.frontend_catalog import statements
 
         self.state.interrupted.clear()
         with loom_errors():
             for statement in statements(self, sql):
                 self._track(statement)
-                result = self.duckdb.execute(statement)
-                yield result
-                result.fetchall()  # whatever the caller left: a result must end before the next
+                self.duckdb.execute(statement)
+                yield self
+                self.duckdb.fetchall()  # whatever the caller left: a result must end first
 
-    def execute(self, sql: str, parameters: Any = None) -> duckdb.DuckDBPyConnection:
-        result = self._run(sql, lambda s: self.duckdb.execute(s, parameters))
-        return self.duckdb if result is None else result
+    def execute(self, sql: str, parameters: Any = None) -> Connection:
+        """Run ``sql``; this connection, holding the last statement's result (DuckDB's
+        ``execute`` returns its connection too), whose fetches raise loomdb's errors."""
+        self._run(sql, lambda s: self.duckdb.execute(s, parameters))
+        return self
 
-    def sql(self, sql: str) -> Any:
-        return self._run(sql, self.duckdb.sql)
+    def sql(self, sql: str) -> Relation | None:
+        """The last statement as a relation that runs when read (None for one that returns
+        no rows, as DuckDB's ``sql``); its reads raise loomdb's errors."""
+        return _wrapped(self._run(sql, self.duckdb.sql))
+
+    # A result streams: its fetches run UDFs too.  Each is DuckDB's own in a try (no copy).
+    def fetchone(self) -> Any:
+        try:
+            return self.duckdb.fetchone()
+        except Exception as e:
+            raise_loom(e)
+
+    def fetchmany(self, *args: Any, **kwargs: Any) -> list[Any]:
+        try:
+            return self.duckdb.fetchmany(*args, **kwargs)
+        except Exception as e:
+            raise_loom(e)
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return self.duckdb.fetchall()
+        except Exception as e:
+            raise_loom(e)
+
+    fetchnumpy = _fetch("fetchnumpy")
+    fetchdf = _fetch("fetchdf")
+    fetch_df = _fetch("fetch_df")
+    df = _fetch("df")
+    fetch_df_chunk = _fetch("fetch_df_chunk")
+    to_arrow_table = _fetch("to_arrow_table")
+    to_arrow_reader = _fetch("to_arrow_reader")
+    torch = _fetch("torch")
+    tf = _fetch("tf")
 
     def begin(self) -> Connection:
         self.duckdb.begin()
@@ -192,7 +339,18 @@ class Connection:
         self.close()
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.duckdb, name)
+        """DuckDB's own attribute; a method raising loomdb's errors, returning relations as
+        :class:`Relation`s (``con.table('t')``, ``con.query(…)``)."""
+        value = getattr(self.duckdb, name)
+        if not callable(value):
+            return value
+        call = _translated(value)
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            out = call(*args, **kwargs)
+            return self if out is self.duckdb else out  # (executemany, register…)
+
+        return method
 
 
 def connect(path: str | None = None, *, progress: bool = True, **config: Any) -> Connection:
