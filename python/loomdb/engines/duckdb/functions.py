@@ -315,6 +315,49 @@ def _retyped(column: pa.Array, element: pa.DataType) -> pa.Array:
     return pa.array(column.to_pylist(), type=pa.list_(element))  # a list view: no cast
 
 
+def _widths_differ(column: pa.Array) -> bool:
+    """Whether the rows of a LIST vector hold different numbers of values (NULL rows aside)."""
+    column = _one_chunk(column)
+    kind = column.type
+    if pa.types.is_fixed_size_list(kind) or not len(column):
+        return False
+    if column.null_count == 0 and (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        return _uniform(column) is None
+    lengths = pc.list_value_length(column).drop_null()
+    span = pc.min_max(lengths)
+    return len(lengths) > 0 and span["min"].as_py() != span["max"].as_py()
+
+
+def _model_by_model(
+    udf: Udf, db: Any, models: pa.Array, features: pa.Array, statement: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """(out, ok) of rows naming their models, whose feature LISTs differ in length: each
+    model's rows read and scored on their own, so a row's length is judged against its own
+    model only (two models of other widths in one vector), wherever DuckDB cut the vectors."""
+    names = models.to_pylist()
+    features = _one_chunk(features)
+    text = udf.returns == "text"
+    out = np.full(len(names), None if text else np.nan, dtype=object if text else np.float64)
+    ok = np.zeros(len(names), dtype=bool)
+    rows: dict[Any, list[int]] = {}
+    for i, name in enumerate(names):
+        if name is not None:
+            rows.setdefault(name, []).append(i)
+    for name, at in rows.items():
+        X, good = _features(features.take(pa.array(at, type=pa.int64())))
+        named = name if isinstance(name, str) else [name] * len(at)  # (refused by name)
+        out[at] = vectorized(udf, db, named, X, good, statement)
+        ok[at] = good
+    return out, ok
+
+
+def _returned(udf: Udf, out: np.ndarray, ok: np.ndarray) -> pa.Array:
+    """A vectorised UDF's result vector: NULL where a row is not ok (or scored NaN)."""
+    if udf.returns == "text":
+        return pa.array(out, type=pa.string(), mask=~ok)
+    return pa.array(out, mask=~ok | np.isnan(out))
+
+
 def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None = None):
     """The arrow UDF of ``udf``; ``row_form``: its row form, which a STRUCT argument goes to."""
     data = len(udf.args) - 1  # the data arguments after the model's name
@@ -328,10 +371,14 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None 
         try:
             X: Any
             called = row_form if row_form is not None and _is_row(given[0]) else udf
+            same = _same_text(models)
             if called.takes_row:
                 X, ok = _named(called, given[0])
             elif data == 1:
-                X, ok = _features(_number_lists(udf, given[0], row=row_form is not None))
+                features = _number_lists(udf, given[0], row=row_form is not None)
+                if same is None and _widths_differ(features):  # models of other widths?
+                    return _returned(udf, *_model_by_model(called, db, models, features, statement))
+                X, ok = _features(features)
             else:
                 indices, values = (a.name for a in udf.args[1:])
                 X, ok = _sparse(
@@ -339,16 +386,12 @@ def _vector_fn(udf: Udf, instance: Instance, pinned: bool, row_form: Udf | None 
                     _number_lists(udf, given[1], values),
                 )
             names: str | list[Any]
-            same = _same_text(models)
             if same is not None:
                 names = same  # the usual case: one constant model name
             else:
                 names = models.to_pylist()
                 ok &= np.array([n is not None for n in names], dtype=bool)
-            out = vectorized(called, db, names, X, ok, statement)
-            if udf.returns == "text":
-                return pa.array(out, type=pa.string(), mask=~ok)
-            return pa.array(out, mask=~ok | np.isnan(out))
+            return _returned(udf, vectorized(called, db, names, X, ok, statement), ok)
         finally:
             db.close()
 
