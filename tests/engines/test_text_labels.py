@@ -176,3 +176,49 @@ def test_warm_start_needs_the_same_class_names(labelled):
     labelled.scalar(f"SELECT loom_train('spam', 'tl', 'd', '{options}')")  # the same classes
     result = json.loads(labelled.scalar("SELECT loom_evaluate('spam', 'tl')"))
     assert result["confusion_matrix"]["labels"] == ["ham", "spam"]
+
+
+def _evaluate(engine, model: str, source: str) -> dict:
+    return json.loads(engine.scalar(f"SELECT loom_evaluate('{model}', '{source}')"))
+
+
+def test_a_label_of_another_type_is_matched_to_the_text_classes(labelled):
+    # an INTEGER label on classes '1' and '2' was read as class codes: 1 as the second class,
+    # and 2 past the classes (IndexError: index 2 is out of bounds)
+    labelled.rows(
+        "CREATE TABLE t12 AS SELECT id, a, b, CASE WHEN d = 'spam' THEN '2' ELSE '1' END AS y, "
+        "CASE WHEN d = 'spam' THEN 'true' ELSE 'false' END AS flag FROM tl"
+    )
+    options = json.dumps({"model": "logistic", "epochs": 40, "features": ["a", "b"]})
+    labelled.scalar(f"SELECT loom_train('digits', 't12', 'y', '{options}')")
+    labelled.scalar(f"SELECT loom_train('flags', 't12', 'flag', '{options}')")
+    want = _evaluate(labelled, "digits", "t12")
+    assert want["confusion_matrix"]["labels"] == ["1", "2"] and want["skipped"] == 0
+    curve = "SELECT * FROM loom_roc_curve('digits', '{}') ORDER BY threshold, tpr, fpr"
+    for kind in ("INTEGER", "DOUBLE PRECISION", "NUMERIC(4, 1)"):
+        labelled.rows("DROP TABLE IF EXISTS held")
+        labelled.rows(f"CREATE TABLE held AS SELECT a, b, CAST(y AS {kind}) AS y FROM t12")
+        assert _evaluate(labelled, "digits", "held") == want, kind
+        assert labelled.rows(curve.format("held")) == labelled.rows(curve.format("t12")), kind
+    # a number that is none of the classes is skipped and counted
+    labelled.rows(
+        "CREATE TABLE held3 AS SELECT a, b, CASE WHEN id < 50 THEN 3 ELSE CAST(y AS INTEGER) END "
+        "AS y FROM t12"
+    )
+    three = _evaluate(labelled, "digits", "held3")
+    assert (three["rows"], three["skipped"]) == (N - 50, 50)
+    # a BOOLEAN label by its text, 'true' and 'false'
+    labelled.rows("CREATE TABLE heldb AS SELECT a, b, flag = 'true' AS flag FROM t12")
+    assert _evaluate(labelled, "flags", "heldb") == _evaluate(labelled, "flags", "t12")
+
+
+def test_two_text_classes_naming_one_number_leave_a_number_ambiguous(labelled):
+    labelled.rows(
+        "CREATE TABLE tdup AS SELECT a, b, CASE WHEN d = 'spam' THEN '1.0' ELSE '1' END AS y "
+        "FROM tl"
+    )
+    options = json.dumps({"model": "logistic", "epochs": 5, "features": ["a", "b"]})
+    labelled.scalar(f"SELECT loom_train('dup', 'tdup', 'y', '{options}')")
+    labelled.rows("CREATE TABLE dupn AS SELECT a, b, CAST(y AS DOUBLE PRECISION) AS y FROM tdup")
+    message = _error(labelled, "SELECT loom_evaluate('dup', 'dupn')")
+    assert "'1' and '1.0' both name 1" in message

@@ -13,6 +13,7 @@ blobs; MLWeaving: on the woven planes at 32 bits) without decompressing.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -202,8 +203,46 @@ def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np
 
 def _label(model: LinearModel, label: str, kinds: dict[str, str], double: str) -> str:
     """The label as the model's classes are numbered: a text label by its class code (a value
-    that is none of the model's classes reads as NULL: the row is skipped, and counted)."""
-    return label_value(label, kinds[label], model.class_names, double)
+    that is none of the model's classes reads as NULL: the row is skipped, and counted).  A
+    label column of another type on a model whose classes are text is matched to them: a
+    number to the class whose text is that number (1 and 1.0 to '1': the same on both
+    engines, whose texts of a double differ), anything else by its text (true to 'true');
+    read as a number, 1 would be class code 1 (the second class) and 2 past the classes."""
+    kind, names = kinds[label], model.class_names
+    if not names or kind == "text":
+        return label_value(label, kind, names, double)
+    if kind == "numeric":
+        return _number_codes(label, names, double)
+    return encodings.class_codes(label, names, double)  # by CAST(… AS TEXT)
+
+
+NUMBER_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _number_codes(column: str, classes: list[str], double: str) -> str:
+    """SQL for a numeric column as the code of the class (among text ``classes``) whose text
+    is that number ('1', '1.0', '1e0' all name 1), a ``double``; NULL for a number no class
+    names.  Two classes naming one number ('1' and '1.0') leave a number ambiguous: refused."""
+    codes: dict[float, int] = {}
+    for code, name in enumerate(classes):
+        if NUMBER_TEXT.fullmatch(name) is None or not np.isfinite(named := float(name)):
+            continue
+        if named in codes:
+            raise LoomDataError(
+                f"the label is a number, and the model's classes {classes[codes[named]]!r} and "
+                f"{name!r} both name {named:g}",
+                hint="cast the label to text in a SELECT source to match the classes by their "
+                "text: SELECT …, CAST(label AS TEXT) AS label FROM …",
+            )
+        codes[named] = code
+    if not codes:
+        return f"CAST(NULL AS {double})"
+    value = f"CAST({quote_ident(column)} AS {double})"
+    whens = "".join(
+        f"WHEN CAST({encodings.number_literal(v)} AS {double}) THEN {code} "
+        for v, code in codes.items()
+    )
+    return f"CAST(CASE {value} {whens}ELSE NULL END AS {double})"
 
 
 def _read_margins(db, model, rel, values, where, expand) -> tuple[np.ndarray, np.ndarray]:
