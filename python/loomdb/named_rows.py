@@ -63,8 +63,23 @@ class NamedRows:
 
     @classmethod
     def from_json(cls, rows: Sequence[str | Mapping[str, Any]]) -> NamedRows:
-        """Rows as JSON objects (text or parsed), e.g. PostgreSQL's ``to_jsonb(row)``."""
-        parsed = [json.loads(r) if isinstance(r, str) else r for r in rows]
+        """Rows as JSON objects (text or parsed), e.g. PostgreSQL's ``to_jsonb(row)``; text
+        that is not JSON is a LoomDataError saying where it stops being JSON."""
+        try:
+            parsed = [json.loads(r) if isinstance(r, str) else r for r in rows]
+        except json.JSONDecodeError as e:
+            raise LoomDataError(
+                f"a row's text is not JSON: {e.msg} "
+                f"{'at its end' if e.pos >= len(e.doc) else f'at character {e.pos + 1}'}: "
+                f"{_shown(e.doc)}",
+                hint='pass a JSON object of the row\'s columns, e.g. \'{"a": 1.0, "b": 2.0}\', '
+                "or the row itself: loom_predict_row('m', t) FROM t",
+            ) from None
+        except RecursionError:
+            raise LoomDataError(
+                "a row's JSON text nests too deeply to read",
+                hint="pass a flat JSON object of the row's columns, e.g. '{\"a\": 1.0}'",
+            ) from None
         if not all(isinstance(r, Mapping) for r in parsed):
             raise LoomDataError(
                 "a row must be a record with named columns",
@@ -131,6 +146,11 @@ class NamedRows:
                 )
             X[:, j] = v
         return X
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a message, cut short when long."""
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 def _numbers(cells: list[Any]) -> np.ndarray | None:

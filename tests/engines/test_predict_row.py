@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pytest
 
+import loomdb
+
 pytestmark = pytest.mark.postgres
 
 RNG = np.random.default_rng(7)
@@ -97,3 +99,15 @@ def test_a_sparse_model_is_refused_with_a_hint(engine):
     engine.scalar(f"SELECT loom_train('prs_m', 'prs', 'y', '{options}')")
     message = _error(engine, "SELECT loom_predict_row('prs_m', prs) FROM prs")
     assert "sparse source" in message and "loom_predict_sparse" in message
+
+
+@pytest.mark.parametrize("text", ['{"f1": 1', "not json", ""])
+def test_a_rows_text_that_is_not_json_is_a_data_error(trained, text):
+    # json.loads' JSONDecodeError reached the caller raw
+    with pytest.raises(trained.errors) as info:
+        trained.rows(f"SELECT loom_predict_row('pr_m', '{text}'), loom_predict('pr_m', pr) FROM pr")
+    assert "is not JSON" in str(info.value)
+    if trained.name == "duckdb":
+        assert isinstance(info.value, loomdb.LoomDataError) and info.value.hint
+    else:  # the LoomDataError's SQLSTATE and hint
+        assert info.value.sqlstate == loomdb.LoomDataError.sqlstate and info.value.diag.message_hint

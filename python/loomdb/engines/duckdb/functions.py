@@ -199,9 +199,8 @@ def _named(udf: Udf, column: pa.Array) -> tuple[NamedRows, np.ndarray]:
         return NamedRows(len(column), {}, {}), np.zeros(len(column), dtype=bool)
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):  # JSON text
         rows = column.to_pylist()
-        return NamedRows.from_json([r or "{}" for r in rows]), column.is_valid().to_numpy(
-            zero_copy_only=False
-        )
+        objects = ["{}" if r is None else r for r in rows]  # ("" is no JSON, as in PostgreSQL)
+        return NamedRows.from_json(objects), column.is_valid().to_numpy(zero_copy_only=False)
     if not pa.types.is_struct(column.type):
         raise LoomOptionError(
             f"{udf.name} takes a row with named columns; got a {column.type} value",
