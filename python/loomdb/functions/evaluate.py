@@ -181,11 +181,9 @@ def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np
         _require(source, name, kinds, cols, f"{', '.join(cols[:10])} and its label {label}")
         double = db.type("double")
         rel, buckets = encodings.with_buckets(rel, encoding, db.dialect, kinds)
-        values = [  # each text column's feature index, as the layout reads it
-            *encodings.codes_sql(encoding, double, db.dialect, buckets),
-            _label(model, label, kinds, double),
-        ]
-        where = complete_rows([*encodings.strict(encoding), label])
+        y = _label(model, label, kinds, double)
+        values = [*encodings.codes_sql(encoding, double, db.dialect, buckets), y]
+        where = _classed(model, complete_rows([*encodings.strict(encoding), label]), y)
         return _read_margins(db, model, rel, values, where, encodings.expander(encoding))
     cols = [*model.features, label]
     _require(source, name, kinds, cols, f"{', '.join(model.features[:10])} and its label {label}")
@@ -194,11 +192,18 @@ def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np
         y = number(label, kinds[label], db.type("double"))
         return _sparse_margins(db, model, rel, y, where)
     double = db.type("double")
-    values = [
-        *(number(c, kinds[c], double) for c in model.features),
-        _label(model, label, kinds, double),
-    ]
-    return _read_margins(db, model, rel, values, where, encodings.expander(None))
+    y = _label(model, label, kinds, double)
+    values = [*(number(c, kinds[c], double) for c in model.features), y]
+    return _read_margins(
+        db, model, rel, values, _classed(model, where, y), encodings.expander(None)
+    )
+
+
+def _classed(model: LinearModel, where: str, label: str) -> str:
+    """``where`` and, for a model whose classes are text, that the label (``label``: its SQL)
+    names one: its other rows are skipped and counted, not read (PostgreSQL's packed rows hold
+    no NULL)."""
+    return f"{where} AND {label} IS NOT NULL" if model.class_names else where
 
 
 def _label(model: LinearModel, label: str, kinds: dict[str, str], double: str) -> str:
