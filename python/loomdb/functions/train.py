@@ -205,6 +205,18 @@ def _check_exact_classes(info: IndexInfo) -> None:
         )
 
 
+def _split_rows(split: dict[str, Any], info: Any, held: int) -> dict[str, Any]:
+    rows = {"train": info.rows - held, "validation": held, "skipped": info.skipped}
+    return {**split, "rows": {**split["rows"], **rows}}
+
+
+def _kept_lr(lr: float, history: list[dict[str, Any]]) -> float:
+    """The step size the kept run took: after a restart, the smaller one it retried with, not
+    the one that diverged."""
+    backed_off = [h["next_lr"] for h in history if "restart" in h]
+    return backed_off[-1] if backed_off else lr
+
+
 def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=None, metric=None):
     info = laid.info
     problem = _problem(db, name, p, laid)
@@ -242,14 +254,10 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
             f"model '{name}' has non-finite coefficients and was not stored",
             hint="give a smaller lr, standardize the features, or lower l2",
         )
-    backed_off = [h["next_lr"] for h in history if "restart" in h]
-    if backed_off:  # the step size the kept run took, not the one that diverged
-        lr = backed_off[-1]
-    used = {**p.used(info), "lr": lr, "standardize": problem.scaling.method, **skip_used}
+    used = {**p.used(info), "lr": _kept_lr(lr, history), "standardize": problem.scaling.method}
+    used.update(skip_used)
     if "split" in used:  # the rows of each part: they add up to the source's
-        held = epochs.validation_rows()
-        rows = {"train": info.rows - held, "validation": held, "skipped": info.skipped}
-        used["split"] = {**used["split"], "rows": {**used["split"]["rows"], **rows}}
+        used["split"] = _split_rows(used["split"], info, epochs.validation_rows())
     if cluster is not None and report is not None:
         from loomdb.distributed.fit import used as used_on
 
