@@ -215,6 +215,39 @@ def test_an_index_whose_source_lost_a_column_is_stale(cancer):
     assert info["feature_names"] == ["x0", "x1"]
 
 
+def test_evaluate_index_refuses_a_stale_index(cancer):
+    engine, _, _ = cancer
+    engine.scalar("SELECT loom_create_index('ix', 'cancer', 'y', '{}')")
+    engine.scalar("SELECT loom_train('m', NULL, 'y', '{\"index\": \"ix\", \"epochs\": 3}')")
+    before = json.loads(engine.scalar("SELECT loom_evaluate_index('m', 'ix')"))
+    assert before["rows"] == 569
+    engine.rows("UPDATE cancer SET y = 1 - y")
+    with pytest.raises(engine.errors) as e:  # its metrics would be those of the old rows
+        engine.scalar("SELECT loom_evaluate_index('m', 'ix')")
+    message = str(e.value)
+    assert "index 'ix' is older than the last change" in message
+    assert "loom_reindex('ix')" in message and "allow_stale" not in message
+    engine.scalar("SELECT loom_reindex('ix')")
+    after = json.loads(engine.scalar("SELECT loom_evaluate_index('m', 'ix')"))
+    now = json.loads(engine.scalar("SELECT loom_evaluate('m', 'cancer')"))
+    assert after["accuracy"] == pytest.approx(now["accuracy"]) and now["accuracy"] < 0.5
+
+
+def test_evaluate_index_refuses_an_index_of_another_label(cancer):
+    engine, _, _ = cancer
+    engine.rows("ALTER TABLE cancer ADD COLUMN other INTEGER")
+    engine.rows("UPDATE cancer SET other = 2")
+    engine.scalar("SELECT loom_create_index('by_y', 'cancer', 'y', '{}')")
+    engine.scalar("SELECT loom_create_index('by_other', 'cancer', 'other', '{}')")
+    engine.scalar("SELECT loom_train('m', NULL, 'y', '{\"index\": \"by_y\", \"epochs\": 1}')")
+    with pytest.raises(engine.errors) as e:
+        engine.scalar("SELECT loom_evaluate_index('m', 'by_other')")
+    message = str(e.value)
+    assert "index 'by_other' holds the label 'other', not model 'm''s label 'y'" in message
+    assert "WITH (label = y)" in message
+    assert json.loads(engine.scalar("SELECT loom_evaluate_index('m', 'by_y')"))["rows"] == 569
+
+
 def test_later_epochs_reuse_decoded_batches_within_the_cache_budget(cancer):
     engine, _, _ = cancer
     for name, budget in (("cached", 256), ("uncached", 0)):

@@ -517,8 +517,12 @@ def open_index(db: Database, name: str, allow_stale: bool = False) -> Layout:
     )
 
 
-def check_fresh(db: Database, info: IndexInfo) -> None:
+def check_fresh(db: Database, info: IndexInfo, stale_option: bool = True) -> None:
+    """Refuse index ``info`` once its source changed (``stale_option``: whether the hint may
+    offer ``{"allow_stale": true}``, which only loom_train takes)."""
     from loomdb.store.source import columns_of
+
+    stale = ', or pass {"allow_stale": true} to train on it as it is' if stale_option else ""
 
     with db.as_role(info.owner):
         _, kinds = columns_of(db, info.source)
@@ -530,16 +534,15 @@ def check_fresh(db: Database, info: IndexInfo) -> None:
             raise LoomStateError(
                 f"index '{info.name}' is older than the last change to {info.source}: its "
                 f"column(s) {', '.join(repr(c) for c in gone)} are no longer there",
-                hint='pass {"allow_stale": true} to train on it as it is, or build it again on '
-                f"the columns {info.source} has now (loom_reindex('{info.name}') rebuilds the "
-                "same columns, once they are back)",
+                hint=f"build it again on the columns {info.source} has now "
+                f"(loom_reindex('{info.name}') rebuilds the same columns, once they are back)"
+                + stale,
             )
         now = _signature(db, info, kinds, info.source_signature)
     if now != info.source_signature:
         raise LoomStateError(
             f"index '{info.name}' is older than the last change to {info.source}",
-            hint=f"rebuild it with loom_reindex('{info.name}'), "
-            'or pass {"allow_stale": true} to train on it as it is',
+            hint=f"rebuild it with loom_reindex('{info.name}')" + stale,
         )
 
 
