@@ -261,6 +261,23 @@ def test_later_epochs_reuse_decoded_batches_within_the_cache_budget(cancer):
     assert coef["cached"] == coef["uncached"]  # the same batches, the same model
 
 
+def test_index_names_that_differ_in_case_only(cancer):
+    engine, _, _ = cancer
+    engine.scalar("SELECT loom_create_index('Foo', 'cancer', 'y', '{}')")
+    create = "SELECT loom_create_index('foo', 'cancer', 'y', '{\"format\": \"toc\"}')"
+    if engine.name == "duckdb":  # its table names ignore case: one storage table for both
+        with pytest.raises(engine.errors) as e:
+            engine.scalar(create)
+        message = str(e.value)
+        assert "index 'Foo' already exists, and 'foo' differs from it only in case" in message
+        assert "loom_drop_index('Foo')" in message and "Catalog Error" not in message
+        assert engine.scalar("SELECT count(*) FROM loom.indexes") == 1
+        assert engine.scalar("SELECT format FROM loom.indexes WHERE name = 'Foo'") == "dense"
+    else:  # quoted: two indexes
+        engine.scalar(create)
+        assert engine.scalar("SELECT count(*) FROM loom.indexes") == 2
+
+
 def test_a_train_never_touches_a_users_index_with_a_similar_name(cancer):
     engine, _, _ = cancer
     engine.scalar("SELECT loom_create_index('tmp_bc', 'cancer', 'y', '{}')")

@@ -58,6 +58,7 @@ def create_index(
         if exists:
             return _summary(catalog.get_index(db, name))
         catalog.require_absent(db, name, "index")
+    catalog.require_no_case_twin(db, name)
     started = time.perf_counter()
     info = layout.build(db, name, source or "", label or "", opts, f"loom_create_index {name}")
     seconds = time.perf_counter() - started

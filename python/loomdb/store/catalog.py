@@ -573,6 +573,25 @@ def index_exists(db: Queryable, name: str) -> bool:
     return bool(db.query(f"SELECT 1 FROM {SCHEMA}.indexes WHERE name = $1", [name]))
 
 
+def require_no_case_twin(db: Queryable, name: str) -> None:
+    """Refuse index ``name`` on DuckDB where another index's name differs from it in case only:
+    DuckDB's table names ignore case, so the two storage tables would be one (PostgreSQL
+    quotes them: its index names are case-sensitive)."""
+    if db.dialect != "duckdb":
+        return
+    rows = db.query(
+        f"SELECT name FROM {SCHEMA}.indexes WHERE lower(name) = lower($1) AND name <> $1",
+        [name],
+    )
+    if rows:
+        raise LoomConflictError(
+            f"index '{rows[0][0]}' already exists, and '{name}' differs from it only in case: "
+            "DuckDB's storage tables ignore case",
+            hint="choose a name that differs in more than case, or drop that one first "
+            f"with loom_drop_index('{rows[0][0]}')",
+        )
+
+
 def put_index(db: Queryable, info: IndexInfo) -> None:
     values = _values(info)
     values["label_counts"] = {repr(k): v for k, v in info.label_counts.items()}
