@@ -26,6 +26,8 @@ TAMPERING = {
     ),
     "null": "UPDATE loom_data.{ix} SET payload = NULL WHERE batch = 0 AND part = 0",
     "fewer rows": "UPDATE loom_data.{ix} SET rows = rows - 1 WHERE batch = 1",
+    "null row count": "UPDATE loom_data.{ix} SET rows = NULL WHERE batch = 0 AND part = 0",
+    "uid not hex": "UPDATE loom.indexes SET uid = 'not hex' WHERE name = '{ix}'",
 }
 
 
@@ -55,3 +57,20 @@ def test_a_damaged_index_is_refused_with_the_fix(indexed, fmt, damage):
     assert f"loom_reindex('{ix}')" in message
     engine.scalar(f"SELECT loom_reindex('{ix}')")
     engine.scalar(f"SELECT loom_train('m', NULL, 'y', '{{\"index\": \"{ix}\", \"epochs\": 1}}')")
+
+
+@pytest.mark.parametrize("drop", ["SELECT loom_drop_index('c_x')", "DROP INDEX c_x"])
+def test_an_index_whose_catalog_row_is_damaged_is_refused_and_can_be_dropped(indexed, drop):
+    engine = indexed
+    engine.scalar("SELECT loom_create_index('c_x', 'c_t', 'y', '{}')")
+    engine.rows("UPDATE loom.indexes SET options = 'not json' WHERE name = 'c_x'")
+    with pytest.raises(engine.errors) as info:
+        engine.scalar("SELECT loom_train('m', NULL, 'y', '{\"index\": \"c_x\"}')")
+    message = str(info.value)
+    assert "index 'c_x' is damaged: its catalog column options is not JSON" in message
+    assert "loom_drop_index('c_x')" in message and "JSONDecodeError" not in message
+    engine.rows(drop)  # what can be dropped is: its storage table and its catalog row
+    assert engine.scalar("SELECT count(*) FROM loom.indexes") == 0
+    tables = "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'loom_data'"
+    assert engine.scalar(tables) == 0
+    engine.scalar("SELECT loom_create_index('c_x', 'c_t', 'y', '{}')")

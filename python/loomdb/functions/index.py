@@ -78,8 +78,11 @@ def drop_index(db: Any, name: str) -> str:
             hint=f"drop it with DROP INDEX {held}",
         )
     with db.atomic():
-        layout.drop(db, name)
-    return json.dumps({"dropped": name})
+        damage = layout.drop(db, name)
+    if damage is None:
+        return json.dumps({"dropped": name})
+    db.notice(f"{damage}; dropped all the same")
+    return json.dumps({"dropped": name, "damaged": damage})
 
 
 def reindex(db: Any, name: str) -> str:

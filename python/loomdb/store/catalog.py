@@ -32,7 +32,13 @@ from dataclasses import fields
 from typing import Any
 
 from loomdb.codecs import array_json
-from loomdb.errors import LoomConflictError, LoomNotFoundError, LoomOptionError, LoomStateError
+from loomdb.errors import (
+    LoomConflictError,
+    LoomFormatError,
+    LoomNotFoundError,
+    LoomOptionError,
+    LoomStateError,
+)
 from loomdb.seams import IndexInfo, ModelRecord
 from loomdb.store.db import Queryable
 from loomdb.store.names import NAME_PATTERN, check_name, quote_ident
@@ -211,13 +217,41 @@ def _select(
     names = cols + (["_version"] if extra else [])
     return [
         {
-            c: json.loads(v, object_hook=array_json.hook)
-            if kinds.get(c) == "json" and v is not None
-            else v
+            c: _json_column(table, r, c, v) if kinds.get(c) == "json" and v is not None else v
             for c, v in zip(names, r)
         }
         for r in rows
     ]
+
+
+# what a row of a catalog table describes, and the function that drops it
+_DROPS = {"models": ("model", "loom_drop_model"), "indexes": ("index", "loom_drop_index")}
+
+
+def _json_column(table: str, row: tuple, column: str, value: Any) -> Any:
+    """A json column's value, or a LoomFormatError naming the row when it is not JSON (edited
+    by hand)."""
+    try:
+        return json.loads(value, object_hook=array_json.hook)
+    except (ValueError, TypeError):
+        raise _json_damaged(table, row[0], column, "not JSON") from None
+
+
+def _json_damaged(table: str, name: str, column: str, what: str) -> LoomFormatError:
+    thing, drop = _DROPS.get(table, (f"loom.{table} row", None))
+    return LoomFormatError(
+        f"{thing} '{name}' is damaged: its catalog column {column} is {what}",
+        hint=f"drop it with {drop}('{name}') and build it again"
+        if drop
+        else f"delete the row from loom.{table}",
+    )
+
+
+def damaged_index_owner(db: Queryable, name: str) -> str | None:
+    """The owner of index ``name`` (None on DuckDB, which has no roles) read from its catalog
+    row alone, no JSON parsed: what dropping a damaged index needs."""
+    rows = db.query(f"SELECT owner FROM {SCHEMA}.indexes WHERE name = $1", [name])
+    return rows[0][0] if rows else None
 
 
 def _record(cls: Any, row: dict[str, Any]) -> Any:
@@ -565,7 +599,10 @@ def get_index(db: Queryable, name: str) -> IndexInfo:
             )
         raise _missing("index", name)
     row = rows[0]
-    row["label_counts"] = {float(k): int(v) for k, v in (row["label_counts"] or {}).items()}
+    try:
+        row["label_counts"] = {float(k): int(v) for k, v in (row["label_counts"] or {}).items()}
+    except (ValueError, TypeError, AttributeError):
+        raise _json_damaged("indexes", name, "label_counts", "not counts by label") from None
     return _record(IndexInfo, row)
 
 

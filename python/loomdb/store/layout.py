@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from loomdb.errors import LoomDataError, LoomOptionError, LoomStateError
+from loomdb.errors import LoomDataError, LoomFormatError, LoomOptionError, LoomStateError
 from loomdb.options import Choices, Interval, Names, Option, Options
 from loomdb.seams import Aggregates, Batch, IndexInfo
 from loomdb.store import catalog, formats, grouped, sparse, storage
@@ -546,12 +546,19 @@ def check_fresh(db: Database, info: IndexInfo, stale_option: bool = True) -> Non
         )
 
 
-def drop(db: Database, name: str) -> IndexInfo:
-    info = catalog.get_index(db, name)
-    with db.as_role(info.owner):
+def drop(db: Database, name: str) -> str | None:
+    """Drop index ``name``'s storage table and catalog row; what was damaged in its catalog row
+    (a damaged row is dropped all the same, read for its owner alone), or None."""
+    try:
+        owner, damage = catalog.get_index(db, name).owner, None
+    except LoomFormatError as e:
+        if not catalog.index_exists(db, name):
+            raise
+        owner, damage = catalog.damaged_index_owner(db, name), str(e)
+    with db.as_role(owner):
         db.execute(f"DROP TABLE IF EXISTS {catalog.storage_relation(name)}")
     catalog.delete_index(db, name)
-    return info
+    return damage
 
 
 def rebuild(db: Database, name: str, what: str) -> IndexInfo:

@@ -249,13 +249,23 @@ class Reader:
         batch, part, rows, version, payload, crc = row
         if payload is None:
             raise damaged(self.index, f"minibatch {batch} part {part} holds NULL")
+        if batch is None or part is None or rows is None:
+            raise damaged(self.index, f"minibatch {batch} part {part}'s row count is NULL")
         if version != self.version:
             raise damaged(
                 self.index, f"minibatch {batch} is format version {version}, not {self.version}"
             )
         if not self.checked:
             return payload
-        if crc is None or checksum(self.uid, batch, part, rows, version, payload) != int(crc):
+        try:
+            expected = checksum(self.uid, batch, part, rows, version, payload)
+        except ValueError:  # bytes.fromhex: a uid edited by hand
+            raise damaged(self.index, f"its catalog uid {self.uid!r} is not hexadecimal") from None
+        except (struct.error, TypeError, OverflowError):  # a number out of the header's range
+            raise damaged(
+                self.index, f"minibatch {batch} part {part}'s header ({rows} rows) is out of range"
+            ) from None
+        if crc is None or expected != int(crc):
             raise damaged(self.index, f"minibatch {batch} part {part} does not match its checksum")
         return payload
 
