@@ -49,6 +49,22 @@ def test_loom_load_reads_libsvm_on_both_engines(engine):
         engine.scalar(f"SELECT loom_load('csvv', '{path}', 'sv2')")
 
 
+def test_a_file_that_cannot_be_read_is_refused_with_a_hint(engine):
+    folder = readable_dir()
+    cases = [  # (kind, path, what the error says, its hint)
+        ("libsvm", "/nonexistent/x.svm", "there is no file /nonexistent/x.svm", "check the path"),
+        ("libsvm", str(folder), f"{folder} is a folder, not a file", "give the file's path"),
+        ("mnist-jpeg", str(folder), f"there is no file {folder}/", "check the path"),
+    ]
+    for kind, path, message, hint in cases:
+        with pytest.raises(engine.errors) as e:
+            engine.scalar(f"SELECT loom_load('{kind}', '{path}', 'unread')")
+        said = str(e.value)
+        assert f"{kind}: {message}" in said and hint in said and "[Errno" not in said
+    tables = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'unread'"
+    assert engine.scalar(tables) == 0  # nothing half-made
+
+
 def test_the_cli_loads_a_file_read_here(pg_dsn, tmp_path):
     path = tmp_path / "cli.svm"
     path.write_text(TEXT)

@@ -53,3 +53,35 @@ def test_the_cli_writes_a_png(tmp_path):
         assert image.format == "PNG" and image.size == (800, 600)  # two panels: bits read too
     done = subprocess.run([*cmd[:4], "nope", *cmd[6:]], capture_output=True, text=True)
     assert done.returncode == 1 and "loomdb: error: model 'nope'" in done.stderr
+
+
+def test_the_cli_refuses_what_it_cannot_read_or_write(tmp_path, capsys):
+    from loomdb.cli.main import main
+
+    missing = tmp_path / "nonexist.duckdb"
+    cases = [
+        (["plot", "m", "--duckdb", str(missing)], f"there is no DuckDB database {missing}"),
+        (
+            ["plot", "m", "--duckdb", str(missing), "-o", str(tmp_path / "no" / "x.png")],
+            f"there is no folder {tmp_path / 'no'}",
+        ),
+        (
+            ["plot", "m", "--duckdb", str(missing), "-o", str(tmp_path / "x.txt")],
+            "matplotlib writes no '.txt' files",
+        ),
+        (["plot", "m", "--dsn", "host=/nonexist dbname=x"], "could not connect to PostgreSQL"),
+        (
+            ["load", "libsvm", str(tmp_path / "nope.svm"), "s", "--duckdb", str(tmp_path / "l.db")],
+            f"libsvm: there is no file {tmp_path / 'nope.svm'}",
+        ),
+        (
+            ["load", "libsvm", "x.svm", "s", "--dsn", "host=/nonexist dbname=x"],
+            "could not connect to PostgreSQL",
+        ),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("loomdb: error: ") and message in err and "hint: " in err, err
+        assert "Traceback" not in err
+    assert not missing.exists()  # plot reads a database: it never makes an empty one

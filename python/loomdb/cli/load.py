@@ -25,11 +25,10 @@ def run_load(args: argparse.Namespace) -> int:
         finally:
             con.close()
     else:
-        import psycopg
-
+        from loomdb.cli.connect import postgres
         from loomdb.engines.postgres.client import PsycopgDatabase
 
-        with psycopg.connect(args.dsn, autocommit=True) as conn:
+        with postgres(args.dsn) as conn:
             done = loaders.load(
                 PsycopgDatabase(conn), args.kind, args.path, args.table, args.options
             )

@@ -10,11 +10,12 @@ second panel with the bits read per epoch.  Several models share the axes, so ru
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loomdb.errors import LoomStateError
+from loomdb.errors import LoomNotFoundError, LoomOptionError, LoomStateError
 
 QUERY = (
     "SELECT epoch, loss, validation_loss, precision FROM loom_training_info('{model}') "
@@ -92,20 +93,45 @@ def draw(found: list[Curve], path: str, title: str | None = None) -> None:
     plt.close(fig)
 
 
+def writable_image(path: str) -> str:
+    """``path``, refused before anything is read where the PNG could not be written there: a
+    folder that does not exist, or a name whose suffix matplotlib cannot draw."""
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise LoomNotFoundError(
+            f"cannot write {path}: there is no folder {folder}",
+            hint="give -o in a folder that exists",
+        )
+    suffix = os.path.splitext(path)[1][1:].lower()
+    if suffix:
+        try:
+            from matplotlib.backend_bases import FigureCanvasBase
+        except ImportError:
+            return path  # draw says what is missing
+        known = FigureCanvasBase.get_supported_filetypes()
+        if suffix not in known:
+            raise LoomOptionError(
+                f"cannot draw {path}: matplotlib writes no '.{suffix}' files",
+                hint=f"end -o with one of {', '.join('.' + k for k in sorted(known))}",
+            )
+    return path
+
+
 def run_plot(args: argparse.Namespace) -> int:
-    path = args.output or f"{args.models[0]}-loss.png"
+    path = writable_image(args.output or f"{args.models[0]}-loss.png")
     if args.duckdb is not None:
         import loomdb
+        from loomdb.cli.connect import existing_duckdb
 
-        con = loomdb.connect(args.duckdb, progress=False)
+        con = loomdb.connect(existing_duckdb(args.duckdb), progress=False)
         try:
             found = curves(lambda sql: con.execute(sql).fetchall(), args.models)
         finally:
             con.close()
     else:
-        import psycopg
+        from loomdb.cli.connect import postgres
 
-        with psycopg.connect(args.dsn, autocommit=True) as conn:
+        with postgres(args.dsn) as conn:
             found = curves(lambda sql: conn.execute(sql).fetchall(), args.models)
     draw(found, path, args.title)
     print(path)

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 
-from loomdb.errors import LoomOptionError, LoomStateError
+from loomdb.errors import LoomError, LoomNotFoundError, LoomOptionError, LoomStateError
 from loomdb.options import Boolean, Option, Options, parse_json
 from loomdb.store.names import QUALIFIED, relation
 
@@ -98,13 +98,16 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
     target = relation(table, db.dialect)
     columns = loader.columns(path, opts)
     started = time.monotonic()
-    with db.atomic():
-        if opts["replace"]:
-            db.execute(f"DROP TABLE IF EXISTS {target}")
-        body = ", ".join(f'"{c}" {db.type(t)}' for c, t in columns)
-        db.execute(f"CREATE TABLE {target} ({body})")
-        names = [f'"{c}"' for c, _ in columns]
-        total = _fill(db, loader, path, opts, target, names, f"loom_load {kind}")
+    try:
+        with db.atomic():  # a file that cannot be read rolls the new table back
+            if opts["replace"]:
+                db.execute(f"DROP TABLE IF EXISTS {target}")
+            body = ", ".join(f'"{c}" {db.type(t)}' for c, t in columns)
+            db.execute(f"CREATE TABLE {target} ({body})")
+            names = [f'"{c}"' for c, _ in columns]
+            total = _fill(db, loader, path, opts, target, names, f"loom_load {kind}")
+    except OSError as e:
+        raise unreadable(kind, path, e) from None
     return {
         "table": table,
         "rows": total,
@@ -112,6 +115,28 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
         "seconds": round(time.monotonic() - started, 6),
         **getattr(loader, "report", {}),  # what a loader adds (images: classes, skipped files)
     }
+
+
+def unreadable(kind: str, path: str, e: OSError) -> LoomError:
+    """What a loader's missing or unreadable file means, as a LoomError with its fix."""
+    where = e.filename if e.filename is not None else path
+    reads = "the database's process reads it (loom_load); loomdb load reads it where it runs"
+    if isinstance(e, FileNotFoundError):
+        return LoomNotFoundError(
+            f"{kind}: there is no file {where}", hint=f"check the path: {reads}"
+        )
+    if isinstance(e, IsADirectoryError):
+        return LoomOptionError(
+            f"{kind}: {where} is a folder, not a file", hint=f"give the file's path: {reads}"
+        )
+    if isinstance(e, NotADirectoryError):
+        return LoomOptionError(
+            f"{kind}: {where} is not a folder", hint=f"give the folder's path: {reads}"
+        )
+    return LoomStateError(
+        f"{kind}: {where} could not be read: {e.strerror or e}",
+        hint=f"check the file and its permissions: {reads}",
+    )
 
 
 def _fill(db: Target, loader: Loader, path: str, opts, target, names, what) -> int:
