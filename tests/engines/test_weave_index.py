@@ -151,3 +151,37 @@ def test_failed_create_index_leaves_nothing(engine):
         "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'loom_data'"
     )
     assert after == before
+
+
+def _labels_case(engine, y):
+    X = np.arange(len(y), dtype=float).reshape(-1, 1)
+    engine.load("lb", X, y)
+    for fmt in ("dense", "mlweaving"):
+        opts = json.dumps({"format": fmt})
+        engine.scalar(f"SELECT loom_create_index('l_{fmt}', 'lb', 'y', '{opts}')")
+
+
+def test_labels_float32_cannot_hold_stay_distinct(engine):
+    # 16777216 and 16777217 are one float32: stored as float32 the classes merged (accuracy
+    # 0.5 on the source, 1.0 reported on the index)
+    y = np.where(np.arange(200) < 100, 16777216.0, 16777217.0)
+    _labels_case(engine, y)
+    for fmt in ("dense", "mlweaving"):
+        opts = json.dumps({"index": f"l_{fmt}", "epochs": 50, "progress": False})
+        engine.scalar(f"SELECT loom_train('c_{fmt}', NULL, 'y', '{opts}')")
+        ev = json.loads(engine.scalar(f"SELECT loom_evaluate('c_{fmt}', 'lb')"))
+        on_index = json.loads(engine.scalar(f"SELECT loom_evaluate_index('c_{fmt}', 'l_{fmt}')"))
+        assert ev["accuracy"] == on_index["accuracy"] == 1.0, (fmt, ev, on_index)
+        assert on_index["recall"] == 1.0
+
+
+def test_regression_labels_keep_float64_precision(engine):
+    # float32 steps by 8 near 1e8: stored as float32, the index's labels were not the source's
+    y = 1e8 + 0.1 * np.arange(200)
+    _labels_case(engine, y)
+    opts = json.dumps({"index": "l_mlweaving", "model": "linear", "epochs": 300, "progress": False})
+    engine.scalar(f"SELECT loom_train('r_w', NULL, 'y', '{opts}')")
+    on_source = json.loads(engine.scalar("SELECT loom_evaluate('r_w', 'lb')"))
+    on_index = json.loads(engine.scalar("SELECT loom_evaluate_index('r_w', 'l_mlweaving')"))
+    for metric in ("mse", "r2"):
+        assert on_index[metric] == pytest.approx(on_source[metric], rel=1e-6), metric

@@ -120,3 +120,21 @@ def test_a_woven_matrix_checks_its_planes_when_made_and_its_operands_when_used()
         W @ np.ones(8)
     with pytest.raises(LoomOptionError, match="by a .8, 64. woven block"):
         np.ones(64) @ W
+
+
+def test_labels_float32_when_exact_float64_when_not():
+    from loomdb.store.formats.weave import WeaveFormat
+
+    fmt = WeaveFormat()
+    exact = np.array([0.0, 1.0, -1.0, 0.5, 16777216.0])
+    assert len(fmt.encode_labels(exact)) == 4 * len(exact)  # Eq. 4's 32 bits a label
+    assert np.array_equal(fmt.decode_labels(fmt.encode_labels(exact), len(exact)), exact)
+    for y in (np.array([16777216.0, 16777217.0]), np.array([0.1, 0.2]), np.array([1e300, 0])):
+        blob = fmt.encode_labels(y)
+        assert len(blob) == 8 * len(y)
+        assert np.array_equal(fmt.decode_labels(blob, len(y)), y)
+    # a block laid out before float64 labels (float32, 4 bytes a row) reads as it did
+    old = np.array([1.5, 2.5, 3.5, 4.5], dtype="<f4").tobytes()
+    assert np.array_equal(fmt.decode_labels(old, 4), [1.5, 2.5, 3.5, 4.5])
+    with pytest.raises(LoomFormatError):
+        fmt.decode_labels(b"\0" * 6, 1)

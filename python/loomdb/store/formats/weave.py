@@ -2,10 +2,14 @@
 
 Features are min–max normalised with the column statistics computed in SQL, quantised to 32
 bits and woven into bit planes once.  Part 0 of a minibatch (a *block*) holds its labels as
-float32 (Eq. 4 counts 32 bits per label); part p + 1 holds bit plane p (MSB first) of every
-(8-sample group, 64-feature chunk) of the block, in the hardware's line order.  Reading
-precision s is ``part <= s``, so the payload an epoch reads is exactly Eq. 4's
-N·(s·⌈M/64⌉·64 + 32)/8 bytes: precision is chosen at read time from the one stored index.
+float32 (Eq. 4 counts 32 bits per label) when float32 holds every one of them exactly, and as
+float64 otherwise (16777217.0, or 0.1, would change in float32: classes would merge, a
+regression target would move); the part's length over the block's rows tells which, so blocks
+written before float64 labels existed read as they always did.  Part p + 1 holds bit plane p
+(MSB first) of every (8-sample group, 64-feature chunk) of the block, in the hardware's line
+order.  Reading precision s is ``part <= s``, so the payload an epoch reads is exactly Eq. 4's
+N·(s·⌈M/64⌉·64 + 32)/8 bytes (float32 labels): precision is chosen at read time from the
+one stored index.
 
 Batches carry values already in [0, 1) (``value_map`` "minmax"): the trainer folds the asked
 standardisation on top of that map and the model is stored for raw rows.
@@ -19,8 +23,9 @@ import numpy as np
 
 from loomdb.codecs import weave
 from loomdb.errors import LoomFormatError, LoomOptionError
+from loomdb.seams import Batch
 from loomdb.store.formats.base import Encoder, Format
-from loomdb.store.storage import Buffer
+from loomdb.store.storage import Buffer, Stored
 
 
 class WeaveFormat(Format):
@@ -55,12 +60,28 @@ class WeaveFormat(Format):
         return encode
 
     def encode_labels(self, y: np.ndarray) -> bytes:
-        return np.asarray(y, dtype="<f4").tobytes()
+        y = np.asarray(y, dtype=np.float64)
+        narrow = y.astype("<f4")
+        if np.array_equal(narrow.astype(np.float64), y, equal_nan=True):
+            return narrow.tobytes()
+        return y.astype("<f8").tobytes()  # float32 would change a label: keep every bit
 
-    def decode_labels(self, blob: Buffer) -> np.ndarray:
+    def decode_labels(self, blob: Buffer, rows: int | None = None) -> np.ndarray:
+        """A block's labels: float32, or float64 when the part holds 8 bytes a row."""
+        if rows is not None and rows > 0 and len(blob) == 8 * rows:
+            return np.frombuffer(blob, dtype="<f8").astype(np.float64)
         if len(blob) % 4:
             raise LoomFormatError(f"mlweaving labels of {len(blob)} bytes are not float32s")
         return np.frombuffer(blob, dtype="<f4").astype(np.float64)
+
+    def decode(self, stored: Stored, n_features: int, precision: int) -> Batch:
+        y = self.decode_labels(stored.parts[0], stored.rows)
+        if len(y) != stored.rows:
+            raise LoomFormatError(
+                f"minibatch {stored.batch} holds {len(y)} labels for {stored.rows} rows"
+            )
+        X = self.payload(stored.parts[1:], stored.rows, n_features, precision)
+        return Batch(X=X, y=y, number=stored.batch, nbytes=stored.nbytes)
 
     def payload(self, parts: list[Buffer], rows: int, n_features: int, precision: int) -> Any:
         return weave.WovenMatrix(parts, rows, n_features, precision)
