@@ -70,3 +70,27 @@ def test_training_on_the_simulator_matches_cpu_and_keeps_its_report(woven):
     assert json.loads(woven.scalar("SELECT loom_evaluate('lg', 'sim_t')"))["accuracy"] > 0.8
     with pytest.raises(woven.errors, match="cannot train on the dense format"):
         woven.scalar("SELECT loom_train('x', 'sim_t', 'y', '{\"backend\": \"fpga-sim\"}')")
+
+
+@pytest.mark.postgres
+def test_an_intercept_the_q8_23_model_cannot_hold_is_refused(engine):
+    # the intercept's weight is twice the intercept: beyond ±128 the model register wrapped and
+    # a broken model was stored (labels ~140: r2 = -1253, intercept 122)
+    a = (np.arange(400) % 10).astype(float)
+    opts = {"backend": "fpga-sim", "model": "linear", "epochs": 200}
+    for level in (100, 140, 200):
+        engine.load(f"lv{level}", a.reshape(-1, 1), level + 0.1 * a)
+        engine.scalar(
+            f"SELECT loom_create_index('w{level}', 'lv{level}', 'y', "
+            '\'{"format": "mlweaving", "batch_size": 64}\')'
+        )
+        train = json.dumps({**opts, "index": f"w{level}"})
+        sql = f"SELECT loom_train('f{level}', NULL, 'y', '{train}')"
+        if level == 100:
+            engine.scalar(sql)
+            report = json.loads(engine.scalar(f"SELECT loom_evaluate('f{level}', 'lv{level}')"))
+            assert report["r2"] > 0.99
+        else:
+            with pytest.raises(engine.errors, match=r"overflowed[\s\S]*center the label"):
+                engine.scalar(sql)
+    assert engine.rows("SELECT name FROM loom.models WHERE name IN ('f140', 'f200')") == []

@@ -272,3 +272,20 @@ def test_data_validation():
         engine.run_epoch(U, y * 1000, zero)
     with pytest.raises(LoomDataError, match="model"):
         engine.run_epoch(U, y, np.zeros(10))
+
+
+def test_a_wrapped_model_register_is_counted():
+    # labels near 140 need an intercept weight near 280 on the constant ½ feature: beyond Q8.23
+    n = 256
+    U = np.full((n, 1), np.uint32(1 << 31), dtype=np.uint32)
+    job = Job(n, 1, bits=32, mini_batch=8, step_shift=1)
+    engine = Engine(job)
+    model = np.zeros(1, np.int32)
+    for _ in range(20):
+        model = engine.run_epoch(U, np.full(n, 100.0), model)
+    assert engine.wraps == 0  # 100: weight 200 fits
+    for _ in range(20):
+        model = engine.run_epoch(U, np.full(n, 140.0), model)
+        if engine.wraps:
+            break
+    assert engine.wraps > 0

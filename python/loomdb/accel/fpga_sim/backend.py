@@ -11,7 +11,9 @@ is λ = 2^−j, the largest power of two not above ``lr``.  loomdb honours ``fit
 constant feature the host appends to every sample, code 0x80000000 (exactly ½ at every
 precision): its weight is twice the intercept.  What the engine cannot do is refused by
 ``check``, never dropped: l1/l2 > 0, class weights, adam, a standardisation other than the
-index's min–max (the engine computes on the stored codes), more than two classes.
+index's min–max (the engine computes on the stored codes), more than two classes.  A weight
+beyond Q8.23's ±256 (an intercept beyond ±128, its weight being twice it) wraps the engine's
+registers: the epoch reports it and the train is refused rather than storing what wrapped.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from loomdb.accel.fpga_sim.engine import Engine
 from loomdb.accel.fpga_sim.fixed_point import model_to_fixed, to_float
 from loomdb.accel.fpga_sim.job import MAX_DIMENSION, Job
 from loomdb.accel.fpga_sim.perf import simulate
-from loomdb.errors import LoomOptionError
+from loomdb.errors import LoomDataError, LoomOptionError
 from loomdb.learn.losses import LOSSES
 from loomdb.seams import Batch, EpochStep
 
@@ -43,6 +45,22 @@ REFUSED = {
 def step_shift(lr: float) -> int:
     """j of the largest λ = 2^−j not above ``lr`` (0 ≤ j ≤ 30)."""
     return max(0, min(30, math.ceil(-math.log2(lr))))
+
+
+def overflowed(step: EpochStep, largest: float) -> LoomDataError:
+    """The engine's Q8.23 model (±256) wrapped: what trained is not a model, so refuse."""
+    why = (
+        "; the intercept rides on a constant feature of ½, so its weight is twice the "
+        "intercept and an intercept beyond ±128 cannot be held"
+        if step.fit_intercept
+        else ""
+    )
+    return LoomDataError(
+        f"fpga-sim: the engine's Q8.23 model (±256) overflowed while training (largest "
+        f"|target| {largest:g}){why}",
+        hint="center the label (subtract its mean) or scale it down, lower lr, or train "
+        "with the cpu backend (float64)",
+    )
 
 
 class FpgaSimBackend:
@@ -103,7 +121,10 @@ class FpgaSimBackend:
                 loss=step.kind,
             )
             target = step.targets(batch.y)[0][:, 0]  # classes → 0/1; values as they are
-            model = Engine(job).run_epoch(U, target, model)
+            engine = Engine(job)
+            model = engine.run_epoch(U, target, model)
+            if engine.wraps:
+                raise overflowed(step, float(np.max(np.abs(target), initial=0.0)))
             w = to_float(model)
             Z = batch.X @ w[:m] + (0.5 * w[m] if extra else 0.0)
             loss += float(LOSSES[step.kind].value(Z[:, None], target[:, None]).sum())

@@ -47,6 +47,7 @@ class Engine:
 
     def __init__(self, job: Job):
         self.job = job
+        self.wraps = 0  # the last epoch's model-register and accumulator wraps (0: none)
 
     def run_epoch(self, U: np.ndarray, y: np.ndarray, model: np.ndarray) -> np.ndarray:
         """One epoch; ``model`` is the engine's int32 Q8.23 (any integer dtype); returns int32."""
@@ -70,7 +71,7 @@ class Engine:
             )
         timing = dataclasses.replace(job, samples=max(U.shape[0], 1))
         _, lag = read_versions(timing, store=False)
-        out = run_epoch_kernel(
+        out, wraps = run_epoch_kernel(
             U,
             labels_to_fixed(y, job.loss),
             model.astype(np.int64),
@@ -82,6 +83,7 @@ class Engine:
             timing_args(timing),
             lag + 1,
         )
+        self.wraps = int(wraps)
         return out.astype(np.int32)
 
 
@@ -116,7 +118,8 @@ def train(
         bits = job.bits if precisions is None else int(precisions[min(epoch, len(precisions) - 1)])
         epoch_job = dataclasses.replace(job, bits=bits, epochs=1)
         started = time.perf_counter()
-        model = Engine(epoch_job).run_epoch(U, y, model)
+        engine = Engine(epoch_job)
+        model = engine.run_epoch(U, y, model)
         wall = time.perf_counter() - started
         sim = simulate(epoch_job)
         reports.append(
@@ -129,6 +132,7 @@ def train(
                 "simulated_bytes": sim["bytes_per_epoch"],
                 "bound": sim["bound"],
                 "wall_seconds": wall,
+                "wraps": engine.wraps,  # the hardware wraps silently: >0, the model is garbage
             }
         )
     return to_float(model), reports

@@ -104,7 +104,8 @@ def run_epoch_kernel(
     reads the model of the batch start; async (``sync`` false) reads, per chunk, the version
     ``perf.advance_versions`` gives for ``timing`` = (starts, batch_end, L, bytes per cycle,
     bytes per group), keeping a ring of ``depth`` (1 + the largest lag) architectural models.
-    Returns the working model after the last group.
+    Returns the working model after the last group and how many times a model register or a
+    gradient accumulator wrapped (the hardware wraps silently; the host is told).
     """
     n, m = U.shape
     chunks = (m + 63) // 64
@@ -118,6 +119,7 @@ def run_epoch_kernel(
     tabulated = np.full(chunks, -1, dtype=np.int64)
     seen = np.zeros(chunks, dtype=np.int64)
     grad = np.zeros(m, dtype=np.int64)
+    wraps = 0
     for g in range(groups):
         k = g // per_batch
         if sync:
@@ -135,7 +137,11 @@ def run_epoch_kernel(
             if scale != 0:
                 _accumulate_gradient(U, r, scale, grad, s)
         for i in range(m):  # working model, every 8 samples
-            work[i] = wrap(work[i] - (wrap(grad[i], 36) >> np.int64(EXTRA)), 32)
+            acc = wrap(grad[i], 36)
+            wide = work[i] - (acc >> np.int64(EXTRA))
+            work[i] = wrap(wide, 32)
+            if acc != grad[i] or work[i] != wide:
+                wraps += 1
         if (g + 1) % per_batch == 0 or g == groups - 1:  # architectural model, every B
             ring[(k + 1) % depth, :] = work
-    return work
+    return work, wraps
