@@ -94,3 +94,31 @@ def test_an_intercept_the_q8_23_model_cannot_hold_is_refused(engine):
             with pytest.raises(engine.errors, match=r"overflowed[\s\S]*center the label"):
                 engine.scalar(sql)
     assert engine.rows("SELECT name FROM loom.models WHERE name IN ('f140', 'f200')") == []
+
+
+@pytest.mark.postgres
+def test_a_batch_size_the_engine_cannot_run_is_refused_by_train_and_simulate(engine):
+    # batch_size 24 trained as mini_batch 32 (each block's gradient divided by 32) while
+    # loom_simulate refused it with a hint naming the job's mini_batch, a field never given
+    a = np.arange(200, dtype=float)
+    engine.load("b24", a.reshape(-1, 1), 0.5 * a)
+    for size in (24, 32):
+        engine.scalar(
+            f"SELECT loom_create_index('w{size}', 'b24', 'y', "
+            f'\'{{"format": "mlweaving", "batch_size": {size}}}\')'
+        )
+    opts = '{"index": "w%d", "backend": "fpga-sim", "model": "linear", "epochs": 2}'
+    refused = r"index 'w24' has batch_size = 24[\s\S]*power of two[\s\S]*batch_size = 32"
+    with pytest.raises(engine.errors, match=refused):
+        engine.scalar(f"SELECT loom_train('f24', NULL, 'y', '{opts % 24}')")
+    with pytest.raises(engine.errors, match=refused):
+        engine.scalar("SELECT loom_simulate('w24')")
+    with pytest.raises(engine.errors, match="this simulation has batch_size = 24"):
+        engine.scalar("SELECT loom_simulate('w32', '{\"batch_size\": 24}')")
+    assert engine.rows("SELECT name FROM loom.models WHERE name = 'f24'") == []
+    engine.scalar(f"SELECT loom_train('f32', NULL, 'y', '{opts % 32}')")  # a power of two: runs
+    assert json.loads(engine.scalar("SELECT loom_simulate('w32')"))["job"]["mini_batch"] == 32
+    # the cpu backend honours any batch_size
+    engine.scalar(
+        'SELECT loom_train(\'c24\', NULL, \'y\', \'{"index": "w24", "model": "linear"}\')'
+    )

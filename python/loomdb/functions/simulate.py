@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from loomdb.accel.fpga_sim import Job, simulate
+from loomdb.accel.fpga_sim.job import check_batch_size
 from loomdb.errors import LoomOptionError
 from loomdb.options import Boolean, Choices, Interval, Option, Options, parse_json
 from loomdb.store import catalog, sparse
@@ -40,7 +41,9 @@ def simulate_index(db: Any, index: str, options: str | None) -> str:
             '{"format": "mlweaving"}',
         )
     opts = OPTIONS.parse(parse_json(options))
-    batch = opts.pop("batch_size") or int(info.options.get("batch_size") or 256)
+    given = opts.pop("batch_size")
+    batch = given or int(info.options.get("batch_size") or 256)
+    check_batch_size(batch, "this simulation" if given else f"index '{index}'")
     job = Job(
         samples=int(info.rows),
         dimension=sparse.feature_count(info),

@@ -124,6 +124,9 @@ class Plan:
                 f"backend '{backend.name}' cannot train on the {fmt.name} format",
                 hint="choose another backend or format; see loom_backends()",
             )
+        check_index = getattr(backend, "check_index", None)  # a backend's limits on a layout
+        if check_index is not None:
+            check_index(laid.info)
         self.check_skip(laid, backend)
 
     @property

@@ -11,9 +11,11 @@ is λ = 2^−j, the largest power of two not above ``lr``.  loomdb honours ``fit
 constant feature the host appends to every sample, code 0x80000000 (exactly ½ at every
 precision): its weight is twice the intercept.  What the engine cannot do is refused by
 ``check``, never dropped: l1/l2 > 0, class weights, adam, a standardisation other than the
-index's min–max (the engine computes on the stored codes), more than two classes.  A weight
-beyond Q8.23's ±256 (an intercept beyond ±128, its weight being twice it) wraps the engine's
-registers: the epoch reports it and the train is refused rather than storing what wrapped.
+index's min–max (the engine computes on the stored codes), more than two classes; by
+``check_index``, an index whose batch_size is not a power of two ≥ 8 (rounding it up would
+average each block over rows it does not hold).  A weight beyond Q8.23's ±256 (an intercept
+beyond ±128, its weight being twice it) wraps the engine's registers: the epoch reports it and
+the train is refused rather than storing what wrapped.
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ import numpy as np
 
 from loomdb.accel.fpga_sim.engine import Engine
 from loomdb.accel.fpga_sim.fixed_point import model_to_fixed, to_float
-from loomdb.accel.fpga_sim.job import MAX_DIMENSION, Job
+from loomdb.accel.fpga_sim.job import MAX_DIMENSION, Job, check_batch_size
 from loomdb.accel.fpga_sim.perf import simulate
 from loomdb.errors import LoomDataError, LoomOptionError
 from loomdb.learn.losses import LOSSES
-from loomdb.seams import Batch, EpochStep
+from loomdb.seams import Batch, EpochStep, IndexInfo
 
 HALF = np.uint32(1 << 31)  # the intercept feature's code: ½ at every precision
 REFUSED = {
@@ -90,6 +92,11 @@ class FpgaSimBackend:
                 "fpga-sim trains one model at a time: binary classes or a regression",
                 hint="binarise the label (one-vs-rest) or use the cpu backend",
             )
+
+    def check_index(self, info: IndexInfo) -> None:
+        """Each stored block is one of the engine's mini-batches: its size must be one."""
+        where = f"index '{info.name}'" if info.name else "the layout"
+        check_batch_size(int(info.options.get("batch_size") or 256), where)
 
     def margins(self, batch: Batch, W: np.ndarray) -> np.ndarray:  # inference: host side
         return np.asarray(batch.X @ W).reshape(batch.rows, -1)

@@ -31,6 +31,21 @@ LOSSES = ("linear", "logistic", "svm")
 MODES = ("sync", "async")
 
 
+def check_batch_size(size: int, where: str) -> None:
+    """Refuse an index's (or a simulation's) ``batch_size`` the engine cannot run as it is: B
+    must be a power of two ≥ 8 (8 banks; the average is a shift).  Rounding it up would divide
+    each block's gradient by more rows than it holds, so it is refused, never rounded."""
+    if not (_is_int(size) and size >= BANKS and (size & (size - 1)) == 0):
+        up = max(BANKS, 1 << (max(int(size), 1) - 1).bit_length())
+        down = max(BANKS, up >> 1)
+        raise LoomOptionError(
+            f"fpga-sim: {where} has batch_size = {size}, but the MLWeaving engine's mini-batch "
+            "must be a power of two ≥ 8 (8 banks; the average is a shift, there is no divider)",
+            hint=f"use batch_size = {down} or {up} (an index: rebuild it WITH "
+            f"(batch_size = {up})), or train with the cpu backend, which honours {size}",
+        )
+
+
 @dataclass(frozen=True)
 class Job:
     """One training job: what the host writes into the engine's descriptor."""
