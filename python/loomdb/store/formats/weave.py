@@ -61,7 +61,8 @@ class WeaveFormat(Format):
 
     def encode_labels(self, y: np.ndarray) -> bytes:
         y = np.asarray(y, dtype=np.float64)
-        narrow = y.astype("<f4")
+        with np.errstate(over="ignore"):  # beyond float32's range: inf, so kept as float64
+            narrow = y.astype("<f4")
         if np.array_equal(narrow.astype(np.float64), y, equal_nan=True):
             return narrow.tobytes()
         return y.astype("<f8").tobytes()  # float32 would change a label: keep every bit
