@@ -385,3 +385,94 @@ def test_the_aggregate_refuses_damaged_and_misordered_minibatches():
         agg.call(plpy, "step", None, 0, *_epoch_rows(rows, 0), job[:-8])
     with pytest.raises(FakePlpy.Error, match="shard 2 of 2"):
         agg.call(plpy, "step", None, 2, *_epoch_rows(rows, 0), job)
+
+
+def _forged(job, edit):
+    """``job`` with its start's scalars and arrays changed by ``edit(scalars, arrays)``."""
+    [(scalars, arrays)] = shard_state.unpack(job)
+    scalars, arrays = dict(scalars), {k: np.array(v) for k, v in arrays.items()}
+    edit(scalars, arrays)
+    return shard_state.pack([(scalars, arrays)])
+
+
+def _forged_batch(uid, features, rows=1, labels=None):
+    """One dense minibatch of ``features`` columns, with checksums its forger computed."""
+    from loomdb.codecs import dense
+    from loomdb.store import storage
+
+    y = np.zeros((rows if labels is None else labels, 1))
+    parts = [bytes(dense.encode(y)), bytes(dense.encode(np.ones((rows, features))))]
+    crcs = [storage.checksum(uid, 0, p, rows, 1, blob) for p, blob in enumerate(parts)]
+    return [0, 0], [rows, rows], [0, 1], [1, 1], parts, crcs
+
+
+def _read(**changes):
+    def edit(scalars, arrays):
+        scalars["read"] = {**scalars["read"], **changes}
+
+    return edit
+
+
+def _set(name, value):
+    def edit(scalars, arrays):
+        (arrays if isinstance(value, np.ndarray) else scalars)[name] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (_read(n_features=8), "minibatches of 8 features for a model of 5"),
+        (_set("W", np.zeros((8, 1))), "shift of shape"),
+        (_set("W", np.zeros((5, 2))), "a model of 2 columns for 2 classes"),
+        (_set("W", np.zeros(5)), "a model of shape"),
+        (_set("b", np.zeros(3)), "b of shape"),
+        (_set("class_weights", np.ones(7)), "class_weights of shape"),
+        (_set("classes", [1.0, 0.0]), "increasing"),
+        (_set("classes", ["a", "b"]), "finite numbers"),
+        (_set("lr", "0.1"), "lr, l1 or l2"),
+        (_set("widest", -1), "widest"),
+        (_set("optimizer", "nesterov"), "optimizer state"),  # its vW, vb, t, tmax absent
+        (_set("state.shape", 3), "optimizer state"),
+        (_read(format="pcr"), "cannot train in parallel workers"),
+        (_read(precision=0), "precision 0"),
+        (_read(parts=2), "2 parts at precision 32"),
+        (_read(version=9), "format version 9"),
+        (_read(shards=10**9), "shards"),
+    ],
+)
+def test_the_aggregate_refuses_a_forged_job_before_any_step(edit, message):
+    """loom._epoch_step is executable by loomdb_user (parallel workers run as the caller), who
+    writes the job and can compute the checksums: a row wider than the job's model made the
+    compiled step write past its gradient (a 2,000,000-feature row killed the server)."""
+    from loomdb.engines.postgres import epoch_aggregate as agg
+
+    X, y = _data(rows=32, classes=2)
+    laid, rows = _layout(X, y, "dense")
+    job, plpy = _forged(_job(X, y, laid), edit), FakePlpy()
+    with pytest.raises(FakePlpy.Error, match="malformed parallel epoch") as info:
+        agg.call(plpy, "step", None, 0, *_epoch_rows(rows, 0), job)
+    assert message in str(info.value) and info.value.hint == shard_state.HINT
+
+
+def test_the_aggregate_refuses_a_forged_wide_row_and_a_forged_state():
+    from loomdb.engines.postgres import epoch_aggregate as agg
+
+    X, y = _data(rows=32, classes=2)
+    laid, rows = _layout(X, y, "dense")
+    job, plpy, uid = _job(X, y, laid), FakePlpy(), laid.info.uid
+    wide = _forged_batch(uid, 2_000_000)  # the tester's row, against a model of 5 features
+    with pytest.raises(FakePlpy.Error, match=r"holds \(1, 2000000\), not \(1, 5\)"):
+        agg.call(plpy, "step", None, 0, *wide, job)
+    job_wide = _forged(job, _read(n_features=2_000_000))  # and a job that agrees with the row
+    with pytest.raises(FakePlpy.Error, match="2000000 features for a model of 5"):
+        agg.call(plpy, "step", None, 0, *wide, job_wide)
+    with pytest.raises(FakePlpy.Error, match="2 labels for 1 rows"):
+        agg.call(plpy, "step", None, 0, *_forged_batch(uid, 5, labels=2), job)
+    state = agg.call(plpy, "step", None, 0, *_epoch_rows(rows, 0), job)
+    for name, value in (("W", np.zeros((9, 1))), ("b", np.zeros(4)), ("rows", -1)):
+        forged = _forged(state, _set(name, value))
+        with pytest.raises(FakePlpy.Error, match="malformed parallel epoch result"):
+            agg.call(plpy, "step", forged, 0, *_epoch_rows(rows, 2), job)
+    assert agg.call(plpy, "step", state, 0, *_epoch_rows(rows, 2), job)  # the real one goes on

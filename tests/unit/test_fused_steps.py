@@ -138,7 +138,7 @@ def test_a_run_is_prepared_once_and_again_when_its_minibatches_change():
     batches = KeptSource(X, y).batches
 
     def prepared(run):
-        payloads, labels = fused_steps._prepared(fused_steps.DENSE, run)
+        payloads, labels = fused_steps._prepared(fused_steps.DENSE, run, run[0].X.shape[1])
         assert np.array_equal(labels, np.concatenate([b.y for b in run]))
         assert len(payloads) == len(run)
         assert all(p is b.X for p, b in zip(payloads, run))
@@ -151,3 +151,38 @@ def test_a_run_is_prepared_once_and_again_when_its_minibatches_change():
     relabelled = [batches[0], Batch(batches[1].X, batches[1].y.copy()), batches[2]]
     relabelled[1].y[0] = 1.0 - relabelled[1].y[0]
     assert prepared(relabelled)[len(batches[0].y)] == relabelled[1].y[0]  # new labels read
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "nesterov"])
+def test_a_minibatch_or_state_of_another_shape_is_refused_before_the_kernel(optimizer):
+    """The kernel checks no bounds: a minibatch wider than the model (a forged parallel epoch's)
+    wrote past the gradient's rows, and labels short of the rows were read past their end."""
+    X, y, labels = glm_data(2)
+    prob = problem(X, labels, "zscore", y)
+    cfg = TrainConfig(kind="logistic", optimizer=optimizer)
+    m = X.shape[1]
+
+    def step(batch, W=None, b=None, opt=None):
+        W = np.zeros((m, 1)) if W is None else W
+        b = np.zeros(1) if b is None else b
+        opt = opt or OPTIMIZERS[optimizer](W.shape)
+        before = W.copy()
+        with pytest.raises(LoomFormatError) as info:
+            fused_steps.step(
+                fused_steps.payload_of(batch, m), [batch], 0.0, W, b, prob, cfg, opt, 0.1, [16]
+            )
+        assert info.value.hint and np.array_equal(W, before)
+        return str(info.value)
+
+    wide = Batch(np.ones((4, m + 6)), np.zeros(4))
+    assert f"4 rows × {m + 6} features" in step(wide)
+    assert "with 2 labels" in step(Batch(np.ones((4, m)), np.zeros(2)))
+    toc = Batch(TocMatrix.from_bytes(encode(np.ones((4, m + 1)))), np.zeros(4))
+    assert f"× {m + 1} features" in step(toc)
+    ok = Batch(np.ones((4, m)), np.zeros(4))
+    assert "b" in step(ok, b=np.zeros(3))
+    assert "scale" in step(Batch(np.ones((4, m - 1)), np.zeros(4)), W=np.zeros((m - 1, 1)))
+    assert "class columns" in step(ok, W=np.zeros((m, 2)), b=np.zeros(2))
+    if optimizer == "nesterov":
+        small = OPTIMIZERS[optimizer]((1, 1))
+        assert "vW" in step(ok, opt=small)

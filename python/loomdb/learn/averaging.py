@@ -40,6 +40,7 @@ import numpy as np
 
 from loomdb.accel.cpu import CpuBackend
 from loomdb.errors import LoomFormatError, LoomOptionError
+from loomdb.learn import shard_state
 from loomdb.learn.optimizers import OPTIMIZERS
 from loomdb.learn.problem import Problem
 from loomdb.learn.scaling import Scaling
@@ -141,13 +142,26 @@ class Start:
         return start
 
     def check(self) -> None:
-        m, k = self.W.shape if self.W.ndim == 2 else (-1, -1)
-        wanted = {"b": (k,), "shift": (m,), "scale": (m,)}
-        shapes_ok = all(getattr(self, a).shape == s for a, s in wanted.items())
-        if not (
-            self.optimizer in AVERAGED and shapes_ok and self.kind in ("linear", "logistic", "svm")
-        ):
-            raise LoomFormatError("malformed parallel epoch start: shapes or names disagree")
+        """Refuse a start whose fields the steps cannot trust: a parallel epoch's job arrives
+        as bytes a caller of ``loom._epoch_step`` may have forged, and the compiled steps
+        index the model, its scaling and the optimiser's state by the model's shape."""
+        bad = _bad_scalars(self)
+        W = self.W
+        m, k = W.shape if W.ndim == 2 else (-1, -1)
+        if not bad and k != (1 if len(self.classes) <= 2 else len(self.classes)):
+            bad = f"a model of {k} columns for {len(self.classes)} classes"
+        wanted: dict[str, Any] = {"b": (k,), "shift": (m,), "scale": (m,)}
+        if self.class_weights is not None:
+            wanted["class_weights"] = (len(self.classes),)
+        for name, shape in wanted.items():
+            if not bad and getattr(self, name).shape != shape:
+                bad = f"{name} of shape {getattr(self, name).shape}, not {shape}"
+        if not bad:
+            step = STEPS[self.optimizer]
+            names = AVERAGED[self.optimizer] + FIXED[self.optimizer] + ((step,) if step else ())
+            bad = _bad_state(self.state, names, (m, k))
+        if bad:
+            raise LoomFormatError(f"malformed parallel epoch start: {bad}", hint=shard_state.HINT)
 
     def problem(self) -> Problem:
         m = self.W.shape[0]
@@ -199,6 +213,85 @@ class ShardResult:
             return cls(W=arrays["W"], b=arrays["b"], state=state, **plain)
         except (KeyError, TypeError):
             raise LoomFormatError("malformed parallel epoch result: a field is missing") from None
+
+    def check(self, start: Start) -> None:
+        """Refuse a shard's state that does not continue ``start``: the state a transition is
+        handed is bytes its caller may have forged (``loom._epoch_step``), and the steps write
+        into its model and optimiser state by the start's shapes."""
+        counts = ("shard", "rows", "bytes", "batches", "widest", "next_batch")
+        bad = next(
+            (f"{k} = {getattr(self, k)!r:.40}" for k in counts if not _count(getattr(self, k))), ""
+        )
+        if not bad and not (
+            _real(self.loss)
+            and (self.diverged is None or isinstance(self.diverged, str))
+            and isinstance(self.worker, str)
+        ):
+            bad = "its loss, divergence or worker is mistyped"
+        for name, a, b in (("W", self.W, start.W), ("b", self.b, start.b)):
+            if not bad and (not isinstance(a, np.ndarray) or a.shape != b.shape):
+                bad = f"{name} of shape {np.shape(a)}, not {b.shape}"
+        if not bad:
+            name = start.optimizer
+            step = STEPS[name]
+            names = AVERAGED[name] + SUMMED[name] + FIXED[name] + ((step,) if step else ())
+            bad = _bad_state(self.state, names, start.W.shape, required=False)
+        if bad:
+            raise LoomFormatError(f"malformed parallel epoch result: {bad}", hint=shard_state.HINT)
+
+
+_LARGEST = 1 << 53  # a count or step beyond this is no count a train makes
+
+
+def _real(x: Any) -> bool:
+    return type(x) in (int, float) and abs(x) < float("inf")
+
+
+def _count(x: Any) -> bool:
+    return type(x) is int and 0 <= x < _LARGEST
+
+
+def _bad_scalars(start: Start) -> str:
+    """What is wrong with ``start``'s names and numbers ("": nothing)."""
+    if not (isinstance(start.kind, str) and start.kind in ("linear", "logistic", "svm")):
+        return f"kind {start.kind!r:.40}"
+    if not (isinstance(start.optimizer, str) and start.optimizer in AVERAGED):
+        return f"optimizer {start.optimizer!r:.40}"
+    if not (_real(start.lr) and start.lr > 0 and _real(start.l1) and _real(start.l2)):
+        return "lr, l1 or l2 is not a finite number"
+    if start.l1 < 0 or start.l2 < 0:
+        return "l1 or l2 is negative"
+    if type(start.fit_intercept) is not bool or not _count(start.widest):
+        return "fit_intercept or widest is mistyped"
+    classes = start.classes
+    if not (isinstance(classes, list) and all(_real(c) for c in classes)):
+        return "classes are not a list of finite numbers"
+    if any(a >= b for a, b in zip(classes, classes[1:])):
+        return "classes are not in increasing order"
+    arrays = (start.W, start.b, start.shift, start.scale)
+    if not all(isinstance(a, np.ndarray) for a in arrays) or start.W.ndim != 2:
+        return f"a model of shape {np.shape(start.W)}"
+    if start.class_weights is not None and not isinstance(start.class_weights, np.ndarray):
+        return "class_weights are not an array"
+    return ""
+
+
+def _bad_state(state: Any, names: tuple[str, ...], shape: tuple[int, ...], required=True) -> str:
+    """What is wrong with an optimiser's carried ``state`` for a model of ``shape`` ("":
+    nothing): only the fields ``names`` (all of them when ``required``), the arrays of the
+    model's (``…W``) or intercept's (``…b``) shape, the counters counts."""
+    if not isinstance(state, dict) or not set(state) <= set(names):
+        return f"optimizer state {sorted(state) if isinstance(state, dict) else state!r:.80}"
+    if required and set(state) != set(names):
+        return f"optimizer state {sorted(state)!r:.80}, not {sorted(names)}"
+    for key, value in state.items():
+        if key[-1] in "Wb":
+            wanted = shape if key[-1] == "W" else shape[1:]
+            if not isinstance(value, np.ndarray) or value.shape != wanted:
+                return f"optimizer state {key} of shape {np.shape(value)}, not {wanted}"
+        elif not (_count(value) or (key == "tmax" and value is None)):
+            return f"optimizer state {key} = {value!r:.40}"
+    return ""
 
 
 def begin(start: Start, shard: int) -> ShardResult:

@@ -44,6 +44,7 @@ from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
 from loomdb.codecs import toc_products, weave_products
 from loomdb.codecs.toc import TocMatrix
 from loomdb.codecs.weave import WovenMatrix
+from loomdb.errors import LoomFormatError
 from loomdb.learn.step_kernels import (
     KIND_CODES,
     assemble,
@@ -139,8 +140,9 @@ def step(
     so how minibatches are grouped into runs never changes a bit; diverged: the model turned
     non-finite and the run stopped there. A label outside the classes raises what the per-batch
     path raises."""
-    payloads, labels = _prepared(kind, run)
     momentum = optimizer.name == "nesterov"
+    _check_model(W, b, problem, optimizer if momentum else None)
+    payloads, labels = _prepared(kind, run, W.shape[0])
     state = (
         (optimizer.vW, optimizer.sW, optimizer.vb, optimizer.sb)
         if momentum
@@ -179,10 +181,44 @@ def step(
     return total, rows, bool(diverged)
 
 
+def _check_model(W, b, problem, momentum) -> None:
+    """Refuse a model whose parts disagree in shape before the kernel indexes one by
+    another's: a parallel epoch's model and optimiser state arrive as bytes (``shard_state``),
+    and the compiled loops check no bounds."""
+    m, k = W.shape if W.ndim == 2 else (-1, -1)
+    arrays: dict[str, tuple[Any, tuple[int, ...]]] = {"b": (b, (k,))}
+    arrays.update(scale=(problem.scaling.scale, (m,)), shift=(problem.scaling.shift, (m,)))
+    if problem.class_weights is not None:
+        arrays["class_weights"] = (problem.class_weights, (len(problem.classes),))
+    if momentum is not None:
+        for name in ("vW", "sW", "vb", "sb"):
+            arrays[name] = (getattr(momentum, name), (m, k) if name[-1] == "W" else (k,))
+    bad = [n for n, (a, shape) in arrays.items() if np.shape(a) != shape]
+    if k != problem.k or bad:
+        raise LoomFormatError(
+            f"a model of shape {W.shape} for {problem.k} class columns, its "
+            f"{', '.join(bad) or 'parts'} of another shape",
+            hint=HINT,
+        )
+
+
+def _check_batch(X: Any, y: np.ndarray, m: int) -> None:
+    """Refuse a minibatch whose width is not the model's, or whose labels are not one a row."""
+    rows, width = X.shape
+    if width != m or len(y) != rows:
+        raise LoomFormatError(
+            f"a minibatch of {rows} rows × {width} features with {len(y)} labels, for a model "
+            f"of {m} features",
+            hint=HINT,
+        )
+
+
+HINT = "the minibatches and the model come from different indexes: loom_reindex the index"
+
 _MEMO = "fused_run"  # the key of a run's prepared payloads in its first minibatch's scratch
 
 
-def _prepared(kind: str, run: list[Batch]) -> tuple[Any, np.ndarray]:
+def _prepared(kind: str, run: list[Batch], m: int) -> tuple[Any, np.ndarray]:
     """The run's payloads as the kernel reads them and its labels in one array.  A warm
     epoch's minibatches are the same objects every epoch (``store/epochs`` keeps them), so
     what is made here is kept in the run's first minibatch's ``scratch`` and used again while
@@ -192,16 +228,17 @@ def _prepared(kind: str, run: list[Batch]) -> tuple[Any, np.ndarray]:
     memo = run[0].scratch.get(_MEMO)
     if (
         memo is not None
-        and memo[0] == kind
+        and memo[0] == (kind, m)
         and len(memo[1]) == len(run)
         and all(x is b.X and y is b.y for x, y, b in zip(memo[1], memo[2], run))
     ):
         return memo[3], memo[4]
     payloads = _listed(_PAYLOADS[kind])
     for batch in run:
+        _check_batch(batch.X, batch.y, m)
         _append(payloads, _payload(kind, batch.X))
     labels = np.concatenate([batch.y for batch in run]).astype(np.float64, copy=False)
-    run[0].scratch[_MEMO] = (kind, [b.X for b in run], [b.y for b in run], payloads, labels)
+    run[0].scratch[_MEMO] = ((kind, m), [b.X for b in run], [b.y for b in run], payloads, labels)
     return payloads, labels
 
 

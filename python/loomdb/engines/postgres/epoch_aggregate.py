@@ -28,8 +28,10 @@ from loomdb.engines.postgres.plpy_database import raise_error
 from loomdb.errors import LoomError, LoomFormatError
 from loomdb.learn import averaging, shard_state
 from loomdb.store import formats, storage
+from loomdb.store.formats.base import Format
 
 _parsed: dict[str, Any] = {"job": None, "value": None}  # the last job read in this process
+_MOST_SHARDS = 1024  # far more than max_parallel_workers allows
 READ = {  # what a job says about reading the shards' minibatches, and each value's type
     "format": str,
     "n_features": int,
@@ -66,8 +68,30 @@ def _job(blob: Any) -> tuple[averaging.Start, dict[str, Any]]:
             and read["shards"] >= 1
         ):
             raise LoomFormatError("malformed parallel epoch job", hint=shard_state.HINT)
-        _parsed.update(job=blob, value=(averaging.Start.from_record(records[0]), read))
+        start = averaging.Start.from_record(records[0])
+        _check_read(read, start)
+        _parsed.update(job=blob, value=(start, read))
     return _parsed["value"]
+
+
+def _check_read(read: dict[str, Any], start: averaging.Start) -> None:
+    """Refuse a job whose reading does not fit its model: the steps index the model by each
+    minibatch's width, which the decoders check against ``n_features`` only, and the reader
+    asks the format for ``parts`` at ``precision``.  A caller of ``loom._epoch_step`` writes
+    the job (and the checksums, from a uid it chooses), so nothing here is taken on trust."""
+    fmt = formats.get(read["format"])
+    m = start.W.shape[0]
+    if type(fmt).bind is not Format.bind:  # reads with its index's settings (pcr)
+        bad = f"format {read['format']!r} cannot train in parallel workers"
+    elif read["n_features"] != m:
+        bad = f"minibatches of {read['n_features']} features for a model of {m}"
+    elif not 1 <= read["precision"] <= fmt.top() or read["parts"] != fmt.parts(read["precision"]):
+        bad = f"{read['parts']} parts at precision {read['precision']}"
+    elif read["version"] != fmt.version or not 1 <= read["shards"] <= _MOST_SHARDS:
+        bad = f"format version {read['version']} in {read['shards']} shards"
+    else:
+        return
+    raise LoomFormatError(f"malformed parallel epoch job: {bad}", hint=shard_state.HINT)
 
 
 def step(
@@ -89,6 +113,8 @@ def step(
     results = (
         [averaging.ShardResult.from_record(r) for r in shard_state.unpack(state)] if state else []
     )
+    for result in results:
+        result.check(start)
     current = next((r for r in results if r.shard == shard), None)
     if current is None:
         current = averaging.begin(start, shard)
