@@ -114,6 +114,31 @@ def test_predict_errors(good):
     )
 
 
+def hint_of(engine, sql: str) -> tuple[str, str]:
+    """The message and hint of the error ``sql`` raises: PostgreSQL's HINT field, or the
+    LoomError's (its str holds the hint too)."""
+    with pytest.raises(engine.errors) as info:
+        engine.rows(sql)
+    diag = getattr(info.value, "diag", None)
+    hint = diag.message_hint if diag is not None else getattr(info.value, "hint", None)
+    return str(info.value), hint or ""
+
+
+def test_an_array_of_arrays_as_features_is_refused_with_a_hint(good):
+    """A 2-D float8[] reached numpy as nested lists: "ValueError: shape mismatch", no HINT."""
+    calls = ["loom_predict('keep', {})", "loom_predict_class('keep', {})"]
+    if good.name == "postgres":  # DuckDB binds these to DOUBLE[] only, and refuses at bind
+        calls += ["loom_predict_proba('keep', {})", "loom._predict_python('keep', {})"]
+    for array in ("ARRAY[[1.0, 2.0, 3.0]]", "ARRAY[[1.0, 2.0], [3.0, 4.0]]"):
+        for call in calls:
+            sql = "SELECT " + call.format(f"CAST({array} AS DOUBLE PRECISION[])")
+            if good.name == "duckdb":
+                sql = "SELECT " + call.format(array)
+            message, hint = hint_of(good, sql)
+            assert "one-dimensional array" in message and "2-dimensional" in message, sql
+            assert "flat array" in hint, sql
+
+
 def test_svm_has_no_probabilities(good):
     good.scalar("SELECT loom_train('s', 'good', 'y', '{\"model\": \"svm\", \"epochs\": 1}')")
     assert "no probabilities" in error_of(good, "SELECT loom_predict_proba('s', ARRAY[1.0, 2.0])")

@@ -15,9 +15,33 @@ from loomdb.udfs import ROW, Udf
 MAX_WIDTH = 2**31  # what a sparse row may name; the model checks its own width
 
 
+def _one_dimensional(rows: Sequence[Any], what: str = "features") -> None:
+    """Refuse an array of arrays: PostgreSQL hands a multidimensional ``float8[]`` (its type
+    says nothing of its dimensions) to PL/Python as nested lists, which numpy then read as a
+    matrix per row (a ``ValueError`` from deep inside, or a silently wrong answer)."""
+    for row in rows:
+        if row is not None and len(row) and isinstance(row[0], (list, tuple)):
+            depth, inner = 1, row
+            while len(inner) and isinstance(inner[0], (list, tuple)):
+                depth, inner = depth + 1, inner[0]
+            raise not_one_dimensional(depth, what)
+
+
+def not_one_dimensional(depth: int, what: str = "features") -> Exception:
+    """The error of an array of ``depth`` dimensions where one row's flat array belongs."""
+    from loomdb.errors import LoomOptionError
+
+    return LoomOptionError(
+        f"{what} are a one-dimensional array of numbers; got a {depth}-dimensional array",
+        hint="pass one row's features as a flat array, e.g. ARRAY[1.0, 2.0, 3.0]; "
+        "for several rows call the function once per row",
+    )
+
+
 def feature_rows(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Feature arrays → ``(X (n, m) float64, ok (n,) bool)``; rows with NULLs are not ok."""
     n = len(values)
+    _one_dimensional(values)
     ok = np.array([v is not None and all(x is not None for x in v) for v in values], dtype=bool)
     lengths = {len(v) for v, good in zip(values, ok) if good}
     if len(lengths) > 1:
@@ -37,6 +61,8 @@ def feature_rows(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
 def sparse_rows(indices: Sequence[Any], values: Sequence[Any]) -> tuple[CsrRows, np.ndarray]:
     """Per-row index and value arrays → ``(CsrRows, ok)``; a row with a NULL array or a NULL
     element is not ok (it predicts NULL); arrays of different lengths are an error."""
+    _one_dimensional(indices, "indices")
+    _one_dimensional(values, "values")
     ok = np.array(
         [
             i is not None and v is not None and None not in i and None not in v
