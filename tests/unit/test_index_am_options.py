@@ -37,6 +37,10 @@ def test_with_values_read_as_json_scalars_else_text():
         ("toc", ["label=y", "if_not_exists=true"], LoomSyntaxError, "written in the statement"),
         ("toc", ["label=y", "bits=3"], LoomOptionError, "unknown layout option 'bits'"),
         ("dense", ["label=y", "batch_size=0"], LoomOptionError, "'batch_size' option must be"),
+        # loom._index_am_check is callable by hand: ARRAY[NULL] was an AttributeError
+        ("toc", [None], LoomSyntaxError, "'name=value' texts; got null"),
+        ("toc", ["label=y", "seed"], LoomSyntaxError, "'name=value' texts; got \"seed\""),
+        ("toc", [["label=y"]], LoomSyntaxError, "'name=value' texts; got [\"label=y\"]"),
     ],
 )
 def test_bad_with_options_are_refused(method, reloptions, error, message):

@@ -116,6 +116,10 @@ def options(method: str, reloptions: list[str]) -> tuple[str, dict[str, Any]]:
     form = FORM.format(method=method)
     given: dict[str, Any] = {}
     for item in reloptions:
+        if not isinstance(item, str) or "=" not in item:  # loom._index_am_check called by hand
+            raise LoomSyntaxError(
+                f"WITH options are 'name=value' texts; got {json.dumps(item)}", hint=form
+            )
         key, _, text = item.partition("=")
         if key in given:
             raise LoomSyntaxError(f"WITH names the option '{key}' twice", hint="name it once")
