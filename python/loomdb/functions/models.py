@@ -71,7 +71,14 @@ def _roles(db: Any, what: str) -> None:
         )
 
 
+def _public(role: Any) -> Any:
+    """``public`` for PUBLIC in any case, as GRANT … TO PUBLIC reads it (no role can be named
+    public), else ``role`` as given."""
+    return "public" if isinstance(role, str) and role.lower() == "public" else role
+
+
 def _role_name(db: Any, role: str) -> str:
+    role = _public(role)
     if role == "public":
         return role
     if not isinstance(role, str) or not db.query(
@@ -93,13 +100,15 @@ def grant(db: Any, name: str, role: str) -> str:
                 f"only the owner of model '{name}' ({owner}) may grant it",
                 hint="ask its owner to run loom_grant",
             )
-        catalog.grant(db, name, _role_name(db, role))
+        role = _role_name(db, role)
+        catalog.grant(db, name, role)
     return json.dumps({"model": name, "granted_to": role})
 
 
 def revoke(db: Any, name: str, role: str) -> str:
     check_name(name, "model")
     _roles(db, "loom_revoke")
+    role = _public(role)
     with db.atomic():
         removed = catalog.revoke(db, name, role)
     return json.dumps({"model": name, "revoked_from": role, "grants_removed": removed})
