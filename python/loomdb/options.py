@@ -22,6 +22,7 @@ from loomdb.errors import LoomOptionError
 
 MAX_DEPTH = 8  # no option is nested deeper than this
 MAX_TEXT = 1 << 20  # bytes of option text
+EXAMPLE = '\'{"model": "logistic", "epochs": 10}\''  # options, as the hints show them
 
 
 class Constraint:
@@ -248,15 +249,21 @@ def parse_json(text: str | dict | None, what: str = "options") -> dict[str, Any]
     if isinstance(text, dict):
         return dict(text)
     if not isinstance(text, str):
-        raise LoomOptionError(f"{what} must be JSON text; got {type(text).__name__}")
+        raise LoomOptionError(
+            f"{what} must be JSON text; got {type(text).__name__}",
+            hint=f"write options as JSON text, e.g. {EXAMPLE}",
+        )
     if len(text) > MAX_TEXT:
-        raise LoomOptionError(f"{what} of {len(text):,} characters are too long")
+        raise LoomOptionError(
+            f"{what} of {len(text):,} characters are too long (at most {MAX_TEXT:,})",
+            hint="options are a few names and values: pass only those you change",
+        )
     try:
         value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except json.JSONDecodeError as e:
         raise LoomOptionError(
             f"{what} must be a JSON object; could not parse {_show(text)}: {e.msg}",
-            hint='write options as JSON text, e.g. \'{"model": "logistic", "epochs": 10}\'',
+            hint=f"write options as JSON text, e.g. {EXAMPLE}",
         ) from None
     except RecursionError:
         value = None
@@ -269,5 +276,9 @@ def parse_json(text: str | dict | None, what: str = "options") -> dict[str, Any]
             hint="options are a flat JSON object; only a few take a list or an object",
         )
     if not isinstance(value, dict):
-        raise LoomOptionError(f"{what} must be a JSON object; got {_show(text)} instead")
+        raise LoomOptionError(
+            f"{what} must be a JSON object; got {_show(text)} instead",
+            hint=f"options are a JSON object of names and values, e.g. {EXAMPLE}; not an array, "
+            "a string or a number",
+        )
     return value

@@ -53,8 +53,19 @@ def test_option_validation_messages():
     ],
 )
 def test_json_is_read_strictly(text, match):
-    with pytest.raises(LoomOptionError, match=match):
+    with pytest.raises(LoomOptionError, match=match) as info:
         parse_json(text)
+    assert info.value.hint  # '[1, 2]' had none: PostgreSQL's ERROR came without a HINT
+
+
+@pytest.mark.parametrize("text", ['"epochs"', "7", "null", "true", "[]"])
+def test_options_that_are_no_object_say_what_one_looks_like(text):
+    with pytest.raises(LoomOptionError, match="must be a JSON object") as info:
+        parse_json(text)
+    assert '{"model": "logistic", "epochs": 10}' in (info.value.hint or "")
+    with pytest.raises(LoomOptionError, match="too long") as info:
+        parse_json("{" + " " * (1 << 21) + "}")
+    assert info.value.hint
 
 
 def test_huge_numbers_are_refused_by_their_bounds():
