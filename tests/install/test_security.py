@@ -416,3 +416,75 @@ def test_files_on_the_server_need_pg_read_server_files_but_samples_do_not(roles)
     )
     done = json.loads(bob.scalar("SELECT loom_load('sample', 'iris', 'loomsec.bob_iris')"))
     assert done["rows"] == 150
+
+
+def test_public_in_any_case_grants_every_role(roles):
+    """README's loom_grant takes a role or public: 'PUBLIC' was "role 'PUBLIC' does not
+    exist", though GRANT … TO PUBLIC reads it in any case (no role may be named public)."""
+    _, alice, bob = roles
+    for spelling in ("PUBLIC", "Public"):
+        grant = json.loads(alice.scalar("SELECT loom_grant('m_alice', %s)", [spelling]))
+        assert grant == {"model": "m_alice", "granted_to": "public"}
+        assert bob.scalar("SELECT loom_predict('m_alice', ARRAY[3.0, 1.0])") in (0.0, 1.0)
+        revoked = json.loads(alice.scalar("SELECT loom_revoke('m_alice', %s)", [spelling]))
+        assert revoked["grants_removed"] == 1
+        assert "does not exist" in bob.error("SELECT loom_predict('m_alice', ARRAY[3.0, 1.0])")
+    assert "does not exist" in alice.error("SELECT loom_grant('m_alice', 'PUBLICS')")
+
+
+def test_index_am_check_by_hand_gets_an_error_with_a_hint(roles):
+    """loom._index_am_check is executable by loomdb_user: ARRAY[NULL] was an AttributeError."""
+    _, alice, _ = roles
+    for options in ("ARRAY[NULL]::text[]", "ARRAY['label']", "ARRAY[['label=y']]"):
+        with pytest.raises(psycopg.errors.SyntaxError) as info:
+            alice.rows(f"SELECT loom._index_am_check('toc', {options})")
+        assert "'name=value' texts" in str(info.value)
+        assert info.value.diag.message_hint and "WITH (label" in info.value.diag.message_hint
+
+
+def _epoch_call(n_features: int, features: int, W_rows: int, state=None):
+    """loom._epoch_step's arguments for one forged dense row of ``features`` values, with the
+    checksums its forger computed, and a job of ``n_features`` over a W of ``W_rows`` rows."""
+    import numpy as np
+
+    from loomdb.codecs import dense
+    from loomdb.learn import shard_state
+    from loomdb.store import storage
+
+    uid = "00" * 16
+    parts = [
+        bytes(dense.encode(np.ones((1, 1)), "float64")),
+        bytes(dense.encode(np.ones((1, features)), "float64")),
+    ]
+    crcs = [storage.checksum(uid, 0, p, 1, 1, b) for p, b in enumerate(parts)]
+    read = {"format": "dense", "n_features": n_features, "precision": 32, "parts": 1,
+            "uid": uid, "version": 1, "index": "x", "shards": 1}  # fmt: skip
+    scalars = {"read": read, "state.tmax": 1, "state.t": 1, "kind": "logistic",
+               "optimizer": "nesterov", "lr": 0.1, "l1": 0.0, "l2": 0.0,
+               "fit_intercept": True, "widest": 1, "classes": [0.0, 1.0]}  # fmt: skip
+    arrays = {"W": np.zeros((W_rows, 1)), "b": np.zeros(1), "shift": np.zeros(W_rows),
+              "scale": np.ones(W_rows), "state.vW": np.zeros((W_rows, 1)),
+              "state.vb": np.zeros(1)}  # fmt: skip
+    job = shard_state.pack([(scalars, arrays)])
+    sql = (
+        "SELECT length(loom._epoch_step(%s, 0, '{0,0}', '{1,1}', '{0,1}', '{1,1}', "
+        "%s::bytea[], %s::bigint[], %s))"
+    )
+    return sql, [state, parts, crcs, job]
+
+
+def test_a_forged_parallel_epoch_job_is_refused_and_the_server_lives(roles):
+    """loom._epoch_step is executable by loomdb_user (parallel workers run as the caller):
+    one row of 2,000,000 features against a job's W of (1, 1), with its checksums computed,
+    killed the backend with signal 11 and put the cluster through crash recovery; 8 features
+    against a W of 2 wrote out of bounds silently."""
+    admin, alice, _ = roles
+    started = admin.scalar("SELECT pg_postmaster_start_time()")
+    for n_features, features, W_rows in ((2_000_000, 2_000_000, 1), (8, 8, 2), (8, 2_000, 8)):
+        with pytest.raises(psycopg.Error) as info:
+            alice.rows(*_epoch_call(n_features, features, W_rows))
+        assert "malformed parallel epoch job" in str(info.value) or "holds (1, " in str(info.value)
+        assert info.value.diag.message_hint
+    sql, args = _epoch_call(2, 2, 2)  # a well-formed job still trains
+    assert alice.scalar(sql, args) > 0
+    assert admin.scalar("SELECT pg_postmaster_start_time()") == started
