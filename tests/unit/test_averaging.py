@@ -463,13 +463,15 @@ def test_the_aggregate_refuses_a_forged_wide_row_and_a_forged_state():
     laid, rows = _layout(X, y, "dense")
     job, plpy, uid = _job(X, y, laid), FakePlpy(), laid.info.uid
     wide = _forged_batch(uid, 2_000_000)  # the tester's row, against a model of 5 features
-    with pytest.raises(FakePlpy.Error, match=r"holds \(1, 2000000\), not \(1, 5\)"):
+    with pytest.raises(FakePlpy.Error, match=r"holds \(1, 2000000\), not \(1, 5\)") as info:
         agg.call(plpy, "step", None, 0, *wide, job)
+    assert "REINDEX" in info.value.hint  # the decoders' refusals had no HINT
     job_wide = _forged(job, _read(n_features=2_000_000))  # and a job that agrees with the row
     with pytest.raises(FakePlpy.Error, match="2000000 features for a model of 5"):
         agg.call(plpy, "step", None, 0, *wide, job_wide)
-    with pytest.raises(FakePlpy.Error, match="2 labels for 1 rows"):
+    with pytest.raises(FakePlpy.Error, match="2 labels for 1 rows") as info:
         agg.call(plpy, "step", None, 0, *_forged_batch(uid, 5, labels=2), job)
+    assert "REINDEX" in info.value.hint
     state = agg.call(plpy, "step", None, 0, *_epoch_rows(rows, 0), job)
     for name, value in (("W", np.zeros((9, 1))), ("b", np.zeros(4)), ("rows", -1)):
         forged = _forged(state, _set(name, value))

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.codecs import dense
+from loomdb.codecs.blob import REBUILD
 from loomdb.csr import CsrRows
 from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.options import Options
@@ -145,7 +146,8 @@ class Format:
         y = self.decode_labels(stored.parts[0])
         if len(y) != stored.rows:
             raise LoomFormatError(
-                f"minibatch {stored.batch} holds {len(y)} labels for {stored.rows} rows"
+                f"minibatch {stored.batch} holds {len(y)} labels for {stored.rows} rows",
+                hint=REBUILD,
             )
         X = self.payload(stored.parts[1:], stored.rows, n_features, precision)
         return Batch(X=X, y=y, number=stored.batch, nbytes=stored.nbytes)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.codecs import dense
+from loomdb.codecs.blob import REBUILD
 from loomdb.errors import LoomDataError, LoomFormatError
 from loomdb.store.formats.base import Encoder, Format
 from loomdb.store.storage import Buffer
@@ -37,5 +38,7 @@ class DenseFormat(Format):
     def payload(self, parts: list[Buffer], rows: int, n_features: int, precision: int) -> Any:
         X = dense.decode(parts[0])
         if X.shape != (rows, n_features):
-            raise LoomFormatError(f"a dense minibatch holds {X.shape}, not ({rows}, {n_features})")
+            raise LoomFormatError(
+                f"a dense minibatch holds {X.shape}, not ({rows}, {n_features})", hint=REBUILD
+            )
         return np.asarray(X)

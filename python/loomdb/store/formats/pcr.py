@@ -25,6 +25,7 @@ import numpy as np
 
 from loomdb.codecs import jpeg_scans
 from loomdb.codecs import pcr as codec
+from loomdb.codecs.blob import REBUILD
 from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.imaging import pixels
 from loomdb.options import Choices, Interval, Option, Options
@@ -117,7 +118,8 @@ class PcrFormat(Format):
         meta = codec.decode_meta(stored.parts[0])
         if meta.images != stored.rows:
             raise LoomFormatError(
-                f"record {stored.batch} holds {meta.images} images for {stored.rows} rows"
+                f"record {stored.batch} holds {meta.images} images for {stored.rows} rows",
+                hint=REBUILD,
             )
         jpegs = codec.images(meta, stored.parts[1:])
         X = pixels.features_all(jpegs, self.size, self.color).astype(np.float64) / 255.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from loomdb.codecs import toc
+from loomdb.codecs.blob import REBUILD
 from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.options import Choices, Option, Options
 from loomdb.store.formats.base import Encoder, Format, SparseEncoder
@@ -49,5 +50,7 @@ class TocFormat(Format):
     def payload(self, parts: list[Buffer], rows: int, n_features: int, precision: int) -> Any:
         X = toc.TocMatrix.from_bytes(parts[0])
         if X.shape != (rows, n_features):
-            raise LoomFormatError(f"a toc minibatch holds {X.shape}, not ({rows}, {n_features})")
+            raise LoomFormatError(
+                f"a toc minibatch holds {X.shape}, not ({rows}, {n_features})", hint=REBUILD
+            )
         return X

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.codecs import weave
+from loomdb.codecs.blob import REBUILD
 from loomdb.errors import LoomFormatError, LoomOptionError
 from loomdb.seams import Batch
 from loomdb.store.formats.base import Encoder, Format
@@ -72,7 +73,9 @@ class WeaveFormat(Format):
         if rows is not None and rows > 0 and len(blob) == 8 * rows:
             return np.frombuffer(blob, dtype="<f8").astype(np.float64)
         if len(blob) % 4:
-            raise LoomFormatError(f"mlweaving labels of {len(blob)} bytes are not float32s")
+            raise LoomFormatError(
+                f"mlweaving labels of {len(blob)} bytes are not float32s", hint=REBUILD
+            )
         return np.frombuffer(blob, dtype="<f4").astype(np.float64)
 
     def decode(self, stored: Stored, n_features: int, precision: int) -> Batch:
