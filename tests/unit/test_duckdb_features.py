@@ -155,7 +155,7 @@ NOT_NUMBERS = {
     ),
     "text": pa.array([["abc"]], type=pa.list_(pa.string())),
     "bytes": pa.array([[b"1"]], type=pa.list_(pa.binary())),
-    "nested": pa.array([[[1.0]]], type=pa.list_(pa.list_(pa.float64()))),
+    "nested text": pa.array([[["a"]]], type=pa.list_(pa.list_(pa.string()))),
     "array of dates": pa.array([[10, 11]], type=pa.list_(pa.date32(), 2)),
     "large list of text": pa.array([["a"]], type=pa.large_list(pa.string())),
 }
@@ -173,6 +173,14 @@ def test_a_list_of_what_is_not_a_number_is_refused_before_a_value_is_read(name, 
     with pytest.raises(LoomOptionError) as raised:
         _number_lists(udf_called(name), pa.chunked_array([column]))
     assert raised.value.hint and "cast" in raised.value.hint
+
+
+@pytest.mark.parametrize("name", FEATURE_LISTS)
+def test_a_list_of_lists_of_numbers_is_refused_as_not_one_dimensional(name):
+    """DOUBLE[][]: numpy would read each row as a matrix; the message is PostgreSQL's."""
+    nested = pa.array([[[1.0, 2.0]]], type=pa.list_(pa.list_(pa.float64())))
+    with pytest.raises(LoomOptionError, match="one-dimensional array of numbers; got a 2-dim"):
+        _number_lists(udf_called(name), nested)
 
 
 @pytest.mark.parametrize("kind", NOT_NUMBERS)

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from loomdb.csr import CsrRows
-from loomdb.engines.calls import MAX_WIDTH, feature_rows, vectorized
+from loomdb.engines.calls import MAX_WIDTH, feature_rows, not_one_dimensional, vectorized
 from loomdb.engines.duckdb.database import TYPES, DuckDatabase
 from loomdb.engines.duckdb.state import ConnectionState, Instance
 from loomdb.errors import LoomDataError, LoomError, LoomOptionError
@@ -294,6 +294,11 @@ def _number_lists(
         return pa.nulls(len(column), pa.list_(wanted))
     if listed and pa.types.is_null(kind.value_type):  # [NULL] or []: a row each, no value
         return _retyped(_one_chunk(column), wanted)
+    depth, inner = 0, kind
+    while inner.id in _LISTS:
+        depth, inner = depth + 1, inner.value_type
+    if depth > 1 and inner.id in (_INTEGERS if integers else _NUMBERS):  # DOUBLE[][]
+        raise not_one_dimensional(depth, argument.removeprefix("the "))
     numbers = "integers" if integers else "numbers"
     got = f"a LIST of {kind.value_type}" if listed else f"a {kind} value"
     if row and not listed:
