@@ -36,6 +36,18 @@ FLOAT8_OID = 701
 ARRAY_HEADER = 20  # ndim, flags, element type, dimension, lower bound: 5 × int4
 
 
+def _int8(value: int) -> str:
+    """An integer as a bigint constant: a bare literal is an int4, which would make a call of
+    pg_catalog's function taking bigint need a cast, and so lose to another role's exact
+    overload anywhere on the search_path (CVE-2018-1058)."""
+    return f"CAST({int(value)} AS pg_catalog.int8)"
+
+
+def _OP(operator: str) -> str:
+    """pg_catalog's ``operator``, never one found on the search_path."""
+    return f"OPERATOR(pg_catalog.{operator})"
+
+
 def type_name(abstract: str) -> str:
     return PG_TYPES[abstract]
 
@@ -105,17 +117,27 @@ def array_rows(
         fields += [f"o{i}", f"n{i}"]
         o, n = f"loom_u.o{i}", f"loom_u.n{i}"
         selected.append(
-            f"CASE WHEN {n} IS NULL THEN NULL ELSE ({elements})[{o} + 1 : {o} + {n}] END"
+            f"CASE WHEN {n} IS NULL THEN NULL ELSE ({elements})[{o} {_OP('+')} {_int8(1)} : "
+            f"{o} {_OP('+')} {n}] END"
         )
     sql = (
         f"INSERT INTO {relation} ({', '.join(columns)}) SELECT {', '.join(selected)} "
-        f"FROM unnest({', '.join(unnested)}) AS loom_u({', '.join(fields)})"
+        f"FROM {rows_from(unnested, fields)}"
     )
     return sql, kinds, params
 
 
+def rows_from(arrays: Sequence[str], fields: Sequence[str]) -> str:
+    """``arrays`` (SQL expressions) side by side as the rows of ``loom_u(fields)`` (a shorter
+    array padded with NULLs, as ``unnest(a, b, …)``).  Each ``unnest`` is pg_catalog's: an
+    unqualified ``unnest`` of one array would be another role's ``unnest`` of that exact
+    array type wherever one is on the search_path (pg_catalog's is polymorphic)."""
+    calls = ", ".join(f"pg_catalog.unnest({a})" for a in arrays)
+    return f"ROWS FROM ({calls}) AS loom_u({', '.join(fields)})"
+
+
 def shuffle_key(row_number: str, seed: int) -> str:
-    return f"hashint8extended({row_number}, {int(seed)}), {row_number}"
+    return f"pg_catalog.hashint8extended({row_number}, {_int8(seed)}), {row_number}"
 
 
 def _chunked(
@@ -131,15 +153,22 @@ def _chunked(
     those numbers took a second sort of every row, a quarter of the read (measured: 1M × 21,
     3.8 s → 2.8 s)."""
     filtered = f" WHERE {where}" if where else ""
-    numbered = f"SELECT *, row_number() OVER () AS loom_rn FROM {relation}{filtered}"
+    numbered = f"SELECT *, pg_catalog.row_number() OVER () AS loom_rn FROM {relation}{filtered}"
     if seed is None:
-        cut = f"SELECT *, (loom_rn - 1) / {int(chunk)} AS loom_g FROM ({numbered}) loom_a"
+        cut = (
+            f"SELECT *, (loom_rn {_OP('-')} {_int8(1)}) {_OP('/')} {_int8(chunk)} AS loom_g "
+            f"FROM ({numbered}) loom_a"
+        )
         return f"({cut})", "loom_rn"
     if rows is None:
         raise ValueError("a shuffled read needs the number of rows it returns")
     bits = min(63, math.ceil(math.log2(max(rows, 1) / chunk)))
-    group = f"loom_h >> {64 - bits}" if bits > 0 else "0"  # rows ≤ chunk: one chunk
-    hashed = f"SELECT *, hashint8extended(loom_rn, {int(seed)}) AS loom_h FROM ({numbered}) loom_a"
+    # rows ≤ chunk: one chunk
+    group = f"loom_h {_OP('>>')} CAST({64 - bits} AS pg_catalog.int4)" if bits > 0 else "0"
+    hashed = (
+        f"SELECT *, pg_catalog.hashint8extended(loom_rn, {_int8(seed)}) AS loom_h "
+        f"FROM ({numbered}) loom_a"
+    )
     return f"(SELECT *, {group} AS loom_g FROM ({hashed}) loom_b)", "loom_h, loom_rn"
 
 
@@ -153,10 +182,11 @@ def packed_rows_query(
 ) -> str:
     """One bytea per chunk of rows (``_chunked``): each row's values as
     ``array_send(float8[])``."""
-    values = ", ".join(f"CAST({c} AS float8)" for c in columns)
+    values = ", ".join(f"CAST({c} AS pg_catalog.float8)" for c in columns)
     source, order = _chunked(relation, where, seed, chunk, rows)
     return (
-        f"SELECT string_agg(array_send(ARRAY[{values}]::float8[]), ''::bytea ORDER BY {order}) "
+        f"SELECT pg_catalog.string_agg(pg_catalog.array_send(CAST(ARRAY[{values}] AS "
+        f"pg_catalog.float8[])), CAST('' AS pg_catalog.bytea) ORDER BY {order}) "
         f"FROM {source} loom_c GROUP BY loom_g ORDER BY loom_g"
     )
 
@@ -175,12 +205,16 @@ def packed_sparse_query(
     byte lengths of its two arrays (int4, int4), and ``bodies``, each row's
     ``array_send(int4[])`` then ``array_send(float8[])``."""
     source, order = _chunked(relation, where, seed, chunk, rows)
+    cat, empty = _OP("||"), "CAST('' AS pg_catalog.bytea)"
     return (
-        "SELECT string_agg(float8send(loom_l) || int4send(octet_length(loom_i)) || "
-        f"int4send(octet_length(loom_v)), ''::bytea ORDER BY {order}) AS heads, "
-        f"string_agg(loom_i || loom_v, ''::bytea ORDER BY {order}) AS bodies FROM ("
-        f"SELECT CAST({label} AS float8) AS loom_l, array_send(CAST({indices} AS int4[])) AS "
-        f"loom_i, array_send(CAST({values} AS float8[])) AS loom_v, loom_g, {order} "
+        f"SELECT pg_catalog.string_agg(pg_catalog.float8send(loom_l) {cat} "
+        f"pg_catalog.int4send(pg_catalog.octet_length(loom_i)) {cat} "
+        f"pg_catalog.int4send(pg_catalog.octet_length(loom_v)), {empty} "
+        f"ORDER BY {order}) AS heads, "
+        f"pg_catalog.string_agg(loom_i {cat} loom_v, {empty} ORDER BY {order}) AS bodies FROM ("
+        f"SELECT CAST({label} AS pg_catalog.float8) AS loom_l, "
+        f"pg_catalog.array_send(CAST({indices} AS pg_catalog.int4[])) AS loom_i, "
+        f"pg_catalog.array_send(CAST({values} AS pg_catalog.float8[])) AS loom_v, loom_g, {order} "
         f"FROM {source} loom_c) loom_d GROUP BY loom_g ORDER BY loom_g"
     )
 
@@ -245,7 +279,7 @@ def rows_query(relation: str, columns: Sequence[str], where: str | None, seed: i
     order = shuffle_key("loom_rn", seed) if seed is not None else "loom_rn"
     filtered = f" WHERE {where}" if where else ""
     return (
-        f"SELECT {values} FROM (SELECT *, row_number() OVER () AS loom_rn "
+        f"SELECT {values} FROM (SELECT *, pg_catalog.row_number() OVER () AS loom_rn "
         f"FROM {relation}{filtered}) loom_a ORDER BY {order}"
     )
 
@@ -255,12 +289,13 @@ COLUMN_HASH = "columns:"  # how a fingerprint made of each value's own hash begi
 TEXT_HASH = ""  # the earliest: the row's text hashed (no prefix)
 #: the hash function of a column's type (by OID), called on the value with a seed of its own
 TYPED_HASH = {
-    701: "hashfloat8extended",
-    700: "hashfloat4extended",
-    20: "hashint8extended",
-    23: "hashint4extended",
-    21: "hashint2extended",
-    **dict.fromkeys((1022, 1021, 1016, 1007, 1005, 1231), "hash_array_extended"),  # arrays
+    701: "pg_catalog.hashfloat8extended",
+    700: "pg_catalog.hashfloat4extended",
+    20: "pg_catalog.hashint8extended",
+    23: "pg_catalog.hashint4extended",
+    21: "pg_catalog.hashint2extended",
+    # arrays
+    **dict.fromkeys((1022, 1021, 1016, 1007, 1005, 1231), "pg_catalog.hash_array_extended"),
 }
 
 
@@ -293,20 +328,25 @@ def signature_query(
     and a value's move to another row or column; a NULL hashes to a constant of its place."""
     row = f"ROW({', '.join(columns)})"
     if how == COLUMN_HASH:
-        hashed = " # ".join(_value_hash(c, t, i) for i, (c, t) in enumerate(zip(columns, types)))
+        hashed = f" {_OP('#')} ".join(
+            _value_hash(c, t, i) for i, (c, t) in enumerate(zip(columns, types))
+        )
     elif how == RECORD_HASH:
-        hashed = f"hash_record_extended({row}, 0)"
+        hashed = f"pg_catalog.hash_record_extended({row}, {_int8(0)})"
     else:
-        hashed = f"hashtextextended({row}::text, 0)"
+        hashed = f"pg_catalog.hashtextextended(CAST({row} AS pg_catalog.text), {_int8(0)})"
     filtered = f" WHERE {where}" if where else ""
-    return f"SELECT count(*) AS n, sum({hashed}) AS total FROM {relation}{filtered}"
+    return (
+        f"SELECT pg_catalog.count(*) AS n, pg_catalog.sum({hashed}) AS total "
+        f"FROM {relation}{filtered}"
+    )
 
 
 def _value_hash(expr: str, oid: int, seed: int) -> str:
     function = TYPED_HASH.get(int(oid))
     if function is None:  # NULL included
-        return f"hash_record_extended(ROW({expr}), {seed})"
-    return f"COALESCE({function}({expr}, {seed}), {-1 - seed})"
+        return f"pg_catalog.hash_record_extended(ROW({expr}), {_int8(seed)})"
+    return f"COALESCE({function}({expr}, {_int8(seed)}), {_int8(-1 - seed)})"
 
 
 def decode_packed_rows(blob: bytes, m: int) -> np.ndarray:

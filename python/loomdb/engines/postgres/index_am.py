@@ -50,13 +50,14 @@ FORM = "CREATE INDEX name ON table USING {method} (col, …) WITH (label = y, op
 
 _DESCRIBE = """
 SELECT c.relname, a.amname, coalesce(c.reloptions, '{}') AS reloptions, i.indrelid,
-       quote_ident(tn.nspname) || '.' || quote_ident(t.relname) AS source,
+       pg_catalog.quote_ident(tn.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.'
+           OPERATOR(pg_catalog.||) pg_catalog.quote_ident(t.relname::pg_catalog.text) AS source,
        i.indisready, t.relispartition, t.relpersistence = 't' AS temporary,
        i.indexprs IS NOT NULL OR 0 = ANY (i.indkey::int2[]) AS expressions,
        i.indpred IS NOT NULL AS predicate,
        pg_catalog.pg_has_role(t.relowner, 'USAGE') AS owns_table,
        ARRAY(SELECT att.attname::text
-             FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, pos)
+             FROM pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, pos)
              JOIN pg_catalog.pg_attribute AS att
                ON att.attrelid = i.indrelid AND att.attnum = k.attnum
              ORDER BY k.pos) AS columns
@@ -207,7 +208,7 @@ def _release_previous(db: Any, d: Definition) -> None:
 def _same_table(db: Any, source: str, table_oid: int) -> bool:
     if not is_table_name(source):
         return False
-    rows = db.query("SELECT to_regclass($1)::oid = $2::oid", [source, table_oid])
+    rows = db.query("SELECT pg_catalog.to_regclass($1)::oid = $2::oid", [source, table_oid])
     return bool(rows and rows[0][0])
 
 

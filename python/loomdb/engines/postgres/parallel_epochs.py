@@ -65,7 +65,9 @@ def settings(shards: int) -> dict[str, str]:
 
 def set_sql(values: dict[str, str]) -> str:
     """One statement setting ``values`` for the rest of the transaction."""
-    calls = ", ".join(f"set_config({literal(k)}, {literal(v)}, true)" for k, v in values.items())
+    calls = ", ".join(
+        f"pg_catalog.set_config({literal(k)}, {literal(v)}, true)" for k, v in values.items()
+    )
     return f"SELECT {calls}"
 
 
@@ -76,21 +78,23 @@ def query(relation: str, shards: int, stop: int, parts: int, job: bytes, run: in
     group ``batch / (n·run)``), their parts in (batch, part) order."""
     n, stop, parts, per = int(shards), int(stop), int(parts), int(shards) * int(run)
     ordered = "ORDER BY batch, part"
+    agg = "pg_catalog.array_agg"  # polymorphic: never a role's array_agg of the column's type
     subqueries = []
     for j in range(n):
         batches = ",".join(str(b) for b in range(j, stop, n))  # shard_of(b, n) == j
         subqueries.append(
-            f"SELECT * FROM (SELECT {j} AS shard, array_agg(batch {ordered}) AS batches, "
-            f"array_agg(rows {ordered}) AS rows, array_agg(part {ordered}) AS parts, "
-            f"array_agg(version {ordered}) AS versions, "
-            f"array_agg(payload {ordered}) AS payloads, "
-            f"array_agg(checksum {ordered}) AS checksums "
+            f"SELECT * FROM (SELECT {j} AS shard, {agg}(batch {ordered}) AS batches, "
+            f"{agg}(rows {ordered}) AS rows, {agg}(part {ordered}) AS parts, "
+            f"{agg}(version {ordered}) AS versions, "
+            f"{agg}(payload {ordered}) AS payloads, "
+            f"{agg}(checksum {ordered}) AS checksums "
             f"FROM {relation} WHERE batch = ANY(ARRAY[{batches}]::integer[]) "
             f"AND part <= {parts} GROUP BY batch / {per} ORDER BY batch / {per}) AS shard_{j}"
         )
     return (
         "SELECT loom._epoch_agg(shard, batches, rows, parts, versions, payloads, checksums, "
-        f"decode('{job.hex()}', 'hex')) FROM ({' UNION ALL '.join(subqueries)}) AS shards"
+        f"pg_catalog.decode('{job.hex()}', 'hex')) "
+        f"FROM ({' UNION ALL '.join(subqueries)}) AS shards"
     )
 
 
@@ -102,7 +106,9 @@ def analyze(plpy: Any, relation: str) -> None:
 def run(plpy: Any, sql: str, shards: int) -> bytes | None:
     """Run the epoch's statement under its settings; the aggregate's state (None: no rows)."""
     names = list(settings(shards))
-    current = ", ".join(f"current_setting({literal(k)}) AS s{i}" for i, k in enumerate(names))
+    current = ", ".join(
+        f"pg_catalog.current_setting({literal(k)}) AS s{i}" for i, k in enumerate(names)
+    )
     before = plpy.execute(f"SELECT {current}")[0]
     previous = {k: before[f"s{i}"] for i, k in enumerate(names)}
     plpy.execute(set_sql(settings(shards)))

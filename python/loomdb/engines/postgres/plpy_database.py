@@ -32,6 +32,7 @@ from loomdb.engines.postgres.dialect import (
     packed_rows_query,
     packed_sparse_query,
     param_type,
+    rows_from,
     rows_query,
     signature_query,
     type_name,
@@ -158,8 +159,12 @@ class PlpyDatabase:
                 return
             arrays = [[r[i] for r in rows] for i in range(len(columns))]
             kinds = self._scalar_kinds(relation, arrays)
-            unnest = ", ".join(f"${i + 1}::{k}" for i, k in enumerate(kinds))
-            sql = f"INSERT INTO {relation} ({', '.join(columns)}) SELECT * FROM unnest({unnest})"
+            arrays_sql = [f"${i + 1}::{k}" for i, k in enumerate(kinds)]
+            fields = [f"c{i}" for i in range(len(kinds))]
+            sql = (
+                f"INSERT INTO {relation} ({', '.join(columns)}) "
+                f"SELECT * FROM {rows_from(arrays_sql, fields)}"
+            )
             self.plpy.execute(self.plpy.prepare(sql, kinds), arrays)
         except self.plpy.SPIError as e:
             raise translate(e) from None
@@ -174,7 +179,7 @@ class PlpyDatabase:
 
     def _column_types(self, relation: str, count: int) -> list[str]:
         rows = self.query(
-            "SELECT format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute "
+            "SELECT pg_catalog.format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute "
             "WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
             [relation],
         )
@@ -242,15 +247,15 @@ class PlpyDatabase:
                 hint=f"let {role} run it, or install the C module: loomdb pg install builds it "
                 "where PostgreSQL's server headers (postgresql-server-dev) are installed",
             )
-        path = self.query("SELECT current_setting('search_path')")[0][0]
+        path = self.query("SELECT pg_catalog.current_setting('search_path')")[0][0]
         key = self.query("SELECT loom._owner_begin(CAST($1 AS name))", [role])[0][0]
         try:
             yield
         finally:
             self.execute("SELECT loom._owner_end(CAST($1 AS bigint))", [key])
-        now = self.query("SELECT current_setting('search_path')")[0][0]
+        now = self.query("SELECT pg_catalog.current_setting('search_path')")[0][0]
         if now != path:
-            self.execute("SELECT set_config('search_path', $1, false)", [path])
+            self.execute("SELECT pg_catalog.set_config('search_path', $1, false)", [path])
             raise LoomStateError(
                 f"SQL of role {role} that loomdb ran changed search_path (to {now!r}); it was "
                 "put back and the call refused",
@@ -264,7 +269,7 @@ class PlpyDatabase:
     def define_function(
         self, name: str, params: Sequence[tuple[str, str]], expression: str, returns: str = "double"
     ) -> None:
-        most = int(self.query("SELECT current_setting('max_function_args')")[0][0])
+        most = int(self.query("SELECT pg_catalog.current_setting('max_function_args')")[0][0])
         if len(params) > most:
             raise LoomOptionError(
                 f"a PostgreSQL function takes at most {most} arguments, and {name} would take "
@@ -354,7 +359,7 @@ class PlpyDatabase:
         (``synchronize_seqscans``), which would renumber the rows from run to run.  Local to
         the caller's transaction (a setting every role may change; it only costs concurrent
         scans of one table their shared reads)."""
-        self.execute("SELECT set_config('synchronize_seqscans', 'off', true)")
+        self.execute("SELECT pg_catalog.set_config('synchronize_seqscans', 'off', true)")
 
     def read_matrix(
         self,
