@@ -68,7 +68,8 @@ GRANT SELECT ON loom.settings TO loomdb_user;
 CREATE OR REPLACE FUNCTION loom._current_role() RETURNS regrole
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $fn$
-SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user
+SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles AS r
+WHERE r.rolname OPERATOR(pg_catalog.=) current_user
 $fn$;
 COMMENT ON FUNCTION loom._current_role() IS
     'the role loomdb acts as, by identity (the default of owner_role)';
@@ -202,18 +203,18 @@ REVOKE ALL ON FUNCTION loom_predict_row(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_row(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_row(text, text) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
 CREATE OR REPLACE FUNCTION loom_predict_row(model text, input record) RETURNS double precision
-LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-RETURN @extschema@.loom_predict_row(model, to_jsonb(input)::text);
+RETURN @extschema@.loom_predict_row(model, pg_catalog.to_jsonb(input)::pg_catalog.text);
 END
 $fn$;
 REVOKE ALL ON FUNCTION loom_predict_row(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_row(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_row(text, record) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
 CREATE OR REPLACE FUNCTION loom_predict(model text, input record) RETURNS double precision
-LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-RETURN @extschema@.loom_predict_row(model, to_jsonb(input)::text);
+RETURN @extschema@.loom_predict_row(model, pg_catalog.to_jsonb(input)::pg_catalog.text);
 END
 $fn$;
 REVOKE ALL ON FUNCTION loom_predict(text, record) FROM PUBLIC;
@@ -238,18 +239,18 @@ REVOKE ALL ON FUNCTION loom_predict_class_row(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class_row(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class_row(text, text) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
 CREATE OR REPLACE FUNCTION loom_predict_class_row(model text, input record) RETURNS text
-LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-RETURN @extschema@.loom_predict_class_row(model, to_jsonb(input)::text);
+RETURN @extschema@.loom_predict_class_row(model, pg_catalog.to_jsonb(input)::pg_catalog.text);
 END
 $fn$;
 REVOKE ALL ON FUNCTION loom_predict_class_row(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class_row(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class_row(text, record) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
 CREATE OR REPLACE FUNCTION loom_predict_class(model text, input record) RETURNS text
-LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT AS $fn$
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-RETURN @extschema@.loom_predict_class_row(model, to_jsonb(input)::text);
+RETURN @extschema@.loom_predict_class_row(model, pg_catalog.to_jsonb(input)::pg_catalog.text);
 END
 $fn$;
 REVOKE ALL ON FUNCTION loom_predict_class(text, record) FROM PUBLIC;

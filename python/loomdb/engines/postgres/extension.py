@@ -33,6 +33,9 @@ from loomdb.udfs import ROW, Udf, load
 DEFAULT_VENV = "/var/lib/loomdb/venv"
 NUMBA_CACHE = "numba-cache"
 ROLE = "loomdb_user"
+#: the search_path of loomdb's own SQL and PL/pgSQL functions: pg_catalog, then pg_temp last
+#: (where it is not named it is searched first), so no role's function or operator is found
+WRAPPER_PATH = "SET search_path = pg_catalog, pg_temp"
 
 CONTROL = """\
 comment = 'in-database machine learning: compressed layouts, any-precision training, predict in SELECT'
@@ -113,12 +116,19 @@ def function_sql(u: Udf, replace: bool = False) -> str:
     )
     sql = _created(u, replace, _signature(u, True), "plpython3u", flags, body, False)
     if u.takes_row:  # the composite's overload, passing the row on as to_jsonb text
-        passed = ", ".join(f"to_jsonb({a.name})::text" if a.type == ROW else a.name for a in u.args)
+        passed = ", ".join(
+            f"pg_catalog.to_jsonb({a.name})::pg_catalog.text" if a.type == ROW else a.name
+            for a in u.args
+        )
         body = f"BEGIN\nRETURN @extschema@.{u.name}({passed});\nEND"
         signature = _signature(u, True, True)
-        sql += _created(u, replace, signature, "plpgsql", flags, body, True)
+        # every name qualified, and no role's schema searched: the row's type is its owner's,
+        # so an unqualified to_jsonb would be an exact match for that owner's
+        # to_jsonb(their type), run by whoever predicts (CVE-2018-1058)
+        wrapped = [*flags, WRAPPER_PATH]
+        sql += _created(u, replace, signature, "plpgsql", wrapped, body, True)
         if u.overloads:  # the same wrapper under the array form's name, told apart by record
-            sql += _created(u, replace, signature, "plpgsql", flags, body, True, u.overloads)
+            sql += _created(u, replace, signature, "plpgsql", wrapped, body, True, u.overloads)
     return sql
 
 

@@ -31,7 +31,8 @@ GRANT SELECT ON loom.settings TO loomdb_user;
 CREATE OR REPLACE FUNCTION loom._current_role() RETURNS regrole
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $fn$
-SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user
+SELECT r.oid::pg_catalog.regrole FROM pg_catalog.pg_roles AS r
+WHERE r.rolname OPERATOR(pg_catalog.=) current_user
 $fn$;
 COMMENT ON FUNCTION loom._current_role() IS
     'the role loomdb acts as, by identity (the default of owner_role)';
