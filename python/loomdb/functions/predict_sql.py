@@ -58,6 +58,14 @@ def literal(x: float) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
+def number(x: float, dialect: str) -> str:
+    """``x`` as a constant of the expression: on PostgreSQL a FLOAT8, as every value it meets.
+    A bare ``1.5e+00`` is numeric there, and numeric * float8 has no operator in pg_catalog
+    (PostgreSQL casts to float8 * float8), so a role's ``*(numeric, float8)`` on the
+    search_path of whoever calls a deployed function would be an exact match and chosen."""
+    return f"CAST({literal(x)} AS FLOAT8)" if dialect == "postgres" else literal(x)
+
+
 def _parts(model: LinearModel, dialect: str) -> list[tuple[Encoded | None, list[str]]]:
     """The features in groups: ``(column, [])`` for an encoded text column, whose features are
     0 or 1 and enter a margin as one CASE (:meth:`Encoded.weighted_sql`), else ``(None,
@@ -74,13 +82,15 @@ def _margin(model: LinearModel, j: int, dialect: str, zeros: bool = False) -> st
     one-hot, the k comparisons of its categories once a row instead of k terms, and a hashed
     column's value hashed once, not once per bucket."""
     W, b = model.folded()
-    terms, at = [literal(b[j])], 0
+    terms, at = [number(b[j], dialect)], 0
     for text, exprs in _parts(model, dialect):
         width = len(text.names()) if text else len(exprs)
         weights = W[at : at + width, j]
         at += width
         if text is None:
-            terms += [f"{literal(w)} * {x}" for x, w in zip(exprs, weights) if w != 0 or zeros]
+            terms += [
+                f"{number(w, dialect)} * {x}" for x, w in zip(exprs, weights) if w != 0 or zeros
+            ]
         elif (case := text.weighted_sql(weights.tolist(), "FLOAT8", dialect)) is not None:
             terms.append(case)
     return "(" + " + ".join(terms) + ")"
@@ -93,7 +103,8 @@ def _guarded(model: LinearModel, expression: str, dialect: str) -> str:
         )
     else:
         numbers = [x for text, exprs in _parts(model, dialect) if text is None for x in exprs]
-        finite = "(" + (" + ".join(f"0.0 * {x}" for x in numbers) or "0.0") + ") = 0.0"
+        zero = number(0.0, dialect)
+        finite = "(" + (" + ".join(f"{zero} * {x}" for x in numbers) or zero) + f") = {zero}"
     return f"(CASE WHEN {finite} THEN {expression} END)"
 
 
@@ -108,7 +119,8 @@ def predict_expression(model: LinearModel, dialect: str = "postgres", finite: bo
     if not model.classifier:
         return _guarded(model, margins[0], dialect)
     if k == 1:
-        return _guarded(model, _binary(model, f"{margins[0]} > 0", dialect), dialect)
+        positive = f"{margins[0]} > {number(0.0, dialect)}"
+        return _guarded(model, _binary(model, positive, dialect), dialect)
     classes = _classes(model)
     whens = " ".join(f"WHEN {m} THEN {c}" for m, c in zip(margins, classes))
     return _guarded(model, f"CASE greatest({', '.join(margins)}) {whens} END", dialect)
@@ -167,7 +179,8 @@ def _finite_expression(model: LinearModel) -> str:
     if not model.classifier:
         return f"({first})"
     if model.W.shape[1] == 1:
-        return f"({_binary(model, f'{first} > 0', 'postgres')})"
+        positive = f"{first} > {number(0.0, 'postgres')}"
+        return f"({_binary(model, positive, 'postgres')})"
     classes = _classes(model, typed=True)
     margins = [_margin(model, j, "postgres") for j in range(model.W.shape[1])]
     whens = " ".join(f"WHEN {m} THEN {c}" for m, c in zip(margins, classes))
@@ -181,8 +194,10 @@ def proba_expression(model: LinearModel, dialect: str = "postgres") -> str:
     k = model.W.shape[1]
     zeros = dialect == "duckdb"
     # exp() overflows to an error in PostgreSQL: clamp the margin where the sigmoid is flat.
+    one, low, high = (number(v, dialect) for v in (1.0, -700.0, 700.0))
     sig = [
-        f"(1.0 / (1.0 + exp(-least(greatest({_margin(model, j, dialect, zeros)}, -700.0), 700.0))))"
+        f"({one} / ({one} + exp(-least(greatest({_margin(model, j, dialect, zeros)}, {low}), "
+        f"{high}))))"
         for j in range(k)
     ]
     if k == 1:

@@ -19,6 +19,13 @@ _PART = r'(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")'
 QUALIFIED = re.compile(rf"^{_PART}(?:\.{_PART}){{0,2}}$")
 
 
+def builtin(function: str, dialect: str) -> str:
+    """The engine's own ``function``: on PostgreSQL pg_catalog's, never a function of that name
+    another role created on the search_path (an exact match for an argument type wins over
+    pg_catalog's polymorphic or cast-needing one: CVE-2018-1058)."""
+    return f"pg_catalog.{function}" if dialect == "postgres" else function
+
+
 def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 

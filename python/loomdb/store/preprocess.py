@@ -27,7 +27,7 @@ from loomdb.errors import LoomDataError, LoomOptionError
 from loomdb.options import Constraint
 from loomdb.store.db import Database
 from loomdb.store.encoding import Encoded
-from loomdb.store.names import quote_ident
+from loomdb.store.names import builtin, quote_ident
 from loomdb.store.settle import column_stats
 
 TOP_K = 100  # categories kept per text column unless top_k says otherwise
@@ -86,7 +86,8 @@ def _filtered(where: str | None, condition: str) -> str:
 
 def check_not_empty(db: Database, rel: str, source: str, columns: Sequence[str]) -> None:
     """Refuse a feature column that holds only NULLs: nothing could be learnt from it."""
-    counts = ", ".join(f"count({quote_ident(c)}) AS n{i}" for i, c in enumerate(columns))
+    count = builtin("count", db.dialect)  # count("any"): never a role's count(the column type)
+    counts = ", ".join(f"{count}({quote_ident(c)}) AS n{i}" for i, c in enumerate(columns))
     row = db.query(f"SELECT {counts} FROM {rel}")[0]
     empty = [c for c, n in zip(columns, row) if not n]
     if empty:
@@ -149,7 +150,11 @@ def _column(
     if fill == "mean":  # settled, as the column's own statistics are: the same in every run
         got = column_stats(db, rel, [value], where)[0, 2]
     else:
-        median = f"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY {value}) FROM {rel}"
+        double = db.type("double")
+        median = (  # a numeric 0.5 would need a cast to pg_catalog's percentile_cont(double)
+            f"SELECT {builtin('percentile_cont', db.dialect)}(CAST(0.5 AS {double})) "
+            f"WITHIN GROUP (ORDER BY {value}) FROM {rel}"
+        )
         (got,) = db.query(median + (f" WHERE {where}" if where else ""))[0]
     if got is None or got != got:  # NULL (PostgreSQL, DuckDB) or NaN (no values: the mean)
         raise LoomDataError(

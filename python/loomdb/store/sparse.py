@@ -38,7 +38,7 @@ from loomdb.errors import LoomDataError, LoomOptionError, LoomStateError
 from loomdb.options import Constraint
 from loomdb.store import source as dense_source
 from loomdb.store.db import Database
-from loomdb.store.names import quote_ident
+from loomdb.store.names import builtin, quote_ident
 from loomdb.store.settle import column_stats, settled
 from loomdb.store.source import SourceProfile, columns_of
 
@@ -239,9 +239,10 @@ def _profile(db, source, rel, available, label, spec, nulls) -> SparseProfile:
 def _pairs(db: Database, rel: str, spec: SparseSpec, where: str | None) -> str:
     """A relation of every (index, value) pair of the rows: ``loom_i``, ``loom_v``."""
     filtered = f" WHERE {where}" if where else ""
+    unnest = builtin("unnest", db.dialect)  # polymorphic: never a role's unnest(integer[])
     return (
-        f"(SELECT unnest({quote_ident(spec.indices)}) AS loom_i, "
-        f"unnest(CAST({quote_ident(spec.values)} AS {db.type('double[]')})) AS loom_v "
+        f"(SELECT {unnest}({quote_ident(spec.indices)}) AS loom_i, "
+        f"{unnest}(CAST({quote_ident(spec.values)} AS {db.type('double[]')})) AS loom_v "
         f"FROM {rel}{filtered}) loom_pairs"
     )
 

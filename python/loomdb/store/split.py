@@ -22,7 +22,7 @@ from typing import Any
 from loomdb.errors import LoomDataError, LoomOptionError, LoomStateError
 from loomdb.options import Interval, Text
 from loomdb.store.db import Database
-from loomdb.store.names import literal, quote_ident
+from loomdb.store.names import builtin, literal, quote_ident
 from loomdb.store.source import resolve
 
 PARTS = ("train", "test")
@@ -79,12 +79,19 @@ class Split:
         """The condition of a test row (over the source's columns and ``ROW``)."""
         if self.column is None:
             assert self.fraction is not None
-            m = MODULUS
-            x = f"(({ROW} + {(self.seed * 7919 + 1) % m}) % {m})"
-            x = f"(({x} * {x} + {(self.seed * 104729 + 12345) % m}) % {m})"
-            x = f"(({x} * 48271) % {m})"
-            x = f"(({x} * {x} + 6789) % {m})"
-            return f"{x} < {int(round(self.fraction * m))}"
+
+            # every constant a bigint, as the row number is: bigint % integer has no operator
+            # in pg_catalog (it casts to bigint % bigint), so a role's %(bigint, integer) on
+            # the search_path would be an exact match and chosen
+            def big(k: int) -> str:
+                return f"CAST({int(k)} AS BIGINT)"
+
+            m = big(MODULUS)
+            x = f"(({ROW} + {big((self.seed * 7919 + 1) % MODULUS)}) % {m})"
+            x = f"(({x} * {x} + {big((self.seed * 104729 + 12345) % MODULUS)}) % {m})"
+            x = f"(({x} * {big(48271)}) % {m})"
+            x = f"(({x} * {x} + {big(6789)}) % {m})"
+            return f"{x} < {big(round(self.fraction * MODULUS))}"
         column = resolve(self.column, kinds, "split_column", source)
         if kinds[column] == "boolean":
             return quote_ident(column)
@@ -110,8 +117,9 @@ class Split:
             )
         return {c: k for c, k in available.items() if c != column}
 
-    def _numbered(self, rel: str) -> str:
-        return f"(SELECT *, row_number() OVER () AS {ROW} FROM {rel}) AS loom_split_rows"
+    def _numbered(self, rel: str, dialect: str) -> str:
+        number = builtin("row_number", dialect)
+        return f"(SELECT *, {number}() OVER () AS {ROW} FROM {rel}) AS loom_split_rows"
 
     def restrict(
         self, db: Database, rel: str, kinds: dict[str, str], source: str, part: str
@@ -119,7 +127,7 @@ class Split:
         """``rel`` (a FROM item with columns ``kinds``) narrowed to the rows of ``part``."""
         test = self._test(db, kinds, source)
         keep = test if part == "test" else f"NOT ({test})"
-        return f"(SELECT * FROM {self._numbered(rel)} WHERE {keep}) AS loom_split"
+        return f"(SELECT * FROM {self._numbered(rel, db.dialect)} WHERE {keep}) AS loom_split"
 
     def narrow(
         self, db: Database, rel: str, kinds: dict[str, str], source: str
@@ -136,7 +144,7 @@ class Split:
         test = self._test(db, kinds, source)
         total, tests, nulls = db.query(
             f"SELECT count(*) AS n, count(*) FILTER (WHERE {test}) AS n_test, count(*) FILTER "
-            f"(WHERE ({test}) IS NULL) AS n_null FROM {self._numbered(rel)}"
+            f"(WHERE ({test}) IS NULL) AS n_null FROM {self._numbered(rel, db.dialect)}"
         )[0]
         if self.column is not None:
             self._check_values(db, rel, kinds, source, int(nulls))
