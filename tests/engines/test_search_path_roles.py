@@ -1,0 +1,198 @@
+"""PostgreSQL: no role's function or operator is chosen by the SQL loomdb runs for another role.
+
+bob plants, in a schema on alice's search_path where he may create, overloads of the built-in
+functions loomdb calls that would be exact matches where pg_catalog's need a cast or are
+polymorphic (CVE-2018-1058's pattern): ``hashint8extended(bigint, integer)`` (the shuffled
+read), ``hashfloat8extended(double precision, integer)`` (the source's fingerprint),
+``array_send(double precision[])`` (the packed read), ``unnest`` of each array type loomdb
+writes (its layouts), the aggregates of its profile over double precision where pg_catalog's
+take another type, and ``to_jsonb(<alice's row type>)`` (the row forms of predict).  Each
+records who ran it in bob's table.  alice trains and predicts with the row forms, then a
+superuser does the same on alice's table: none of bob's functions may run, and the results
+are those without them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from support.roles import connect, names, two_roles
+
+pytestmark = pytest.mark.postgres
+
+ALICE, BOB, SCHEMA = names("alicesp")
+
+#: (name, arguments, return type, the body's value: pg_catalog's own answer)
+TRAPS = [
+    (
+        "hashint8extended",
+        "v bigint, seed integer",
+        "bigint",
+        "pg_catalog.hashint8extended(v, seed)",
+    ),
+    (
+        "hashfloat8extended",
+        "v double precision, seed integer",
+        "bigint",
+        "pg_catalog.hashfloat8extended(v, seed)",
+    ),
+    ("array_send", "a double precision[]", "bytea", "pg_catalog.array_send(a)"),
+    ("to_jsonb", f"r {SCHEMA}.pts", "jsonb", "pg_catalog.to_jsonb(r)"),
+]
+#: set-returning traps: (name, argument, element type)
+SET_TRAPS = [
+    ("unnest", "double precision[]", "double precision"),
+    ("unnest", "bigint[]", "bigint"),
+    ("unnest", "integer[]", "integer"),
+    ("unnest", "text[]", "text"),
+    ("unnest", "bytea[]", "bytea"),
+    ("unnest", "boolean[]", "boolean"),
+]
+
+
+def _plant(bob: psycopg.Connection) -> None:
+    note = "INSERT INTO {s}.ran VALUES (current_user, '{f}');"
+    for name, args, returns, value in TRAPS:
+        bob.execute(
+            f"CREATE FUNCTION {name}({args}) RETURNS {returns} LANGUAGE plpgsql AS $$ BEGIN "  # type: ignore[arg-type]
+            f"{note.format(s=SCHEMA, f=name)} RETURN {value}; END $$"
+        )
+        bob.execute(f"GRANT EXECUTE ON FUNCTION {name}({args}) TO PUBLIC")  # type: ignore[arg-type]
+    for name, arg, element in SET_TRAPS:
+        bob.execute(
+            f"CREATE FUNCTION {name}(a {arg}) RETURNS SETOF {element} LANGUAGE plpgsql AS $$ "  # type: ignore[arg-type]
+            f"BEGIN {note.format(s=SCHEMA, f=name)} "
+            "RETURN QUERY SELECT pg_catalog.unnest(a); END $$"
+        )
+
+
+def ran(bob: psycopg.Connection) -> list[tuple]:
+    """Who ran which of bob's functions (each once)."""
+    return bob.execute("SELECT DISTINCT who, what FROM ran ORDER BY 1, 2").fetchall()
+
+
+@pytest.fixture(scope="module")
+def roles(pg_dsn) -> Iterator[tuple[psycopg.Connection, psycopg.Connection, psycopg.Connection]]:
+    with two_roles(
+        pg_dsn, ALICE, BOB, SCHEMA, ("models", "model_versions", "indexes", "deployments")
+    ) as pair:
+        pair[1].execute("CREATE TABLE ran (who text, what text)")
+        pair[1].execute("GRANT INSERT ON ran TO PUBLIC")
+        yield (*pair, connect(pg_dsn, "postgres", SCHEMA))
+
+
+def _train_and_predict(conn: psycopg.Connection, model: str) -> list[tuple]:
+    """Train ``model`` on pts (a shuffled read) and on an index of it (its storage written,
+    the source's fingerprint checked), and predict with every form of predict."""
+    options = {"model": "logistic", "epochs": 3, "replace": True}
+    on_index = json.dumps({**options, "index": f"{model}_ix"})
+    conn.execute(f"SELECT loom_train('{model}', 'pts', 'y', '{json.dumps(options)}')")  # type: ignore[arg-type]
+    conn.execute(f"SELECT loom_create_index('{model}_ix', 'pts', 'y', '{{}}')")  # type: ignore[arg-type]
+    conn.execute(f"SELECT loom_train('{model}_on_ix', NULL, 'y', '{on_index}')")  # type: ignore[arg-type]
+    conn.execute(f"SELECT loom_drop_model('{model}_on_ix'), loom_drop_index('{model}_ix')")  # type: ignore[arg-type]
+    return conn.execute(
+        f"SELECT loom_predict('{model}', t), loom_predict_row('{model}', t), "  # type: ignore[arg-type]
+        f"loom_predict_class('{model}', t), loom_predict_class_row('{model}', t), "
+        f"loom_predict('{model}', ARRAY[x, z]), loom_predict_class('{model}', ARRAY[x, z]) "
+        "FROM pts t ORDER BY x"
+    ).fetchall()
+
+
+def test_no_role_function_runs_for_the_caller(roles, pg_dsn):
+    alice, bob, admin = roles
+    clean = _train_and_predict(alice, "sp_a_clean")
+    _plant(bob)
+    # new sessions: none has a plan made before bob's functions existed
+    alice.close()
+    alice = connect(pg_dsn, ALICE, SCHEMA)
+    admin.close()
+    admin = connect(pg_dsn, "postgres", SCHEMA)
+    try:
+        for who, conn in (("alice", alice), ("su", admin)):
+            rows = _train_and_predict(conn, f"sp_{who}_m")
+            assert ran(bob) == [], f"bob's functions ran for {who}: {ran(bob)}"
+            assert len(rows) == 200
+            for by_row, by_row_form, cls, cls_row, by_array, cls_array in rows:
+                assert by_row == by_row_form == by_array
+                assert cls == cls_row == cls_array
+        # the same training as before bob planted anything: the same shuffle, the same model
+        assert _train_and_predict(alice, "sp_a_clean") == clean
+        assert ran(bob) == []
+    finally:
+        alice.close()
+        admin.execute("SELECT loom_drop_model('sp_su_m') FROM loom.models WHERE name = 'sp_su_m'")
+        admin.close()
+    # bob's functions do run where a query names them: the trap works
+    bob.execute("SELECT hashint8extended(1::bigint, 42)")
+    assert ran(bob) == [(BOB, "hashint8extended")]
+
+
+#: operators whose pg_catalog version needs a cast of what loomdb gives them: (operator, left,
+#: right, the function's body); and an aggregate over a column's own type
+OPERATORS = [
+    ("%", "bigint", "integer", "$1 OPERATOR(pg_catalog.%) $2::bigint"),  # the seeded split
+    ("*", "numeric", "double precision", "$1::float8 OPERATOR(pg_catalog.*) $2"),  # deployed
+    (">", "double precision", "integer", "$1 OPERATOR(pg_catalog.>) $2::float8"),  # deployed
+]
+
+
+def _plant_operators(bob: psycopg.Connection) -> None:
+    for i, (op, left, right, body) in enumerate(OPERATORS):
+        returns = "boolean" if op == ">" else left if op == "%" else "double precision"
+        bob.execute(
+            f"CREATE FUNCTION trap_op{i}({left}, {right}) RETURNS {returns} LANGUAGE plpgsql "  # type: ignore[arg-type]
+            f"AS $$ BEGIN INSERT INTO {SCHEMA}.ran VALUES (current_user, 'operator {op}'); "
+            f"RETURN {body}; END $$"
+        )
+        bob.execute(
+            f"CREATE OPERATOR {op} (LEFTARG = {left}, RIGHTARG = {right}, "  # type: ignore[arg-type]
+            f"FUNCTION = trap_op{i})"
+        )
+    bob.execute(
+        "CREATE FUNCTION trap_count(bigint, double precision) RETURNS bigint LANGUAGE plpgsql "
+        f"AS $$ BEGIN INSERT INTO {SCHEMA}.ran VALUES (current_user, 'count'); "  # type: ignore[arg-type]
+        "RETURN $1 + CASE WHEN $2 IS NULL THEN 0 ELSE 1 END; END $$"
+    )
+    bob.execute(
+        "CREATE AGGREGATE count(double precision) (SFUNC = trap_count, STYPE = bigint, "
+        "INITCOND = '0')"
+    )
+
+
+def test_no_role_operator_or_aggregate_runs_for_the_caller(roles, pg_dsn):
+    """A seeded test split, a preprocessed column and a deployed function called by a
+    superuser, with bob's operators and aggregate on the search_path."""
+    alice, bob, admin = roles
+    bob.execute("DELETE FROM ran")
+    _plant_operators(bob)
+    alice, admin = connect(pg_dsn, ALICE, SCHEMA), connect(pg_dsn, "postgres", SCHEMA)
+    options = json.dumps(
+        {
+            "model": "logistic",
+            "epochs": 3,
+            "test_fraction": 0.25,
+            "preprocess": {"x": {"impute": "median"}},
+            "replace": True,
+        }
+    )
+    try:
+        alice.execute(f"SELECT loom_train('sp_dep', 'pts', 'y', '{options}')")  # type: ignore[arg-type]
+        alice.execute("""SELECT loom_deploy('sp_dep', '{"proba": true}')""")
+        assert ran(bob) == [], f"bob's code ran for alice: {ran(bob)}"
+        for conn in (alice, admin):
+            rows = conn.execute(
+                "SELECT predict_sp_dep(x, z), loom_predict('sp_dep', ARRAY[x, z]), "
+                "predict_sp_dep_proba(x, z), loom_predict_proba('sp_dep', ARRAY[x, z]) FROM pts"
+            ).fetchall()
+            assert len(rows) == 200
+            for deployed, udf, deployed_p, udf_p in rows:
+                assert deployed == udf and abs(deployed_p - udf_p) < 1e-12
+        assert ran(bob) == [], f"bob's code ran: {ran(bob)}"
+    finally:
+        alice.close()
+        admin.close()
+    bob.execute("SELECT 7::bigint % 2, count(1.5::float8)")  # the traps work where named
+    assert ran(bob) == [(BOB, "count"), (BOB, "operator %")]
