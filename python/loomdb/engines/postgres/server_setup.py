@@ -211,11 +211,12 @@ WITH fresh (classid, objid) AS (
     WHERE xmin = pg_catalog.pg_current_xact_id()::xid AND opcnamespace = 'loom'::regnamespace
 )
 SELECT CASE f.classid
-    WHEN 'pg_catalog.pg_proc'::regclass THEN format('FUNCTION %s', f.objid::regprocedure)
-    WHEN 'pg_catalog.pg_am'::regclass THEN format('ACCESS METHOD %I', a.amname)
-    WHEN 'pg_catalog.pg_opfamily'::regclass THEN format('OPERATOR FAMILY loom.%I USING %I',
-        o.opfname, (SELECT amname FROM pg_catalog.pg_am WHERE oid = o.opfmethod))
-    ELSE format('OPERATOR CLASS loom.%I USING %I',
+    WHEN 'pg_catalog.pg_proc'::regclass THEN pg_catalog.format('FUNCTION %s', f.objid::regprocedure)
+    WHEN 'pg_catalog.pg_am'::regclass THEN pg_catalog.format('ACCESS METHOD %I', a.amname)
+    WHEN 'pg_catalog.pg_opfamily'::regclass
+        THEN pg_catalog.format('OPERATOR FAMILY loom.%I USING %I', o.opfname,
+            (SELECT amname FROM pg_catalog.pg_am WHERE oid = o.opfmethod))
+    ELSE pg_catalog.format('OPERATOR CLASS loom.%I USING %I',
         c.opcname, (SELECT amname FROM pg_catalog.pg_am WHERE oid = c.opcmethod))
     END
 FROM fresh AS f
@@ -372,8 +373,14 @@ def check_functions_run(dsn: str) -> dict[str, str]:
                         "FROM generate_series(1, 8) AS g"
                     ).format(sql.Identifier(name))
                 )
-                conn.execute("SELECT loom_train(%s, %s, 'y', %s)", [name, name, options])
-                row = conn.execute("SELECT loom_predict(%s, ARRAY[1.0])", [name]).fetchone()
+                # exact argument types: no other overload of these names matches better
+                conn.execute(
+                    "SELECT loom_train(%s::text, %s::text, 'y'::text, %s::text)",
+                    [name, name, options],
+                )
+                row = conn.execute(
+                    "SELECT loom_predict(%s::text, ARRAY[1.0]::double precision[])", [name]
+                ).fetchone()
         except psycopg.Error as exc:
             raise LoomStateError(
                 f"loomdb is installed but its functions fail: {exc.diag.message_primary or exc}",
