@@ -644,8 +644,11 @@ def index_relation(db: Queryable, name: str) -> str | None:
     ``loom.index_relations``, is kept by ``engines/postgres/index_am.py``."""
     if db.dialect != "postgres":
         return None
+    # pg_catalog's quote_ident(text) and ||, never a role's quote_ident(name) (an exact match
+    # for the columns' type) on the search_path
     rows = db.query(
-        "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) "
+        "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' "
+        "OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname::pg_catalog.text) "
         f"FROM {SCHEMA}.index_relations AS r "
         "JOIN pg_catalog.pg_class AS c ON c.oid = r.relation "
         "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace WHERE r.name = $1",
@@ -673,6 +676,15 @@ def index_for(db: Queryable, source: str, fmt: str) -> str | None:
 
 def exists(db: Queryable) -> bool:
     """Whether the database holds loomdb's catalog (a read-only file may not)."""
+    if db.dialect == "postgres":  # information_schema's columns are a domain any role's = of
+        rows = db.query(  # that type would be an exact match for: pg_catalog's own tables
+            "SELECT pg_catalog.count(*) FROM pg_catalog.pg_class AS c "
+            "JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
+            "WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.name "
+            "AND c.relname OPERATOR(pg_catalog.=) 'settings'::pg_catalog.name",
+            [SCHEMA],
+        )
+        return bool(rows and rows[0][0])
     rows = db.query(
         "SELECT count(*) FROM information_schema.tables "
         "WHERE table_schema = $1 AND table_name = 'settings'",

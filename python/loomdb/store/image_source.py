@@ -15,7 +15,7 @@ import numpy as np
 
 from loomdb.errors import LoomDataError, LoomOptionError
 from loomdb.store.db import Database
-from loomdb.store.names import quote_ident
+from loomdb.store.names import builtin, quote_ident
 from loomdb.store.settle import column_stats
 from loomdb.store.source import (
     USABLE,
@@ -87,7 +87,8 @@ def profile_images(
     prof.stats = {"label": np.nan_to_num(stats)}
     prof.label_counts = label_counts(db, rel, label_sql, where)
     filtered = f" WHERE {where}" if where else ""
-    size = db.query(f"SELECT sum(octet_length({quote_ident(image)})) FROM {rel}{filtered}")[0][0]
+    total, length = builtin("sum", db.dialect), builtin("octet_length", db.dialect)
+    size = db.query(f"SELECT {total}({length}({quote_ident(image)})) FROM {rel}{filtered}")[0][0]
     prof.size = int(size or 0)
     return prof
 
