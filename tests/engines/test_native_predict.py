@@ -254,7 +254,7 @@ def test_without_loom_finite_compiled_models_keep_the_portable_guard(pg):
     try:
         for name, _, _ in MODELS:
             portable = pg.scalar(f"SELECT loom_predict_sql('{name}')")
-            assert "loom.finite" not in portable and "0.0 * " in portable
+            assert "loom.finite" not in portable and "CAST(0.0 AS FLOAT8) * " in portable
             guarded = native[name].replace("loom.finite(", "loom.finite_hidden(")
             differ = pg.scalar(
                 f"SELECT count(*) FROM d WHERE ({portable}) IS DISTINCT FROM ({guarded})"

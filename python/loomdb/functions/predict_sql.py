@@ -66,6 +66,11 @@ def number(x: float, dialect: str) -> str:
     return f"CAST({literal(x)} AS FLOAT8)" if dialect == "postgres" else literal(x)
 
 
+def zero(dialect: str) -> str:
+    """0 as :func:`number` writes it, shorter."""
+    return "CAST(0.0 AS FLOAT8)" if dialect == "postgres" else "0.0"
+
+
 def _parts(model: LinearModel, dialect: str) -> list[tuple[Encoded | None, list[str]]]:
     """The features in groups: ``(column, [])`` for an encoded text column, whose features are
     0 or 1 and enter a margin as one CASE (:meth:`Encoded.weighted_sql`), else ``(None,
@@ -103,8 +108,8 @@ def _guarded(model: LinearModel, expression: str, dialect: str) -> str:
         )
     else:
         numbers = [x for text, exprs in _parts(model, dialect) if text is None for x in exprs]
-        zero = number(0.0, dialect)
-        finite = "(" + (" + ".join(f"{zero} * {x}" for x in numbers) or zero) + f") = {zero}"
+        z = zero(dialect)
+        finite = "(" + (" + ".join(f"{z} * {x}" for x in numbers) or z) + f") = {z}"
     return f"(CASE WHEN {finite} THEN {expression} END)"
 
 
@@ -119,7 +124,7 @@ def predict_expression(model: LinearModel, dialect: str = "postgres", finite: bo
     if not model.classifier:
         return _guarded(model, margins[0], dialect)
     if k == 1:
-        positive = f"{margins[0]} > {number(0.0, dialect)}"
+        positive = f"{margins[0]} > {zero(dialect)}"
         return _guarded(model, _binary(model, positive, dialect), dialect)
     classes = _classes(model)
     whens = " ".join(f"WHEN {m} THEN {c}" for m, c in zip(margins, classes))
@@ -179,7 +184,7 @@ def _finite_expression(model: LinearModel) -> str:
     if not model.classifier:
         return f"({first})"
     if model.W.shape[1] == 1:
-        positive = f"{first} > {number(0.0, 'postgres')}"
+        positive = f"{first} > {zero('postgres')}"
         return f"({_binary(model, positive, 'postgres')})"
     classes = _classes(model, typed=True)
     margins = [_margin(model, j, "postgres") for j in range(model.W.shape[1])]
