@@ -62,6 +62,8 @@ def test_a_damaged_index_is_refused_with_the_fix(indexed, fmt, damage):
 @pytest.mark.parametrize("drop", ["SELECT loom_drop_index('c_x')", "DROP INDEX c_x"])
 def test_an_index_whose_catalog_row_is_damaged_is_refused_and_can_be_dropped(indexed, drop):
     engine = indexed
+    if drop.startswith("DROP") and engine.name == "postgres":
+        pytest.skip("DROP INDEX of a loom_create_index index is loomdb's front-end's (DuckDB)")
     engine.scalar("SELECT loom_create_index('c_x', 'c_t', 'y', '{}')")
     engine.rows("UPDATE loom.indexes SET options = 'not json' WHERE name = 'c_x'")
     with pytest.raises(engine.errors) as info:
