@@ -59,6 +59,20 @@ def test_a_damaged_index_is_refused_with_the_fix(indexed, fmt, damage):
     engine.scalar(f"SELECT loom_train('m', NULL, 'y', '{{\"index\": \"{ix}\", \"epochs\": 1}}')")
 
 
+def test_a_model_whose_catalog_row_is_damaged_is_refused_and_can_be_dropped(indexed):
+    """The damaged model's hint says to drop it: loom_drop_model read the whole row first and
+    failed the same way."""
+    engine = indexed
+    engine.scalar("SELECT loom_train('c_m', 'c_t', 'y', '{\"epochs\": 1}')")
+    engine.scalar("SELECT loom_deploy('c_m')")
+    engine.rows("UPDATE loom.models SET coefficients = 'not json' WHERE name = 'c_m'")
+    with pytest.raises(engine.errors, match=r"(?s)model 'c_m' is damaged.*loom_drop_model"):
+        engine.scalar("SELECT loom_predict('c_m', ARRAY[1.0, 1.0, 1.0, 1.0, 1.0, 1.0])")
+    dropped = json.loads(engine.scalar("SELECT loom_drop_model('c_m')"))
+    assert dropped["dropped"] == "c_m" and len(dropped["functions"]) == 1
+    assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'c_m'") == 0
+
+
 @pytest.mark.parametrize("drop", ["SELECT loom_drop_index('c_x')", "DROP INDEX c_x"])
 def test_an_index_whose_catalog_row_is_damaged_is_refused_and_can_be_dropped(indexed, drop):
     engine = indexed

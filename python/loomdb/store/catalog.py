@@ -465,17 +465,21 @@ def _taken(what: str, name: str) -> LoomConflictError:
 
 
 def drop_model(db: Queryable, name: str) -> str | None:
-    """Delete the model, its versions, its grants and its trials; its owner."""
-    record = get_model(db, name)
+    """Delete the model, its versions, its grants and its trials; its owner.  Reads the owner
+    alone, no JSON parsed, so a damaged row (``damaged``'s hint says to drop it) drops too."""
+    rows = db.query(f"SELECT owner FROM {SCHEMA}.models WHERE name = $1", [check_name(name)])
+    if not rows:
+        raise _missing("model", name)
+    owner = rows[0][0]
     db.execute(f"DELETE FROM {SCHEMA}.grants WHERE model = $1", [name])
     delete_trials(db, name)
     db.execute(f"DELETE FROM {SCHEMA}.model_versions WHERE name = $1", [name])
     if not db.query(f"DELETE FROM {SCHEMA}.models WHERE name = $1 RETURNING name", [name]):
         raise LoomStateError(  # visible through a grant, but not this role's to drop
-            f"model '{name}' belongs to {record.owner}: only its owner may drop it",
+            f"model '{name}' belongs to {owner}: only its owner may drop it",
             hint="ask its owner to drop it",
         )
-    return record.owner
+    return owner
 
 
 def require_absent(db: Queryable, name: str, what: str) -> None:
