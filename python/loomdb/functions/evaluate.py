@@ -206,11 +206,6 @@ def _classed(model: LinearModel, where: str, label: str) -> str:
     return f"{where} AND {label} IS NOT NULL" if model.class_names else where
 
 
-def _same_column(db: Any, a: str, b: str) -> bool:
-    """Whether two column names name one column (DuckDB's names ignore case)."""
-    return a == b or (db.dialect == "duckdb" and a.lower() == b.lower())
-
-
 def _label(model: LinearModel, label: str, kinds: dict[str, str], double: str) -> str:
     """The label as the model's classes are numbered: a text label by its class code (a value
     that is none of the model's classes reads as NULL: the row is skipped, and counted).  A
@@ -297,7 +292,7 @@ def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
     # here), as loom_train refuses them — metrics of rows that are no longer there mislead
     layout.check_fresh(db, laid.info, stale_option=False)
     label = catalog.get_model(db, name).label
-    if label is not None and not _same_column(db, label, laid.info.label):
+    if label is not None and db.fold_name(label) != db.fold_name(laid.info.label):
         raise LoomOptionError(
             f"index '{index}' holds the label {laid.info.label!r}, not model '{name}''s "
             f"label {label!r}: its metrics would score the model against another column",

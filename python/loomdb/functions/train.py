@@ -19,7 +19,7 @@ from loomdb.accel import registry
 from loomdb.distributed import options as distributed
 from loomdb.errors import LoomDataError, LoomDivergedError, LoomOptionError
 from loomdb.functions import deploy, train_parallel
-from loomdb.functions.train_plan import Plan, plan, standardize_for
+from loomdb.functions.train_plan import Plan, class_shown, plan, standardize_for
 from loomdb.learn import skipping, slim, step_size
 from loomdb.learn.model import LinearModel
 from loomdb.learn.problem import Problem
@@ -396,7 +396,7 @@ def _warm_start(
 
 
 def _classes_shown(classes: list, names: list[str] | None) -> str:
-    return ", ".join(repr(n) for n in names) if names else ", ".join(f"{c:g}" for c in classes)
+    return ", ".join(class_shown(c, names) for c in classes)
 
 
 def _continue_options(name: str, p: Plan, model: LinearModel, record: ModelRecord) -> None:

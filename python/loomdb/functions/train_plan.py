@@ -194,7 +194,7 @@ class Plan:
             at = _class_at(key, cls, names)
             if at in named:
                 raise LoomOptionError(
-                    f"class_weight names class {_shown(cls[at], names)} twice: as "
+                    f"class_weight names class {class_shown(cls[at], names)} twice: as "
                     f"{named[at]!r} and as {key!r}",
                     hint="name each class once",
                 )
@@ -217,7 +217,7 @@ class Plan:
         return out
 
 
-def _shown(c: float, names: list[str] | None) -> str:
+def class_shown(c: float, names: list[str] | None) -> str:
     """A class as the user sees it: a text label's name, else the number."""
     return repr(names[int(c)]) if names is not None else class_text(c)
 
@@ -230,7 +230,7 @@ def _class_at(key: str, cls: list[float], names: list[str] | None) -> int:
     except ValueError:
         raise LoomOptionError(
             f"class_weight names label {key!r}, which is not a class of the source",
-            hint=f"classes: {', '.join(_shown(c, names) for c in cls)}",
+            hint=f"classes: {', '.join(class_shown(c, names) for c in cls)}",
         ) from None
 
 

@@ -247,11 +247,12 @@ def _json_damaged(table: str, name: str, column: str, what: str) -> LoomFormatEr
     )
 
 
-def damaged_index_owner(db: Queryable, name: str) -> str | None:
-    """The owner of index ``name`` (None on DuckDB, which has no roles) read from its catalog
-    row alone, no JSON parsed: what dropping a damaged index needs."""
-    rows = db.query(f"SELECT owner FROM {SCHEMA}.indexes WHERE name = $1", [name])
-    return rows[0][0] if rows else None
+def row_owner(db: Queryable, table: str, name: str) -> tuple[str | None] | None:
+    """``(owner,)`` of row ``name`` of catalog ``table`` (models, indexes), read alone, no JSON
+    parsed: what dropping a damaged row needs (the owner is None on DuckDB, which has no
+    roles); None when there is no such row."""
+    rows = db.query(f"SELECT owner FROM {SCHEMA}.{table} WHERE name = $1", [name])
+    return (rows[0][0],) if rows else None
 
 
 def _record(cls: Any, row: dict[str, Any]) -> Any:
@@ -467,10 +468,10 @@ def _taken(what: str, name: str) -> LoomConflictError:
 def drop_model(db: Queryable, name: str) -> str | None:
     """Delete the model, its versions, its grants and its trials; its owner.  Reads the owner
     alone, no JSON parsed, so a damaged row (``damaged``'s hint says to drop it) drops too."""
-    rows = db.query(f"SELECT owner FROM {SCHEMA}.models WHERE name = $1", [check_name(name)])
-    if not rows:
+    found = row_owner(db, "models", check_name(name))
+    if found is None:
         raise _missing("model", name)
-    owner = rows[0][0]
+    (owner,) = found
     db.execute(f"DELETE FROM {SCHEMA}.grants WHERE model = $1", [name])
     delete_trials(db, name)
     db.execute(f"DELETE FROM {SCHEMA}.model_versions WHERE name = $1", [name])

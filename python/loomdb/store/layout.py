@@ -554,7 +554,8 @@ def drop(db: Database, name: str) -> str | None:
     except LoomFormatError as e:
         if not catalog.index_exists(db, name):
             raise
-        owner, damage = catalog.damaged_index_owner(db, name), str(e)
+        found = catalog.row_owner(db, "indexes", name)
+        owner, damage = (found[0] if found else None), str(e)
     with db.as_role(owner):
         db.execute(f"DROP TABLE IF EXISTS {catalog.storage_relation(name)}")
     catalog.delete_index(db, name)

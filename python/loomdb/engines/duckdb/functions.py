@@ -219,11 +219,11 @@ def _named(udf: Udf, column: pa.Array) -> tuple[NamedRows, np.ndarray]:
         values = None
         if pa.types.is_null(field.type):  # a NULL literal's field
             values = np.zeros(len(field))
-        elif whole and (pa.types.is_floating(field.type) or pa.types.is_integer(field.type)):
+        elif whole and field.type.id in _INTEGERS | _FLOATS:
             # the usual table of numbers: a view of the doubles (one conversion otherwise),
             # where going through Arrow's cast and fill_null took 12 µs a field and vector
             values = field.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-        elif _numeric(field.type):
+        elif field.type.id in _NUMBERS:
             ints = pa.types.is_boolean(field.type)
             # (unsafe: an integer past 2⁵³ rounds to the nearest double, as DuckDB's cast
             # of the array form does, where a safe cast raised Arrow's error)
@@ -233,15 +233,6 @@ def _named(udf: Udf, column: pa.Array) -> tuple[NamedRows, np.ndarray]:
             texts[name] = np.array(field.to_pylist(), dtype=object)
         columns[name] = (values, present)
     return NamedRows.from_columns(len(column), columns, texts), ok
-
-
-def _numeric(kind: pa.DataType) -> bool:
-    return (
-        pa.types.is_integer(kind)
-        or pa.types.is_floating(kind)
-        or pa.types.is_decimal(kind)
-        or pa.types.is_boolean(kind)
-    )
 
 
 def _is_row(column: pa.Array) -> bool:
@@ -265,10 +256,15 @@ _INTEGERS = frozenset(
     for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())
     + (pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64())
 )
-_NUMBERS = _INTEGERS | frozenset(
-    t.id
-    for t in (pa.float16(), pa.float32(), pa.float64(), pa.bool_())
-    + (pa.decimal32(9), pa.decimal64(18), pa.decimal128(38), pa.decimal256(76))
+_FLOATS = frozenset(t.id for t in (pa.float16(), pa.float32(), pa.float64()))
+_NUMBERS = (
+    _INTEGERS
+    | _FLOATS
+    | frozenset(
+        t.id
+        for t in (pa.bool_(), pa.decimal32(9), pa.decimal64(18), pa.decimal128(38))
+        + (pa.decimal256(76),)
+    )
 )
 
 
