@@ -139,11 +139,13 @@ class Format:
     def encode_labels(self, y: np.ndarray) -> bytes:
         return dense.encode(y.reshape(-1, 1))
 
-    def decode_labels(self, blob: Buffer) -> np.ndarray:
+    def decode_labels(self, blob: Buffer, rows: int | None = None) -> np.ndarray:
+        """A minibatch's labels (``rows``: how many it holds, for a format whose label width
+        follows from them: mlweaving's float32 or float64)."""
         return dense.decode(blob)[:, 0]
 
     def decode(self, stored: Stored, n_features: int, precision: int) -> Batch:
-        y = self.decode_labels(stored.parts[0])
+        y = self.decode_labels(stored.parts[0], stored.rows)
         if len(y) != stored.rows:
             raise LoomFormatError(
                 f"minibatch {stored.batch} holds {len(y)} labels for {stored.rows} rows",

@@ -24,9 +24,8 @@ import numpy as np
 from loomdb.codecs import weave
 from loomdb.codecs.blob import REBUILD
 from loomdb.errors import LoomFormatError, LoomOptionError
-from loomdb.seams import Batch
 from loomdb.store.formats.base import Encoder, Format
-from loomdb.store.storage import Buffer, Stored
+from loomdb.store.storage import Buffer
 
 
 class WeaveFormat(Format):
@@ -77,15 +76,6 @@ class WeaveFormat(Format):
                 f"mlweaving labels of {len(blob)} bytes are not float32s", hint=REBUILD
             )
         return np.frombuffer(blob, dtype="<f4").astype(np.float64)
-
-    def decode(self, stored: Stored, n_features: int, precision: int) -> Batch:
-        y = self.decode_labels(stored.parts[0], stored.rows)
-        if len(y) != stored.rows:
-            raise LoomFormatError(
-                f"minibatch {stored.batch} holds {len(y)} labels for {stored.rows} rows"
-            )
-        X = self.payload(stored.parts[1:], stored.rows, n_features, precision)
-        return Batch(X=X, y=y, number=stored.batch, nbytes=stored.nbytes)
 
     def payload(self, parts: list[Buffer], rows: int, n_features: int, precision: int) -> Any:
         return weave.WovenMatrix(parts, rows, n_features, precision)
