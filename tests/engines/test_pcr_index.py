@@ -175,6 +175,16 @@ def test_fidelity_options_are_honoured_or_refused(engine, folder):
             '\'{"format": "pcr", "preprocess": {"image": {"impute": 0}}}\')',
             "'preprocess' encodes or fills named feature columns; a pcr layout",
         ),
+        (
+            "SELECT loom_train('e7', 'ph', 'label', "
+            '\'{"format": "pcr", "sparse": {"width": 3}}\')',
+            "'sparse' reads a sparse source's array columns; a pcr layout",
+        ),
+        (
+            "SELECT loom_create_index('e8', 'ph', 'label', "
+            '\'{"format": "pcr", "sparse": {}}\')',
+            "'sparse' reads a sparse source's array columns; a pcr layout",
+        ),
     ]
     for sql, message in cases:
         with pytest.raises(engine.errors, match=message):

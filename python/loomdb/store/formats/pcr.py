@@ -106,6 +106,12 @@ class PcrFormat(Format):
                 f"are the pixels of {source}'s image column, which it cannot apply to",
                 hint="leave 'preprocess' out (the images are decoded and scaled as they are)",
             )
+        if opts.get("sparse") is not None:  # a sparse source's rows are arrays, not images
+            raise LoomOptionError(
+                f"'sparse' reads a sparse source's array columns; a pcr layout's features are "
+                f"the pixels of {source}'s image column",
+                hint="leave 'sparse' out, or lay a sparse source out with another format",
+            )
         return profile_images(db, source, label, opts["features"], opts["nulls"], split)
 
     def encoding(self, db: Any, prof: SourceProfile, opts: dict[str, Any], progress: Any) -> Any:
