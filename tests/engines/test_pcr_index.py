@@ -2,7 +2,8 @@
 through SQL at every fidelity, on both engines: bytes read are exactly the prefix offsets.
 
 The folder is a small copy of the shared ants-and-bees photos (4 per class, plus a GIF, a
-truncated JPEG and a text file that must be skipped) and a few MNIST digits rendered as JPEGs.
+truncated and a corrupt JPEG and a text file that must be skipped) and a few MNIST digits
+rendered as JPEGs.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def folder(request):
     shutil.copy(data / "hymenoptera_data" / "train" / "ants" / "imageNotFound.gif", root / "ants")
     whole = next(iter(sorted((root / "bees").glob("*.jpg")))).read_bytes()
     (root / "bees" / "cut.jpg").write_bytes(whole[: len(whole) // 2])  # truncated
+    # junk before the EOI: Pillow decodes it without a word, jpegtran warns (corrupt data)
+    (root / "bees" / "junk.jpg").write_bytes(whole[:-2] + bytes(8) + whole[-2:])
     (root / "bees" / "notes.txt").write_text("not an image")
     (root / "stray.jpg").write_bytes(whole)  # in no class folder
     for path in root.rglob("*"):
@@ -71,11 +74,13 @@ def train(engine, name, **options):
 
 def test_a_folder_loads_its_jpegs_and_counts_what_it_skips(engine, folder):
     done = load(engine, folder)
-    assert done["rows"] == 2 * PER_CLASS and done["skipped"] == 4
+    assert done["rows"] == 2 * PER_CLASS and done["skipped"] == 5
     assert done["classes"] == {"ants": 0, "bees": 1}
+    assert "Corrupt JPEG data" in done["skipped_files"]["bees/junk.jpg"]
     assert set(done["skipped_files"]) == {
         "ants/imageNotFound.gif",
         "bees/cut.jpg",
+        "bees/junk.jpg",
         "bees/notes.txt",
         "stray.jpg",
     }
@@ -258,7 +263,7 @@ def test_the_cli_loads_a_folder_read_here(pg_dsn, folder, tmp_path):
         )
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)
-        assert summary["rows"] == 2 * PER_CLASS and summary["skipped"] == 4
+        assert summary["rows"] == 2 * PER_CLASS and summary["skipped"] == 5
 
 
 def test_reindex_staleness_and_evaluation_on_the_stored_records(engine, folder):

@@ -7,9 +7,11 @@ the classes, sorted (or as listed in the ``classes`` option, so two folders load
 the same ids) — and the file's bytes, unchanged.  The label is a number because loomdb's
 classifiers learn numeric labels; ``class_name`` keeps the name.
 
-A file is kept only if it is a JPEG that decodes completely (``imaging.pixels``): a GIF, a
-truncated JPEG, anything else, a file directly in FOLDER or in a sub-folder not listed in
-``classes`` is skipped and counted (the summary names the first few and why), never kept.
+A file is kept only if it is a JPEG that decodes completely (``imaging.pixels``) and that a
+pcr index can lay out: jpegtran transcodes it without a warning (``imaging.transcode``; Pillow
+decodes some corrupt data without a word, jpegtran does not).  A GIF, a truncated or corrupt
+JPEG, anything else, a file directly in FOLDER or in a sub-folder not listed in ``classes`` is
+skipped and counted (the summary names the first few and why), never kept.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from loomdb.codecs import jpeg_scans
 from loomdb.codecs.jpeg_scans import MAX_BYTES
-from loomdb.errors import LoomDataError, LoomError, LoomNotFoundError
-from loomdb.imaging import pixels, pool
+from loomdb.errors import LoomDataError, LoomError, LoomNotFoundError, LoomStateError
+from loomdb.imaging import pixels, pool, transcode
 from loomdb.options import Names, Option, Options, Text
 
 NAMED_SKIPS = 20  # skipped files named in the summary
@@ -54,6 +57,9 @@ def _readable(path: Path) -> tuple[bytes | None, str]:
         return None, f"cannot be read ({e.strerror})"
     try:
         pixels.check_readable(data)
+        jpeg_scans.split(transcode.progressive(data))  # what a pcr index lays out
+    except LoomStateError:  # no Pillow or jpegtran here: no file is the reason
+        raise
     except LoomError as e:
         return None, e.message
     return data, ""
