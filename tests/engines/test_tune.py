@@ -86,6 +86,7 @@ def test_random_search_is_reproducible_and_draws_from_the_lists(points):
         ({"lr": []}, "'lr' is an empty list"),
         ({"lr": [0.1, 0.1]}, "'lr' lists 0.1 twice"),
         ({"lr": [0.1, 0.2], "trials": 2}, "'trials' applies to random search"),
+        ({"lr": [0.1, 0.2], "search_seed": 7}, "'search_seed' applies to random search"),
         (
             {"lr": [0.001 * i for i in range(1, 10)], "l2": [0.0] + [10.0**-i for i in range(8)]},
             "the grid holds 81 combinations",

@@ -119,7 +119,7 @@ def space(given: dict[str, Any]) -> Space:
             hint=f"leave it out (default {DEFAULT_VALIDATION}) or give a fraction above 0",
         )
     s = Space(fixed, lists, own["search"], own["trials"], own["search_seed"], own["metric"])
-    _check_size(s)
+    _check_size(s, seeded=given.get("search_seed") is not None)
     _check_metric(s)
     return s
 
@@ -155,12 +155,13 @@ def _check_list(key: str, values: list[Any]) -> None:
         seen.append(v)
 
 
-def _check_size(s: Space) -> None:
-    if s.trials is not None and s.search == "grid":
-        raise LoomOptionError(
-            "'trials' applies to random search; a grid runs every combination",
-            hint='add "search": "random", or leave \'trials\' out',
-        )
+def _check_size(s: Space, seeded: bool) -> None:
+    for key, given in (("trials", s.trials is not None), ("search_seed", seeded)):
+        if given and s.search == "grid":
+            raise LoomOptionError(
+                f"'{key}' applies to random search; a grid runs every combination",
+                hint=f'add "search": "random", or leave \'{key}\' out',
+            )
     if s.search == "random" and s.trials is None:
         raise LoomOptionError(
             "random search needs 'trials': how many combinations to draw",
