@@ -206,6 +206,9 @@ def test_fidelity_options_are_honoured_or_refused(engine, folder):
         + "), 2)"
     )
     assert broken is None  # an unreadable image predicts NULL, like a NaN feature
+    engine.rows("CREATE TABLE ph_text AS SELECT label, file AS image FROM ph")
+    with pytest.raises(engine.errors, match="column 'image' of ph_text is text, not bytea/BLOB"):
+        engine.scalar("SELECT loom_evaluate('ok', 'ph_text')")
 
 
 def test_an_unreadable_image_in_the_table_stops_the_layout_with_a_hint(engine, folder):

@@ -31,6 +31,7 @@ from loomdb.learn.sparse_model import SparseLinearModel
 from loomdb.options import Choices, Interval, Option, Options, parse_json
 from loomdb.store import catalog, layout
 from loomdb.store import encoding as encodings
+from loomdb.store.image_source import IMAGE
 from loomdb.store.names import check_name, quote_ident
 from loomdb.store.source import columns_of, complete_rows, label_value, number
 from loomdb.store.split import PARTS, Split
@@ -276,6 +277,12 @@ def _image_margins(db, name, model, label, source, rel, kinds, scans):
     spec = image_inputs(model, name)
     column = spec["column"]
     _require(source, name, kinds, [column, label], f"images from {column} and its label {label}")
+    if kinds[column] != IMAGE:
+        raise LoomDataError(
+            f"column {column!r} of {source} is {kinds[column]}, not bytea/BLOB: model '{name}' "
+            "reads JPEG images from it",
+            hint=f"evaluate on a source whose {column} column holds each image's file bytes",
+        )
     values = [quote_ident(column), number(label, kinds[label], db.type("double"))]
     Z, y = [np.empty((0, model.W.shape[1]))], [np.empty(0)]
     for rows in db.read_rows(rel, values, complete_rows([column, label]), None, IMAGE_CHUNK):
