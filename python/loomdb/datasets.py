@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from loomdb.errors import LoomFormatError
+from loomdb.errors import LoomFormatError, LoomOptionError
 
 
 def shared_datasets() -> Path | None:
@@ -95,6 +95,12 @@ def mnist_jpegs(
     from PIL import Image
 
     X, y = load_mnist(folder)
+    if first >= len(X):
+        raise LoomOptionError(
+            f"'first' is {first}, but {folder} holds {len(X):,} MNIST test images "
+            f"(numbers 0 … {len(X) - 1})",
+            hint="give a first image number below that",
+        )
     stop = len(X) if limit is None else min(len(X), first + limit)
     out = []
     for row in X[first:stop]:

@@ -90,6 +90,23 @@ def test_a_folder_loads_its_jpegs_and_counts_what_it_skips(engine, folder):
         assert bytes(image) == (folder / file).read_bytes()  # the file, unchanged
 
 
+def test_load_options_that_cannot_be_honoured_are_refused(engine, folder, datasets):
+    cases = [
+        ("mnist-jpeg", datasets, "dg", {"first": 10000}, "'first' is 10000, but"),
+        ("images", folder, "ph", {"label": "file"}, "two columns named 'file'"),
+        ("images", folder, "ph", {"image": "Label"}, "'label' and 'Label': one name to DuckDB"),
+    ]
+    for kind, path, table, options, message in cases:
+        sql = f"SELECT loom_load('{kind}', '{path}', '{table}', '{json.dumps(options)}')"
+        with pytest.raises(engine.errors, match=message):
+            engine.scalar(sql)
+    made = (
+        "SELECT count(*) FROM information_schema.tables "
+        "WHERE table_schema = current_schema() AND table_name IN ('dg', 'ph')"
+    )
+    assert engine.scalar(made) == 0  # nothing half-written
+
+
 def test_every_record_has_10_groups_and_k_reads_exactly_offsets_k(engine, folder):
     load(engine, folder)
     info = create(engine)

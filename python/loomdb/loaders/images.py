@@ -23,7 +23,13 @@ from typing import Any
 
 from loomdb.codecs import jpeg_scans
 from loomdb.codecs.jpeg_scans import MAX_BYTES
-from loomdb.errors import LoomDataError, LoomError, LoomNotFoundError, LoomStateError
+from loomdb.errors import (
+    LoomDataError,
+    LoomError,
+    LoomNotFoundError,
+    LoomOptionError,
+    LoomStateError,
+)
 from loomdb.imaging import pixels, pool, transcode
 from loomdb.options import Names, Option, Options, Text
 
@@ -32,13 +38,26 @@ CHUNK = 64  # files checked at a time (in parallel)
 
 
 def image_columns(options: dict[str, Any]) -> list[tuple[str, str]]:
-    """The table every image loader makes."""
-    return [
+    """The table every image loader makes (its four column names distinct, on either engine:
+    DuckDB folds case even in quoted names, so names differing only in case are refused)."""
+    columns = [
         ("file", "text"),
         ("class_name", "text"),
         (options["label"], "integer"),
         (options["image"], "bytes"),
     ]
+    seen: dict[str, str] = {}
+    for name, _ in columns:
+        other = seen.get(name.casefold())
+        if other is not None:
+            also = "" if other == name else f" ({other!r} and {name!r}: one name to DuckDB)"
+            raise LoomOptionError(
+                f"the loaded table would have two columns named {name!r}{also}",
+                hint="give 'label' and 'image' names other than each other, 'file' and "
+                "'class_name'",
+            )
+        seen[name.casefold()] = name
+    return columns
 
 
 IMAGE_OPTIONS = (
