@@ -256,3 +256,21 @@ def test_mnist_jpegs_are_grayscale_baseline_jpegs_of_the_digits(datasets):
     assert len(jpegs) == 3 and list(labels) == [7, 2, 1]
     frame = jpeg_scans.parse(jpegs[0])
     assert (frame.width, frame.height, frame.components, frame.progressive) == (28, 28, 1, False)
+
+
+def test_the_images_loader_fails_without_jpegtran_instead_of_skipping_every_file(
+    tmp_path, monkeypatch
+):
+    from loomdb.errors import LoomStateError
+    from loomdb.loaders.images import ImagesLoader
+
+    (tmp_path / "a").mkdir()
+    for i in range(5):
+        (tmp_path / "a" / f"{i}.jpg").write_bytes(drawn(i % 2 == 0))
+
+    def missing() -> str:
+        raise LoomStateError("jpegtran is not installed on this machine", hint=transcode.INSTALL)
+
+    monkeypatch.setattr(transcode, "jpegtran", missing)
+    with pytest.raises(LoomStateError, match="jpegtran is not installed"):
+        list(ImagesLoader().rows(str(tmp_path), {"classes": None, "label": "y", "image": "i"}))
