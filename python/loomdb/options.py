@@ -107,7 +107,9 @@ class Boolean(Constraint):
 
 @dataclass(frozen=True)
 class Names(Constraint):
-    """A non-empty list of column names."""
+    """A non-empty list of distinct names (of columns, unless ``what`` says otherwise)."""
+
+    what: str = "column names"
 
     def check(self, value: Any) -> bool:
         return (
@@ -118,7 +120,7 @@ class Names(Constraint):
         )
 
     def describe(self) -> str:
-        return "a non-empty list of distinct column names"
+        return f"a non-empty list of distinct {self.what}"
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,7 @@ def test_load_options_that_cannot_be_honoured_are_refused(engine, folder, datase
         ("mnist-jpeg", datasets, "dg", {"first": 10000}, "'first' is 10000, but"),
         ("images", folder, "ph", {"label": "file"}, "two columns named 'file'"),
         ("images", folder, "ph", {"image": "Label"}, "'label' and 'Label': one name to DuckDB"),
+        ("images", folder, "ph", {"classes": ["ants", "ants"]}, "list of distinct class names"),
     ]
     for kind, path, table, options, message in cases:
         sql = f"SELECT loom_load('{kind}', '{path}', '{table}', '{json.dumps(options)}')"

@@ -89,7 +89,12 @@ class ImagesLoader:
     options = Options(
         "images",
         *IMAGE_OPTIONS,
-        Option("classes", Names(), None, "class names in label order (default: sub-folders)"),
+        Option(
+            "classes",
+            Names("class names"),
+            None,
+            "class names in label order (default: sub-folders)",
+        ),
     )
     reads_files = True
     skipped = 0
