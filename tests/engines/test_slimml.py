@@ -134,6 +134,14 @@ def test_baselines_remove_the_share_asked(separable, skip):
         assert all(e["bytes_skipped"] > 0 for e in history)
 
 
+def test_the_random_baseline_removes_the_share_asked_from_minibatches_of_one_group(separable):
+    info = _index(separable, "sl_one", batch_size=64)
+    assert info["slimml"]["groups_per_batch"] == 1  # a group is dropped whole, or kept
+    history = _train(separable, "sl_m", index="sl_one", skip="random", skip_fraction=0.3)
+    removed = [e["removed"] for e in history]
+    assert all(0.1 < r < 0.5 for r in removed) and abs(np.mean(removed) - 0.3) < 0.1
+
+
 REFUSED = [
     ("sl_plain", {"skip": "slimml"}, "was built without slimml"),
     ("sl_r", {"epsilon": 0.02}, "'epsilon' applies to skip 'slimml'"),

@@ -10,7 +10,9 @@ divides by the minibatch as sampled:
 * ``slimml``: Algorithm 1; removed groups are never read; weight 1 (their gradients are ≈ 0);
   with ``oracle`` every group is read, removed groups get weight 0 (the same training), and
   each minibatch's exact per-row effects tell how many removed rows were truly non-critical;
-* ``random``: the same share of groups as ``fraction``, drawn at random; weight |B|/|B′|;
+* ``random``: the same share of groups as ``fraction``, drawn at random (the number of groups
+  f·g rounded up with probability its fractional part, so that the share removed is f on
+  average even where a minibatch holds one group or a few); weight |B|/|B′|;
 * ``coreset``: a subset of groups fixed once (lightweight coreset sampling over the groups'
   means: q ∝ ½·rows/N + ½·rows·‖ã − μ‖²/Σ, Bachem et al. 2018), 1 − ``fraction`` of them,
   weight 1/(M·q); it never changes while training;
@@ -129,7 +131,11 @@ class RandomGroups(Policy):
 
     def _choose(self, ids, W, b):
         read = np.zeros(len(ids), dtype=bool)
-        keep = len(ids) - int(round(self.fraction * len(ids)))
+        share = self.fraction * len(ids)  # groups to drop: rounded at random, so that a
+        drop = int(share)  # minibatch of few groups drops the share asked on average
+        if share > drop and self.rng.random() < share - drop:
+            drop += 1
+        keep = len(ids) - drop
         read[self.rng.choice(len(ids), size=keep, replace=False)] = True
         rows = self.points.rows[ids]
         scale = rows.sum() / max(rows[read].sum(), 1)
