@@ -100,7 +100,7 @@ def test_the_catalog_records_the_options_used(trained):
     engine.scalar("SELECT loom_create_index('w', 'tr', 'y', '{\"format\": \"mlweaving\"}')")
     engine.scalar("SELECT loom_train('mw', NULL, 'y', '{\"index\": \"w\", \"epochs\": 2}')")
     weave = json.loads(engine.scalar("SELECT loom_model_info('mw')"))
-    assert weave["options"]["standardize"] == "minmax"  # the format's own map by default
+    assert weave["options"]["standardize"] == "zscore"  # as every format, folded over its codes
     engine.scalar(
         "SELECT loom_train('mz', NULL, 'y', "
         '\'{"index": "w", "epochs": 2, "standardize": "zscore"}\')'

@@ -164,7 +164,7 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
         )
     init = _warm_start(db, name, p, info, features, cls) if p.opts["warm_start"] else None
     sparse = bool(info.options.get("sparse"))
-    method = init.scaling.method if init else standardize_for(p.opts, fmt, sparse)
+    method = init.scaling.method if init else standardize_for(p.opts, sparse)
     over = fmt.value_map == "minmax"
     scaling = (
         Scaling.over_minmax(method, info.stats) if over else Scaling.from_stats(method, info.stats)

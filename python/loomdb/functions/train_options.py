@@ -62,7 +62,7 @@ _OWN = Options(
         "standardize",
         Choices(METHODS),
         None,
-        "zscore (default; minmax for sparse sources and mlweaving), minmax or none",
+        "zscore (default; minmax for sparse sources), minmax or none",
     ),
     Option("warm_start", Boolean(), False, "continue training the model of this name"),
     Option("replace", Boolean(), False, "overwrite the model of this name"),
