@@ -113,6 +113,7 @@ class EpochStep:
     l2: float
     fit_intercept: bool
     targets: Any  # callable: labels → (T (rows, k), sample weights (rows,))
+    batch_size: int = 0  # rows of a whole stored minibatch (0: not known)
 
 
 class EpochKernel(Protocol):

@@ -122,3 +122,33 @@ def test_a_batch_size_the_engine_cannot_run_is_refused_by_train_and_simulate(eng
     engine.scalar(
         'SELECT loom_train(\'c24\', NULL, \'y\', \'{"index": "w24", "model": "linear"}\')'
     )
+
+
+@pytest.mark.postgres
+def test_a_short_last_block_is_averaged_over_the_mini_batch(engine):
+    """The engine's average is a fixed shift by log2 B (MLWeaving §5: B in the job descriptor):
+    a short last block's gradient sum is divided by B, its missing rows padding.  264 rows at
+    B = 256: the last block's 8 rows were divided by 8, a 32x step, and the model after one
+    epoch from zero was about twice mini-batch SGD's.  With λ small, one epoch from zero is
+    (λ/B)·Σ yᵢ·x̃ᵢ over every row, whatever the order of the blocks, up to O(λ²)."""
+    rng = np.random.default_rng(4)
+    X = rng.random((264, 3))
+    y = 100.0 * (0.5 + X[:, 0])
+    engine.load("short", X, y)
+    built = json.dumps({"format": "mlweaving", "batch_size": 256})
+    engine.scalar(f"SELECT loom_create_index('sb', 'short', 'y', '{built}')")
+    lam = 2.0**-12
+    opts = {"index": "sb", "backend": "fpga-sim", "model": "linear", "epochs": 1}
+    opts |= {"lr": lam, "fit_intercept": False, "tol": 0, "progress": False}
+    engine.scalar(f"SELECT loom_train('sb1', NULL, 'y', '{json.dumps(opts)}')")
+    unit = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))  # the index's min–max map
+    expected = unit @ (lam / 256 * (y @ unit))
+    got = np.asarray(
+        [
+            r[0]
+            for r in engine.rows(
+                f"SELECT loom_predict('sb1', {engine.array(['x0', 'x1', 'x2'])}) FROM short"
+            )
+        ]
+    )
+    assert np.allclose(got, expected, rtol=0.01), np.abs(got / expected - 1).max()

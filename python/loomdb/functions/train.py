@@ -297,6 +297,7 @@ def _config(
         top_precision=laid.fmt.top(),
         safe_lr=safe,
         metric=metric,
+        batch_size=int(laid.info.options.get("batch_size") or 0),
     )
 
 

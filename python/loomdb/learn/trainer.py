@@ -109,6 +109,7 @@ class TrainConfig:
     safe_lr: float | None = None  # the automatic step: restarts never go above it
     patience: int = 5  # epochs without a tol-sized improvement before stopping (sklearn's)
     metric: str | None = None  # loom_tune's metric besides the loss (learn/metrics.py), if any
+    batch_size: int = 0  # rows of a whole stored minibatch (0: not known): fpga-sim's B
 
 
 class Diverged(Exception):
@@ -180,7 +181,9 @@ def _run(source, problem, config, backend, lr, progress, check, skip=None, runne
             batches = source.train_batches(epoch, s)
         else:  # W and b change in place: the policy sees the parameters of each moment
             batches = source.train_batches(epoch, s, partial(skip.choose, W=W, b=b))
-        step = EpochStep(config.kind, rate, config.l2, config.fit_intercept, problem.targets)
+        step = EpochStep(
+            config.kind, rate, config.l2, config.fit_intercept, problem.targets, config.batch_size
+        )
         with np.errstate(over="ignore", invalid="ignore"):  # the guard judges the result
             if runner is not None:
                 totals = runner(epoch, s, W, b, optimizer, rate, widest)

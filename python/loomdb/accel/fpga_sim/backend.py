@@ -49,6 +49,15 @@ def step_shift(lr: float) -> int:
     return max(0, min(30, math.ceil(-math.log2(lr))))
 
 
+def mini_batch(step: EpochStep, rows: int) -> int:
+    """The job's B: the layout's batch size (check_index made it a power of two ≥ 8), not the
+    block's rows.  The engine averages by a fixed shift of log2 B (MLWeaving §5, B in the job
+    descriptor), so a short last block is divided by B, its missing rows padding, as
+    ``engine.reference_sgd`` does; dividing it by its own rows took a step up to B/8 times
+    too long.  Without a known batch size, the smallest B that holds the block."""
+    return step.batch_size or max(8, 1 << (rows - 1).bit_length())
+
+
 def overflowed(step: EpochStep, largest: float) -> LoomDataError:
     """The engine's Q8.23 model (±256) wrapped: what trained is not a model, so refuse."""
     why = (
@@ -123,7 +132,7 @@ class FpgaSimBackend:
                 samples=batch.rows,
                 dimension=m + extra,
                 bits=batch.X.s,
-                mini_batch=max(8, 1 << (batch.rows - 1).bit_length()),
+                mini_batch=mini_batch(step, batch.rows),
                 step_shift=shift,
                 loss=step.kind,
             )
