@@ -43,23 +43,57 @@ def settled(
     return mean, std
 
 
+# Below this in magnitude a column's deviations, squared and summed over 2^61 rows, hold in a
+# double; a column reaching it is summed again scaled by a power of two (``_large_stats``).
+LARGE = 2.0**480
+FNS = ("avg", "stddev_pop")
+
+
+def _value(c: str, double: str) -> str:
+    """``c`` where a sum of its squares cannot overflow, else NULL (PostgreSQL's avg and
+    stddev_pop of 1e300s fail with "value out of range"; DuckDB's std is infinite)."""
+    return f"CASE WHEN abs({c}) < CAST({LARGE!r} AS {double}) THEN {c} END"
+
+
 def column_stats(db: Database, rel: str, exprs: list[str], where: str | None) -> np.ndarray:
     """(columns, 4) array of min, max, mean and population std, in SQL (the mean and std
-    ``settled``: the same in every run)."""
+    ``settled``: the same in every run).  A column of values of ``LARGE`` or more in
+    magnitude (1e300s) has its mean and std from a second pass over its values scaled by a
+    power of two, so they are finite and exact to the last bits as any other column's."""
     out: list[float] = []
     source = f"{rel} WHERE {where}" if where else rel
+    double = db.type("double")
     for start in range(0, len(exprs), STATS_PER_QUERY):
         chunk = exprs[start : start + STATS_PER_QUERY]
         aggs = ", ".join(
-            f"{fn}({c}) AS s{start + i}_{fn}"
+            f"{fn}({c if fn in ('min', 'max') else _value(c, double)}) AS s{start + i}_{fn}"
             for i, c in enumerate(chunk)
             for fn in ("min", "max", "avg", "stddev_pop")
         )
         row = db.query(f"SELECT {aggs} FROM {source}")[0]
         out.extend(np.nan if v is None else float(v) for v in row)
     stats = np.array(out).reshape(-1, 4)
+    _large_stats(db, source, exprs, stats, double)
     stats[:, 2], stats[:, 3] = settled(stats[:, 2], stats[:, 3], stats[:, 0], stats[:, 1])
     return stats
+
+
+def _large_stats(
+    db: Database, source: str, exprs: list[str], stats: np.ndarray, double: str
+) -> None:
+    """Mean and std of the columns reaching ``LARGE``, from their values times 2^−k (k: the
+    exponent of the largest magnitude, so every scaled value is within ±1, exactly)."""
+    with np.errstate(invalid="ignore"):
+        peak = np.fmax(np.abs(stats[:, 0]), np.abs(stats[:, 1]))
+    large = np.flatnonzero(peak >= LARGE)
+    for start in range(0, len(large), STATS_PER_QUERY):
+        chunk = large[start : start + STATS_PER_QUERY]
+        exponents = [int(np.frexp(peak[i])[1]) for i in chunk]
+        scaled = [f"({exprs[i]}) * CAST({2.0**-k!r} AS {double})" for i, k in zip(chunk, exponents)]
+        aggs = ", ".join(f"{fn}({v}) AS l{n}_{fn}" for n, v in enumerate(scaled) for fn in FNS)
+        row = db.query(f"SELECT {aggs} FROM {source}")[0]
+        for n, (i, k) in enumerate(zip(chunk, exponents)):
+            stats[i, 2:] = [np.ldexp(float(row[2 * n + j]), k) for j in (0, 1)]
 
 
 def indicator_stats(counts: np.ndarray, rows: int) -> np.ndarray:

@@ -260,16 +260,7 @@ def profile(
         prof.relation = rel
     double = db.type("double")
     values = _feature_stats(db, prof, double)
-    bad = [
-        n
-        for n, (lo, hi) in zip([*prof.features, label], values[:, :2])
-        if not np.isfinite([lo, hi]).all()
-    ]
-    if bad:
-        raise LoomDataError(
-            f"column(s) {', '.join(bad)} of {source} hold NaN or infinite values",
-            hint="filter them out in a SELECT source, e.g. WHERE x = x AND abs(x) < 'Infinity'",
-        )
+    _check_finite(source, [*prof.features, label], values)
     prof.stats = {
         "min": values[:-1, 0],
         "max": values[:-1, 1],
@@ -279,6 +270,26 @@ def profile(
     }
     prof.label_counts = label_counts(db, rel, prof.label_sql(double), where)
     return prof
+
+
+def _check_finite(source: str, names: list[str], values: np.ndarray) -> None:
+    """Refuse NaN and infinite values, and a column whose range (max − min) overflows a
+    double: its standardised values x − shift would (−1e308 and 1e308)."""
+    lo, hi = values[:, 0], values[:, 1]
+    bad = [n for n, ok in zip(names, np.isfinite(lo) & np.isfinite(hi)) if not ok]
+    if bad:
+        raise LoomDataError(
+            f"column(s) {', '.join(bad)} of {source} hold NaN or infinite values",
+            hint="filter them out in a SELECT source, e.g. WHERE x = x AND abs(x) < 'Infinity'",
+        )
+    with np.errstate(over="ignore"):
+        wide = [n for n, ok in zip(names, np.isfinite(hi - lo)) if not ok]
+    if wide:
+        raise LoomDataError(
+            f"column(s) {', '.join(wide)} of {source} span more than a double holds (max − min "
+            "overflows): their standardised values would be infinite",
+            hint="scale them down in a SELECT source, e.g. SELECT x / 1e10 AS x, …",
+        )
 
 
 def _feature_stats(db: Database, prof: SourceProfile, double: str) -> np.ndarray:
