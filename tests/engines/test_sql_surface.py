@@ -248,6 +248,26 @@ def test_evaluate_index_refuses_an_index_of_another_label(cancer):
     assert json.loads(engine.scalar("SELECT loom_evaluate_index('m', 'by_y')"))["rows"] == 569
 
 
+def test_an_index_whose_column_changed_type_is_stale(cancer):
+    """A column of numbers turned to text reads back as the same doubles, so the fingerprint
+    alone saw no change: the index trained as if its source were what it was built on."""
+    engine, _, _ = cancer
+    engine.scalar(
+        "SELECT loom_create_index('ix', 'cancer', 'y', '{\"features\": [\"x0\", \"x1\"]}')"
+    )
+    engine.scalar("SELECT loom_train('before', NULL, 'y', '{\"index\": \"ix\", \"epochs\": 1}')")
+    engine.rows("ALTER TABLE cancer ALTER COLUMN x1 TYPE VARCHAR")
+    train = "SELECT loom_train('{}', NULL, 'y', '{{\"index\": \"ix\", \"epochs\": 1{}}}')"
+    changed = r"index 'ix' is older than the last change[\s\S]*'x1' \(numeric → text\) changed type"
+    with pytest.raises(engine.errors, match=changed + r"[\s\S]*allow_stale"):
+        engine.scalar(train.format("a", ""))
+    with pytest.raises(engine.errors, match=changed):
+        engine.scalar("SELECT loom_evaluate_index('before', 'ix')")
+    engine.scalar(train.format("a", ', "allow_stale": true'))  # as it is
+    engine.scalar("SELECT loom_reindex('ix')")  # rebuilt on the columns as they are now
+    engine.scalar(train.format("b", ""))
+
+
 def test_later_epochs_reuse_decoded_batches_within_the_cache_budget(cancer):
     engine, _, _ = cancer
     for name, budget in (("cached", 256), ("uncached", 0)):

@@ -278,7 +278,7 @@ def _info(name: str, prof: SourceProfile, fmt: Format, opts: dict[str, Any]) -> 
         format=fmt.name,
         format_version=fmt.version,
         options=options,
-        stats=prof.stored_stats(),
+        stats={**prof.stored_stats(), "kinds": dict(prof.kinds)},  # what check_fresh compares
         label_counts=prof.label_counts,
         rows=prof.rows,
         skipped=prof.skipped,
@@ -538,10 +538,31 @@ def check_fresh(db: Database, info: IndexInfo, stale_option: bool = True) -> Non
                 f"(loom_reindex('{info.name}') rebuilds the same columns, once they are back)"
                 + stale,
             )
+        _check_kinds(info, kinds, stale)
         now = _signature(db, info, kinds, info.source_signature)
     if now != info.source_signature:
         raise LoomStateError(
             f"index '{info.name}' is older than the last change to {info.source}",
+            hint=f"rebuild it with loom_reindex('{info.name}')" + stale,
+        )
+
+
+def _check_kinds(info: IndexInfo, kinds: dict[str, str], stale: str) -> None:
+    """Refuse index ``info`` when a column it read has another kind than when it was built
+    (ALTER TABLE … TYPE VARCHAR): the fingerprint hashes a column read as a double, and a
+    column of numbers turned to text reads back as the same doubles.  Indexes recorded before
+    their columns' kinds were are checked by the fingerprint alone."""
+    now = {c.lower(): k for c, k in kinds.items()}
+    built = info.stats.get("kinds") or {}
+    changed = [
+        f"'{c}' ({k} → {now[c.lower()]})"
+        for c, k in built.items()
+        if c.lower() in now and now[c.lower()] != k
+    ]
+    if changed:
+        raise LoomStateError(
+            f"index '{info.name}' is older than the last change to {info.source}: its "
+            f"column(s) {', '.join(changed)} changed type",
             hint=f"rebuild it with loom_reindex('{info.name}')" + stale,
         )
 
