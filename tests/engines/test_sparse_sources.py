@@ -192,6 +192,7 @@ GOOD = [(1, "ARRAY[0, 4]", "ARRAY[1.0, 2.0]"), (0, "ARRAY[4, 1]", "ARRAY[0.5, 1.
         ([*GOOD, (1, "ARRAY[9]", "ARRAY[1.0]")], {"sparse": {"width": 9}}, "beyond the width 9"),
         ([*GOOD, (1, "NULL", "ARRAY[1.0]")], {}, "NULL features"),
         ([*GOOD, (1, "ARRAY[1]", "ARRAY['NaN'::double precision]")], {}, "NaN or infinite"),
+        ([*GOOD, (1, "ARRAY[1]", "ARRAY[CAST(1e300 AS DOUBLE PRECISION)]")], {}, "reach 1e"),
         (GOOD, {"features": ["ix"]}, "indices .an integer array."),
         ([(1, "ARRAY[0]", "ARRAY[1.0]")] * 8, {"sparse": {"indices": "vs"}}, "integer array"),
         (GOOD, {"sparse": {"width": 0}}, "width from 1"),

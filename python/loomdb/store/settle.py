@@ -49,7 +49,7 @@ LARGE = 2.0**480
 FNS = ("avg", "stddev_pop")
 
 
-def _value(c: str, double: str) -> str:
+def guarded(c: str, double: str) -> str:
     """``c`` where a sum of its squares cannot overflow, else NULL (PostgreSQL's avg and
     stddev_pop of 1e300s fail with "value out of range"; DuckDB's std is infinite)."""
     return f"CASE WHEN abs({c}) < CAST({LARGE!r} AS {double}) THEN {c} END"
@@ -66,7 +66,7 @@ def column_stats(db: Database, rel: str, exprs: list[str], where: str | None) ->
     for start in range(0, len(exprs), STATS_PER_QUERY):
         chunk = exprs[start : start + STATS_PER_QUERY]
         aggs = ", ".join(
-            f"{fn}({c if fn in ('min', 'max') else _value(c, double)}) AS s{start + i}_{fn}"
+            f"{fn}({c if fn in ('min', 'max') else guarded(c, double)}) AS s{start + i}_{fn}"
             for i, c in enumerate(chunk)
             for fn in ("min", "max", "avg", "stddev_pop")
         )

@@ -39,7 +39,7 @@ from loomdb.options import Constraint
 from loomdb.store import source as dense_source
 from loomdb.store.db import Database
 from loomdb.store.names import builtin, quote_ident
-from loomdb.store.settle import column_stats, settled
+from loomdb.store.settle import LARGE, column_stats, guarded, settled
 from loomdb.store.source import SourceProfile, columns_of
 
 MAX_WIDTH = 2**31
@@ -263,12 +263,27 @@ def _check_range(source: str, low: int, high: int, spec: SparseSpec) -> None:
         )
 
 
+def _check_large(source: str, ranges: np.ndarray) -> None:
+    """Refuse values of ``LARGE`` or more in magnitude: a column's variance, summed over the
+    rows that hold it and those that do not, would overflow a double (infinite values are
+    refused after, as NaN and infinite)."""
+    with np.errstate(invalid="ignore"):
+        peak = np.abs(ranges).max(initial=0.0)
+    if np.isfinite(ranges).all() and peak >= LARGE:
+        raise LoomDataError(
+            f"the values of {source} reach {peak:.3g}: a sparse source's column statistics "
+            "hold values below 2^480 (about 3.1e144) in magnitude",
+            hint="scale the values down in a SELECT source (e.g. a log or a constant factor)",
+        )
+
+
 def _column_stats(db: Database, source: str, pairs: str, n: int) -> dict[str, Any]:
     """Per observed column: min, max, mean and population std over all ``n`` rows, the rows
     that do not hold it counting as zeros."""
+    bounded = guarded("loom_v", db.type("double"))  # PostgreSQL's std of 1e300s raises
     grouped = (
-        "(SELECT loom_i, count(*) AS loom_n, avg(loom_v) AS loom_m, stddev_pop(loom_v) AS "
-        f"loom_s, min(loom_v) AS loom_lo, max(loom_v) AS loom_hi FROM {pairs} GROUP BY loom_i) "
+        f"(SELECT loom_i, count(*) AS loom_n, avg({bounded}) AS loom_m, stddev_pop({bounded}) "
+        f"AS loom_s, min(loom_v) AS loom_lo, max(loom_v) AS loom_hi FROM {pairs} GROUP BY loom_i) "
         "loom_grouped"
     )
     cols = ["loom_i", "loom_n", "loom_m", "loom_s", "loom_lo", "loom_hi"]
@@ -280,6 +295,7 @@ def _column_stats(db: Database, source: str, pairs: str, n: int) -> dict[str, An
             f"{source} holds {len(table):,} distinct columns; a layout holds at most {MAX_COLS:,}",
             hint="hash the features into fewer columns (loom_load 'libsvm' with cross_bits)",
         )
+    _check_large(source, table[:, 4:6])
     if not np.isfinite(table).all():
         raise LoomDataError(
             f"the values of {source} hold NaN or infinite values (or overflow a double)",
