@@ -79,9 +79,15 @@ def upgraded(pg_dsn: str, database: str) -> None:
             "INSERT INTO loom.indexes (name, storage_table) "
             "VALUES ('old_ix', 'loom.\"ix_old_ix\"; DROP TABLE loom.models')"
         )
+        conn.execute(
+            "CREATE TABLE t AS SELECT g::float8 AS a, (g % 3)::float8 AS b, (g % 2)::float8 AS y "
+            "FROM generate_series(1, 50) AS g"
+        )
+        _call_the_0_1_0_functions(conn)
         conn.execute(f"ALTER EXTENSION loomdb UPDATE TO '{CURRENT}'")
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
         assert version.fetchone() == (CURRENT,)
+        assert _signatures(conn) == _fresh_signatures(pg_dsn)
         assert any("index old_ix is dropped" in n for n in notices), notices
         assert conn.execute("SELECT count(*) FROM loom.indexes").fetchone() == (0,)
         gone = conn.execute("SELECT to_regclass('loom.ix_old_ix')").fetchone()
@@ -91,11 +97,8 @@ def upgraded(pg_dsn: str, database: str) -> None:
         assert conn.execute("SELECT loom_predict('old_m', ARRAY[1.0, 0.0])").fetchone() == (1.0,)
         weights = conn.execute("SELECT feature, weight, rank FROM loom_weights('old_m')")
         assert weights.fetchall() == [("a", 1.5, 2), ("b", -2.0, 1), ("(intercept)", 0.25, None)]
-        conn.execute(
-            "CREATE TABLE t AS SELECT g::float8 AS a, (g % 3)::float8 AS b, (g % 2)::float8 AS y "
-            "FROM generate_series(1, 50) AS g"
-        )
         conn.execute("SELECT loom_train('new_m', 't', 'y', '{\"epochs\": 2}')")
+        _the_0_1_0_calls_still_run(conn)
         info = json.loads(conn.execute("SELECT loom_model_info('new_m')").fetchone()[0])
         assert info["owner"] == "postgres"
         grantable = conn.execute(
@@ -108,6 +111,50 @@ def upgraded(pg_dsn: str, database: str) -> None:
         assert conn.execute(versions).fetchall() == [(1, False), (2, True)]
         conn.execute("SELECT loom_rollback('old_m')")
         assert conn.execute("SELECT loom_predict('old_m', ARRAY[1.0, 0.0])").fetchone() == (1.0,)
+
+
+def _call_the_0_1_0_functions(conn) -> None:
+    """A user's objects that hold 0.1.0's loom_evaluate(text, text) and loom_drop_model(text)
+    by identity: a view, and a function whose body PostgreSQL parsed (BEGIN ATOMIC)."""
+    conn.execute("CREATE VIEW scores AS SELECT loom_evaluate('new_m', 't') AS metrics")
+    conn.execute(
+        "CREATE FUNCTION forget(m text) RETURNS text BEGIN ATOMIC SELECT loom_drop_model(m); END"
+    )
+
+
+def _the_0_1_0_calls_still_run(conn) -> None:
+    """By name, loom_evaluate(m, source) and loom_drop_model(m) find one function each, as on a
+    fresh install; the user's objects holding 0.1.0's functions still run them."""
+    by_name = json.loads(conn.execute("SELECT loom_evaluate('new_m', 't')").fetchone()[0])
+    held = json.loads(conn.execute("SELECT metrics FROM scores").fetchone()[0])
+    assert held == by_name and held["rows"] == 50
+    for model in ("gone_a", "gone_b"):
+        conn.execute(f"SELECT loom_train('{model}', 't', 'y', '{{\"epochs\": 1}}')")
+    conn.execute("SELECT forget('gone_a')")
+    conn.execute("SELECT loom_drop_model('gone_b')")
+    left = "SELECT count(*) FROM loom.models WHERE name IN ('gone_a', 'gone_b')"
+    assert conn.execute(left).fetchone() == (0,)
+
+
+SIGNATURES = """
+SELECT p.proname::text, pg_catalog.pg_get_function_identity_arguments(p.oid), p.pronargdefaults
+FROM pg_catalog.pg_depend AS d
+JOIN pg_catalog.pg_extension AS e ON d.refobjid = e.oid AND e.extname = 'loomdb'
+JOIN pg_catalog.pg_proc AS p ON d.objid = p.oid
+WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
+  AND p.pronamespace = e.extnamespace
+ORDER BY 1, 2
+"""
+
+
+def _signatures(conn) -> list[tuple]:
+    """The extension's functions in its schema: what a call by name chooses among."""
+    return conn.execute(SIGNATURES).fetchall()  # type: ignore[arg-type]
+
+
+def _fresh_signatures(pg_dsn: str) -> list[tuple]:
+    with psycopg.connect(pg_dsn) as fresh:  # where loomdb pg install ran CREATE EXTENSION
+        return _signatures(fresh)
 
 
 def upgraded_from_0_2_0(pg_dsn: str, database: str) -> None:
@@ -141,6 +188,7 @@ def upgraded_from_0_2_0(pg_dsn: str, database: str) -> None:
         conn.execute("ALTER EXTENSION loomdb UPDATE")
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
         assert version.fetchone() == (CURRENT,)
+        assert _signatures(conn) == _fresh_signatures(pg_dsn)
         assert sorted(r[0] for r in conn.execute(methods)) == before  # never dropped
         assert conn.execute("SELECT loom_predict('old_m', ARRAY[1.0, 0.0])").fetchone() == (1.0,)
         trials = conn.execute("SELECT trial, score, metric FROM loom_trials('old_m')")
@@ -185,6 +233,7 @@ def upgraded_from_0_3_0(pg_dsn: str, database: str) -> None:
             conn.execute("ALTER EXTENSION loomdb UPDATE")
             version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
             assert version.fetchone() == (CURRENT,)
+            assert _signatures(conn) == _fresh_signatures(pg_dsn)
             roles = "SELECT name, owner_role::text FROM loom.models ORDER BY name"
             assert conn.execute(roles).fetchall() == [(f"m_{gone}", None), (f"m_{kept}", kept)]
             grants = "SELECT grantee, grantee_role::text FROM loom.grants ORDER BY grantee"
