@@ -70,3 +70,45 @@ def test_pg_install_takes_gpu_extras_only():
     assert args.gpu == "gpu-cuda13" and parser.parse_args(["--dsn", "x"]).gpu is None
     with pytest.raises(SystemExit):
         parser.parse_args(["--dsn", "x", "--gpu", "cuda"])
+
+
+def _other_python(folder) -> None:
+    """A ``bin/python`` in ``folder`` that reports another Python version than this one."""
+    fake = folder / "bin" / "python"
+    fake.parent.mkdir(parents=True)
+    fake.write_text('#!/bin/sh\necho \'{"version": "2.7", "site": ["/nowhere"]}\'\n')
+    fake.chmod(0o755)
+
+
+def test_a_venv_path_holding_other_files_is_refused_and_left_alone(tmp_path):
+    """``--venv /usr`` (a bin/python of another version): remaking it with ``venv --clear``
+    would delete what the folder holds."""
+    import sys
+
+    folder = tmp_path / "project"
+    _other_python(folder)
+    (folder / "keep.txt").write_text("mine")
+    with pytest.raises(LoomOptionError, match="not a virtual environment") as refused:
+        venv.ensure_venv(str(folder), sys.executable, lambda line: None)
+    assert "--venv" in (refused.value.hint or "")
+    assert (folder / "keep.txt").read_text() == "mine"
+    assert sorted(p.name for p in folder.iterdir()) == ["bin", "keep.txt"]
+
+
+def test_pg_prepare_refuses_a_venv_that_is_a_file_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    done = subprocess.run(
+        [sys.executable, "-m", "loomdb.cli.main", "pg", "prepare", "--server-user", "root"]
+        + ["--extension-dir", str(tmp_path / "ext"), "--venv", str(a_file)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert f"loomdb: error: --venv {a_file} is not a folder" in done.stderr
+    assert "hint: give --venv a path" in done.stderr and "Traceback" not in done.stderr
+    assert a_file.read_text() == "mine" and not (tmp_path / "ext").exists()

@@ -112,8 +112,29 @@ def _probe(python: str) -> tuple[str, tuple[str, ...]]:
     return info["version"], tuple(dict.fromkeys(info["site"]))
 
 
+def check_venv_path(path: str) -> None:
+    """Refuse a ``--venv`` that is neither a virtual environment nor a new or empty folder:
+    making one there would mix it into other files (``/usr``: the system's Python), and
+    remaking one (``venv --clear``) would delete them."""
+    if not os.path.lexists(path):
+        return
+    hint = (
+        "give --venv a path that does not exist yet (it is made), an empty folder, or a "
+        "virtual environment an earlier loomdb pg install made"
+    )
+    if not os.path.isdir(path) or os.path.islink(path):
+        raise LoomOptionError(f"--venv {path} is not a folder", hint=hint)
+    if not os.path.isfile(os.path.join(path, "pyvenv.cfg")) and os.listdir(path):
+        raise LoomOptionError(
+            f"--venv {path} is a folder of other files, not a virtual environment (it has no "
+            "pyvenv.cfg)",
+            hint=hint,
+        )
+
+
 def ensure_venv(path: str, base_python: str, log: Log) -> ServerVenv:
     """Create the environment at ``path`` from ``base_python``, or reuse a matching one."""
+    check_venv_path(path)
     venv_python = os.path.join(path, "bin", "python")
     want_version, _ = _probe(base_python)
     if os.path.exists(venv_python):
