@@ -121,3 +121,57 @@ def test_mlweaving_ddl_and_doppiodb_forms_through_loomdb_sql(pg_dsn, tmp_path):
         assert re.search(r"256\s*\|\s*256", out), out
         assert re.search(r"w2\s*\|\s*mlweaving", out)
         assert out.rstrip().splitlines()[-2].strip() == "0"
+
+
+def failed(args, **kw) -> subprocess.CompletedProcess:
+    """A ``loomdb`` command that must fail as a user error: non-zero, no traceback."""
+    done = subprocess.run([*LOOMDB, *args], capture_output=True, text=True, timeout=120, **kw)
+    assert done.returncode != 0, done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def test_a_script_that_cannot_be_read_is_an_error_with_a_hint(tmp_path):
+    (tmp_path / "latin1.sql").write_bytes(b"SELECT '\xe9t\xe9';")
+    for script, problem in [
+        ("nosuch.sql", "nosuch.sql does not exist"),
+        (".", "is a folder, not a file"),
+        ("latin1.sql", "latin1.sql is not UTF-8 text"),
+    ]:
+        done = failed(["sql", "--duckdb", ":memory:", "-f", script], cwd=tmp_path)
+        assert f"loomdb: error: the SQL script {script} " in done.stderr
+        assert problem in done.stderr
+        assert "hint: give the path of a readable UTF-8 text file" in done.stderr
+
+
+def test_a_duckdb_file_that_cannot_be_opened_is_an_error_with_a_hint(tmp_path):
+    (tmp_path / "a.svm").write_text("1 1:0.5\n")
+    missing_folder = str(tmp_path / "nosuch" / "x.duckdb")
+    for args in [
+        ["sql", "--duckdb", missing_folder, "-c", "SELECT 1"],
+        ["load", "libsvm", str(tmp_path / "a.svm"), "t", "--duckdb", missing_folder],
+        ["plot", "m", "--duckdb", str(tmp_path / "a.svm"), "-o", str(tmp_path / "m.png")],
+    ]:
+        done = failed(args)
+        assert "could not open the DuckDB database" in done.stderr
+        assert "check --duckdb" in done.stderr
+    assert not (tmp_path / "nosuch").exists()
+
+
+def test_a_server_that_cannot_be_reached_is_an_error_with_a_hint():
+    done = failed(["sql", "--dsn", "host=127.0.0.1 port=1 connect_timeout=5", "-c", "SELECT 1"])
+    assert "ERROR:  could not connect to PostgreSQL" in done.stderr
+    assert "HINT:  check --dsn" in done.stderr
+
+
+def test_a_script_on_standard_input_runs(tmp_path):
+    for how in ([], ["-f", "-"]):
+        done = subprocess.run(
+            [*LOOMDB, "sql", "--duckdb", ":memory:", *how],
+            input="SELECT 40 + 2 AS answer;",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["answer", "--------", "42", "(1", "row)"]

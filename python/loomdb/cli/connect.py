@@ -1,4 +1,5 @@
-"""The commands' connections, whose failures read as LoomErrors with a hint.  No paper section."""
+"""The commands' connections and input files, whose failures read as LoomErrors with a hint.
+No paper section."""
 
 from __future__ import annotations
 
@@ -22,6 +23,24 @@ def postgres(dsn: str) -> Any:
         ) from None
 
 
+def duckdb(path: str, **options: Any) -> Any:
+    """A loomdb connection to the DuckDB file ``path``; a LoomDatabaseError where none opens
+    (a folder that does not exist, a file that is not a DuckDB database, a lock held)."""
+    import duckdb as engine
+
+    import loomdb
+
+    try:
+        return loomdb.connect(path, **options)
+    except engine.Error as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise LoomDatabaseError(
+            f"could not open the DuckDB database {path}: {first}",
+            hint="check --duckdb: a DuckDB database file in a folder that exists (or :memory:), "
+            "that no other process holds open",
+        ) from None
+
+
 def existing_duckdb(path: str) -> str:
     """``path``, a DuckDB file that must already exist (a command that only reads one must not
     leave an empty database behind)."""
@@ -31,3 +50,22 @@ def existing_duckdb(path: str) -> str:
             hint="give the path of the database file the models were trained in",
         )
     return path
+
+
+def read_text(path: str, what: str) -> str:
+    """The text of the file ``path`` (``what``, e.g. "the SQL script", names it); a
+    LoomNotFoundError where it is not there, is a folder, cannot be read or is not UTF-8."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        problem = f"{what} {path} does not exist"
+    except IsADirectoryError:
+        problem = f"{what} {path} is a folder, not a file"
+    except UnicodeDecodeError:
+        problem = f"{what} {path} is not UTF-8 text"
+    except OSError as e:
+        problem = f"cannot read {what} {path}: {e.strerror}"
+    raise LoomNotFoundError(
+        problem, hint="give the path of a readable UTF-8 text file ('-' reads standard input)"
+    )

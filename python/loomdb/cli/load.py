@@ -15,10 +15,10 @@ def run_load(args: argparse.Namespace) -> int:
     from loomdb import loaders
 
     if args.duckdb is not None:
-        import loomdb
+        from loomdb.cli.connect import duckdb
         from loomdb.engines.duckdb.database import DuckDatabase
 
-        con = loomdb.connect(args.duckdb)
+        con = duckdb(args.duckdb)
         try:
             db = DuckDatabase(con.duckdb.cursor(), con.state)
             done = loaders.load(db, args.kind, args.path, args.table, args.options)

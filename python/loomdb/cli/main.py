@@ -19,13 +19,13 @@ from loomdb.errors import LoomError
 
 
 def _sql(args: argparse.Namespace) -> int:
+    from loomdb.cli.connect import read_text
     from loomdb.cli.run_sql import run_script
 
     if args.command:
         text = args.command
     elif args.file and args.file != "-":
-        with open(args.file) as f:
-            text = f.read()
+        text = read_text(args.file, "the SQL script")
     else:
         text = sys.stdin.read()
     return run_script(

@@ -120,10 +120,9 @@ def writable_image(path: str) -> str:
 def run_plot(args: argparse.Namespace) -> int:
     path = writable_image(args.output or f"{args.models[0]}-loss.png")
     if args.duckdb is not None:
-        import loomdb
-        from loomdb.cli.connect import existing_duckdb
+        from loomdb.cli.connect import duckdb, existing_duckdb
 
-        con = loomdb.connect(existing_duckdb(args.duckdb), progress=False)
+        con = duckdb(existing_duckdb(args.duckdb), progress=False)
         try:
             found = curves(lambda sql: con.execute(sql).fetchall(), args.models)
         finally:

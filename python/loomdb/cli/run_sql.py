@@ -93,14 +93,15 @@ def run_duckdb(path: str, bars: ProgressBars, runner: _Runner) -> int:
     import duckdb
 
     import loomdb
+    from loomdb.cli.connect import duckdb as open_duckdb
     from loomdb.engines.duckdb.connection import loom_errors
 
+    con = open_duckdb(path)
     log = logging.getLogger("loomdb.progress")
     handler = _ToBars(bars)
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
-    con = loomdb.connect(path)
 
     def execute(part: str) -> None:
         with loom_errors():  # an error may surface while fetching, too
@@ -121,12 +122,13 @@ def run_duckdb(path: str, bars: ProgressBars, runner: _Runner) -> int:
 def run_postgres(dsn: str, bars: ProgressBars, runner: _Runner) -> int:
     import psycopg
 
+    from loomdb.cli.connect import postgres
     from loomdb.engines.postgres.client import PsycopgDatabase
     from loomdb.errors import LoomError
     from loomdb.frontend import statements
     from loomdb.store.sql_catalog import DbCatalog
 
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with postgres(dsn) as conn:
         conn.add_notice_handler(lambda d: bars.message(d.message_primary or ""))
         db = PsycopgDatabase(conn)
 
