@@ -5,6 +5,9 @@ run: the commands are recorded."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -83,8 +86,6 @@ def _other_python(folder) -> None:
 def test_a_venv_path_holding_other_files_is_refused_and_left_alone(tmp_path):
     """``--venv /usr`` (a bin/python of another version): remaking it with ``venv --clear``
     would delete what the folder holds."""
-    import sys
-
     folder = tmp_path / "project"
     _other_python(folder)
     (folder / "keep.txt").write_text("mine")
@@ -96,9 +97,6 @@ def test_a_venv_path_holding_other_files_is_refused_and_left_alone(tmp_path):
 
 
 def test_pg_prepare_refuses_a_venv_that_is_a_file_without_a_traceback(tmp_path):
-    import subprocess
-    import sys
-
     a_file = tmp_path / "notes.txt"
     a_file.write_text("mine")
     done = subprocess.run(
@@ -112,3 +110,57 @@ def test_pg_prepare_refuses_a_venv_that_is_a_file_without_a_traceback(tmp_path):
     assert f"loomdb: error: --venv {a_file} is not a folder" in done.stderr
     assert "hint: give --venv a path" in done.stderr and "Traceback" not in done.stderr
     assert a_file.read_text() == "mine" and not (tmp_path / "ext").exists()
+
+
+def loomdb_cli(*args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "loomdb.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def test_a_numba_cache_folder_of_someone_elses_files_is_refused_and_left_alone(tmp_path):
+    """``--numba-cache-dir /etc`` would have the whole tree given to the server's OS user."""
+    from loomdb.engines.postgres import server_setup
+
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    (folder / "passwd").write_text("mine")
+    server_uid = os.getuid() + 1  # the server runs as another OS user than the folder's owner
+    with pytest.raises(LoomOptionError, match="holds files and is not the server's"):
+        server_setup.check_private_path(str(folder), server_uid)
+    with pytest.raises(LoomOptionError, match="is not a folder"):
+        server_setup.check_private_path(str(folder / "passwd"), server_uid)
+    server_setup.check_private_path(str(tmp_path / "new"), server_uid)  # made by install
+    (tmp_path / "empty").mkdir()
+    server_setup.check_private_path(str(tmp_path / "empty"), server_uid)
+    server_setup.check_private_path(str(folder), os.getuid())  # the server's already
+    done = loomdb_cli(
+        "pg", "prepare", "--server-user", "root", "--extension-dir", str(tmp_path / "ext"),
+        "--venv", str(tmp_path / "venv"), "--numba-cache-dir", str(folder / "passwd"),
+    )  # fmt: skip
+    assert done.returncode == 1 and "is not a folder" in done.stderr
+    assert "hint: give --numba-cache-dir" in done.stderr
+    assert not (tmp_path / "venv").exists() and not (tmp_path / "ext").exists()
+    assert (folder / "passwd").read_text() == "mine"
+
+
+def test_pg_prepare_refuses_an_os_user_that_does_not_exist(tmp_path):
+    done = loomdb_cli(
+        "pg", "prepare", "--server-user", "no_such_user_here", "--extension-dir", str(tmp_path)
+    )
+    assert done.returncode == 1
+    assert "loomdb: error: there is no OS user 'no_such_user_here'" in done.stderr
+    assert "hint: give --server-user" in done.stderr
+
+
+def test_pg_install_refuses_drop_catalog_without_reinstall():
+    """Before connecting: the option would otherwise be ignored by an update in place."""
+    done = loomdb_cli("pg", "install", "--dsn", "host=127.0.0.1 port=1", "--drop-catalog")
+    assert done.returncode == 1
+    assert "--drop-catalog drops the catalog only with --reinstall" in done.stderr
+    assert "checking the server" not in done.stderr

@@ -38,6 +38,7 @@ from typing import Any
 from loomdb.engines.postgres import extension, index_am_install, server_setup
 from loomdb.engines.postgres.venv import (
     GPU_EXTRAS,
+    check_venv_path,
     copy_loomdb,
     ensure_venv,
     extra_requirements,
@@ -94,6 +95,8 @@ def prepare(
         settings["numba_cache_dir"] = os.path.abspath(numba_cache_dir)
     settings["extra_path"] = source_dir or ""
     extra = extra_requirements(gpu) if gpu else ()
+    check_venv_path(venv)
+    server_setup.check_private_path(settings["numba_cache_dir"], server_uid)
     env = ensure_venv(venv, python, log)
     caller_python = f"{sys.version_info[0]}.{sys.version_info[1]}"
     packages = install_requirements(env, caller_python, log, extra)
@@ -137,6 +140,12 @@ def install(
     """Install loomdb into the server (and database) of ``dsn``; return what was done.
     ``reinstall`` drops the extension and its catalog first: refused while the catalog holds
     a model or an index, unless ``drop_catalog`` says to lose them."""
+    if drop_catalog and not reinstall:
+        raise LoomOptionError(
+            "--drop-catalog drops the catalog only with --reinstall",
+            hint="add --reinstall to drop the extension and its catalog, or leave out "
+            "--drop-catalog to install or update in place, keeping the catalog",
+        )
     log(f"checking the server at {server_setup.describe_dsn(dsn)}")
     server = server_setup.inspect_server(dsn)
     if reinstall and not drop_catalog:
@@ -294,7 +303,13 @@ def run_prepare(args: argparse.Namespace) -> int:
     """``loomdb pg prepare``: the machine-side steps, for images built without a server."""
     import pwd
 
-    user = pwd.getpwnam(args.server_user)
+    try:
+        user = pwd.getpwnam(args.server_user)
+    except KeyError:
+        raise LoomOptionError(
+            f"there is no OS user {args.server_user!r} on this machine",
+            hint="give --server-user the OS user the PostgreSQL server runs as (e.g. postgres)",
+        ) from None
     done = prepare(
         venv=args.venv,
         python=args.python,

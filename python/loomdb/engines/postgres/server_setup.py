@@ -18,7 +18,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from loomdb.errors import LoomStateError
+from loomdb.errors import LoomOptionError, LoomStateError
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,26 @@ def _check_local(dsn: str, data_directory: str, system_id: int) -> None:
         raise LoomStateError(
             f"the server at {describe_dsn(dsn)} is not the cluster in {data_directory} "
             "on this machine",
+            hint=hint,
+        )
+
+
+def check_private_path(path: str, uid: int) -> None:
+    """Refuse a numba cache directory that ``make_private_to`` must not take over: a file, or a
+    folder of files that neither is empty nor belongs to the server's OS user already
+    (``--numba-cache-dir /etc`` would have the whole tree chowned and closed)."""
+    if not os.path.lexists(path):
+        return
+    hint = (
+        "give --numba-cache-dir a path that does not exist yet (it is made), an empty folder, "
+        "or the cache an earlier loomdb pg install made"
+    )
+    if not os.path.isdir(path) or os.path.islink(path):
+        raise LoomOptionError(f"the numba cache directory {path} is not a folder", hint=hint)
+    if os.stat(path).st_uid != uid and os.listdir(path):
+        raise LoomOptionError(
+            f"the numba cache directory {path} holds files and is not the server's: loomdb "
+            "would give all of them to the server's OS user",
             hint=hint,
         )
 
