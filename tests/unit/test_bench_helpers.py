@@ -177,3 +177,27 @@ def test_bench_options_are_refused_where_a_suite_cannot_honour_them():
     for wrong in (["dense", "csv"], []):
         with pytest.raises(LoomOptionError, match="bench scale lays out dense, toc, mlweaving"):
             scale.run(formats=wrong)
+
+
+def test_bench_arguments_are_checked_before_the_suite_runs(monkeypatch, tmp_path):
+    """A wrong --rows, --dsn or --json is a LoomError up front, not a traceback after a run."""
+    from loomdb.bench import sim, toc
+    from loomdb.cli.bench import run_suite, sizes
+    from loomdb.errors import LoomDatabaseError, LoomNotFoundError, LoomOptionError
+
+    def ran(quick: bool = False, dsn: str | None = None):
+        raise AssertionError("the suite ran")
+
+    monkeypatch.setattr(toc, "run", ran)
+    monkeypatch.setattr(sim, "run", lambda quick=False: ran())
+    for wrong in ("1000,,2000", "inf", "nan", "1e3.5", "999", "1000.5", ""):
+        with pytest.raises(LoomOptionError, match="--rows takes whole row counts"):
+            sizes(wrong)
+    with pytest.raises(LoomOptionError, match="bench sim does not compare engines"):
+        run_suite("sim", quick=True, json_path=None, dsn="host=127.0.0.1 port=1")
+    with pytest.raises(LoomDatabaseError, match="could not connect to PostgreSQL") as e:
+        run_suite("toc", quick=True, json_path=None, dsn="host=127.0.0.1 port=1")
+    assert "--dsn" in (e.value.hint or "")
+    for where, problem in [(tmp_path / "nosuch" / "r.json", "there is no folder"), (tmp_path, "")]:
+        with pytest.raises(LoomNotFoundError, match=f"cannot write --json .*{problem}"):
+            run_suite("toc", quick=True, json_path=str(where), dsn=None)
