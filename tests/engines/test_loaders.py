@@ -90,6 +90,33 @@ def test_the_cli_loads_a_file_read_here(pg_dsn, tmp_path):
         assert json.loads(done.stdout)["rows"] == 3
 
 
+def test_a_table_that_exists_is_refused_with_a_hint(engine):
+    engine.rows("DROP TABLE IF EXISTS taken")
+    engine.scalar("SELECT loom_load('sample', 'iris', 'taken')")
+    with pytest.raises(engine.errors) as e:
+        engine.scalar("SELECT loom_load('sample', 'iris', 'taken')")
+    assert "already exists" in str(e.value) and '{"replace": true}' in str(e.value)
+    assert engine.scalar("SELECT count(*) FROM taken") == 150  # the first load's rows, kept
+    engine.rows("DROP TABLE taken")
+
+
+def test_the_cli_refuses_a_table_it_cannot_make_with_a_hint(pg_dsn, tmp_path):
+    """A table that exists, a schema that does not: the database's message and what to do,
+    no traceback (the PostgreSQL side's errors came through psycopg raw)."""
+    path = tmp_path / "cli.svm"
+    path.write_text(TEXT)
+    load = [sys.executable, "-m", "loomdb.cli.main", "load", "libsvm", str(path)]
+    for where in (["--duckdb", str(tmp_path / "l.duckdb")], ["--dsn", pg_dsn]):
+        made = [*load, "cli_taken", *where, "--options", '{"replace": true}']
+        assert subprocess.run(made, capture_output=True, timeout=120).returncode == 0
+        for table, says in [("cli_taken", "already exists"), ("no_such.cli_taken", "no_such")]:
+            done = subprocess.run(
+                [*load, table, *where], capture_output=True, text=True, timeout=120
+            )
+            assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+            assert says in done.stderr and '{"replace": true}' in done.stderr
+
+
 @pytest.mark.parametrize("name", ["digits", "breast_cancer", "iris"])
 def test_sample_datasets_equal_their_published_copies(engine, name):
     from sklearn import datasets

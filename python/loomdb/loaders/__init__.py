@@ -19,7 +19,13 @@ from contextlib import AbstractContextManager
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 
-from loomdb.errors import LoomError, LoomNotFoundError, LoomOptionError, LoomStateError
+from loomdb.errors import (
+    LoomDatabaseError,
+    LoomError,
+    LoomNotFoundError,
+    LoomOptionError,
+    LoomStateError,
+)
 from loomdb.options import Boolean, Option, Options, parse_json
 from loomdb.store.names import QUALIFIED, relation
 
@@ -103,7 +109,7 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
             if opts["replace"]:
                 db.execute(f"DROP TABLE IF EXISTS {target}")
             body = ", ".join(f'"{c}" {db.type(t)}' for c, t in columns)
-            db.execute(f"CREATE TABLE {target} ({body})")
+            _create(db, f"CREATE TABLE {target} ({body})")
             names = [f'"{c}"' for c, _ in columns]
             total = _fill(db, loader, path, opts, target, names, f"loom_load {kind}")
     except OSError as e:
@@ -115,6 +121,21 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
         "seconds": round(time.monotonic() - started, 6),
         **getattr(loader, "report", {}),  # what a loader adds (images: classes, skipped files)
     }
+
+
+def _create(db: Target, statement: str) -> None:
+    """The new table; where the database refuses it (one of that name exists, its schema does
+    not, the role may not create there), its message with what to do."""
+    try:
+        db.execute(statement)
+    except LoomDatabaseError as e:
+        raise LoomDatabaseError(
+            e.message,
+            hint=e.hint
+            or "the rows go to a new table: give a name no table has, in a schema that exists "
+            'and you may create tables in, or replace the table with the option {"replace": true}',
+            detail=e.detail,
+        ) from None
 
 
 def unreadable(kind: str, path: str, e: OSError) -> LoomError:

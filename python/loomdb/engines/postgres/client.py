@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from loomdb.engines.postgres.dialect import column_kind, type_name
@@ -22,6 +22,22 @@ _PLACEHOLDER = re.compile(r"\$(\d+)")
 def to_psycopg(sql: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
     order = [int(n) - 1 for n in _PLACEHOLDER.findall(sql)]
     return _PLACEHOLDER.sub("%s", sql.replace("%", "%%")), [params[i] for i in order]
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """psycopg's errors as LoomErrors (what the server said, with its hint), as inside it."""
+    import psycopg
+
+    from loomdb.engines.postgres.plpy_database import ERROR_PREFIX, from_sqlstate
+
+    try:
+        yield
+    except psycopg.Error as e:
+        d = e.diag
+        message = d.message_primary or (str(e).strip().splitlines() or [type(e).__name__])[0]
+        message = message.removeprefix(ERROR_PREFIX)  # a loomdb function's, in the server
+        raise from_sqlstate(e.sqlstate, message, d.message_hint, d.message_detail) from None
 
 
 class PsycopgDatabase:
@@ -40,7 +56,7 @@ class PsycopgDatabase:
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         text, values = to_psycopg(sql, params)
-        with self.conn.cursor() as cur:
+        with translated(), self.conn.cursor() as cur:
             cur.execute(text, values or None)
             return cur.fetchall() if cur.description else []
 
@@ -56,6 +72,7 @@ class PsycopgDatabase:
 
     def insert(self, relation: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
         with (
+            translated(),
             self.conn.cursor() as cur,
             cur.copy(f"COPY {relation} ({', '.join(columns)}) FROM STDIN") as copy,
         ):
@@ -69,6 +86,6 @@ class PsycopgDatabase:
         """A client process is interrupted by Ctrl-C itself."""
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
-        with self.conn.cursor() as cur:
+        with translated(), self.conn.cursor() as cur:
             cur.execute(f"SELECT * FROM {relation} LIMIT 0")
             return [(d.name, column_kind(d.type_code)) for d in cur.description]

@@ -85,8 +85,13 @@ def _error_class(base: type) -> type:
 
 
 def translate(error: Exception) -> LoomError:
-    state = getattr(error, "sqlstate", None)
-    message = message_of(error)
+    return from_sqlstate(getattr(error, "sqlstate", None), message_of(error))
+
+
+def from_sqlstate(
+    state: str | None, message: str, hint: str | None = None, detail: str | None = None
+) -> LoomError:
+    """The LoomError for PostgreSQL's error of SQLSTATE ``state`` (inside the server or out)."""
     if state == "57014":
         return LoomInterrupted("interrupted: the statement was cancelled")
     if state in CONFLICTS:
@@ -94,7 +99,7 @@ def translate(error: Exception) -> LoomError:
             f"another session changed the same rows first: {message}",
             hint="nothing was written; run the call again",
         )
-    return LoomDatabaseError(message)
+    return LoomDatabaseError(message, hint=hint, detail=detail)
 
 
 class PlpyDatabase:
