@@ -85,3 +85,15 @@ def test_the_cli_refuses_what_it_cannot_read_or_write(tmp_path, capsys):
         assert err.startswith("loomdb: error: ") and message in err and "hint: " in err, err
         assert "Traceback" not in err
     assert not missing.exists()  # plot reads a database: it never makes an empty one
+
+
+@pytest.mark.postgres
+def test_the_cli_says_what_postgresql_refused(pg_dsn, tmp_path, capsys):
+    """A model the server does not have: loomdb's error and hint, as on DuckDB, not psycopg's
+    traceback."""
+    from loomdb.cli.main import main
+
+    assert main(["plot", "nope", "--dsn", pg_dsn, "-o", str(tmp_path / "x.png")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("loomdb: error: model 'nope' does not exist\nhint: train it"), err
+    assert not (tmp_path / "x.png").exists()

@@ -102,6 +102,11 @@ def writable_image(path: str) -> str:
             f"cannot write {path}: there is no folder {folder}",
             hint="give -o in a folder that exists",
         )
+    if not os.access(folder, os.W_OK):
+        raise LoomStateError(
+            f"cannot write {path}: the folder {folder} is not writable by this user",
+            hint="give -o in a folder you may write to",
+        )
     suffix = os.path.splitext(path)[1][1:].lower()
     if suffix:
         try:
@@ -129,9 +134,10 @@ def run_plot(args: argparse.Namespace) -> int:
             con.close()
     else:
         from loomdb.cli.connect import postgres
+        from loomdb.engines.postgres.client import PsycopgDatabase
 
         with postgres(args.dsn) as conn:
-            found = curves(lambda sql: conn.execute(sql).fetchall(), args.models)
+            found = curves(PsycopgDatabase(conn).query, args.models)
     draw(found, path, args.title)
     print(path)
     return 0
