@@ -97,3 +97,15 @@ def test_the_cli_says_what_postgresql_refused(pg_dsn, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("loomdb: error: model 'nope' does not exist\nhint: train it"), err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_an_output_folder_this_user_cannot_write_is_refused_up_front(tmp_path, monkeypatch):
+    """Checked before any model is read (as root every folder is writable: access is asked)."""
+    from loomdb.cli import plot
+    from loomdb.errors import LoomStateError
+
+    asked = []
+    monkeypatch.setattr(plot.os, "access", lambda path, mode: asked.append(path) and False)
+    with pytest.raises(LoomStateError, match="is not writable by this user") as e:
+        plot.writable_image(str(tmp_path / "loss.png"))
+    assert asked == [str(tmp_path)] and "-o" in (e.value.hint or "")
