@@ -137,18 +137,19 @@ def _the_0_1_0_calls_still_run(conn) -> None:
 
 
 SIGNATURES = """
-SELECT p.proname::text, pg_catalog.pg_get_function_identity_arguments(p.oid), p.pronargdefaults
+SELECT p.pronamespace = e.extnamespace, p.pronamespace::regnamespace::text, p.proname::text,
+       pg_catalog.pg_get_function_identity_arguments(p.oid), p.pronargdefaults
 FROM pg_catalog.pg_depend AS d
 JOIN pg_catalog.pg_extension AS e ON d.refobjid = e.oid AND e.extname = 'loomdb'
 JOIN pg_catalog.pg_proc AS p ON d.objid = p.oid
-WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
-  AND p.pronamespace = e.extnamespace
-ORDER BY 1, 2
+WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e' AND p.proname !~ '^_'
+ORDER BY 1, 2, 3, 4
 """
 
 
 def _signatures(conn) -> list[tuple]:
-    """The extension's functions in its schema: what a call by name chooses among."""
+    """The extension's functions but its internal ones (``loom._…``), by schema (the
+    extension's: what a call by name chooses among; loom: what a dumped view may name)."""
     return conn.execute(SIGNATURES).fetchall()  # type: ignore[arg-type]
 
 

@@ -195,6 +195,7 @@ def install_script(settings: dict[str, str]) -> str:
         *[function_sql(u) for u in load()],
         epoch_install.sql(settings, ROLE),
         index_am_install.extension_sql(),
+        _text("superseded.sql"),
     ]
     return "\n".join(parts)
 
@@ -218,16 +219,14 @@ def upgrade_script(old: str, settings: dict[str, str]) -> str:
         *[function_sql(u, replace=True) for u in load()],
         epoch_install.sql(settings, ROLE),
         index_am_install.extension_sql(),
+        _text("superseded.sql"),
         *([_text("owner_roles.sql")] if old in OWNERS_BY_NAME else []),
-        *([_text(f"superseded-{old}.sql")] if old in SUPERSEDED else []),
     ]
     return "\n".join(parts)
 
 
 UPGRADES_FROM = ("0.1.0", "0.2.0", "0.3.0")  # every released version has an update to this one
 OWNERS_BY_NAME = ("0.1.0", "0.2.0", "0.3.0")  # versions whose rows name their owner by name only
-# versions with a function that one of this version's, less a defaulted argument, supersedes
-SUPERSEDED = ("0.1.0",)
 
 
 def files(settings: dict[str, str] | None = None) -> dict[str, str]:

@@ -30,3 +30,9 @@ ALTER TABLE loom.models
     ADD CONSTRAINT models_name_check CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$');
 DROP FUNCTION IF EXISTS loom._bootstrap();
 CREATE SCHEMA IF NOT EXISTS loom_data;
+-- 0.1.0's loom_drop_model(text) and loom_evaluate(text, text) move out of the way of this
+-- version's (see superseded.sql, which replaces their bodies).
+ALTER FUNCTION loom_drop_model(text) RENAME TO superseded_drop_model_0_1_0;
+ALTER FUNCTION superseded_drop_model_0_1_0(text) SET SCHEMA loom;
+ALTER FUNCTION loom_evaluate(text, text) RENAME TO superseded_evaluate_0_1_0;
+ALTER FUNCTION superseded_evaluate_0_1_0(text, text) SET SCHEMA loom;
