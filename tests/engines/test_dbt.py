@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -173,18 +174,23 @@ def test_example_project_on_duckdb(tmp_path):
     check_project(project, query)
 
 
-@pytest.mark.slow
-@pytest.mark.postgres
-def test_example_project_on_postgres(tmp_path, pg_dsn):
+def pg_env(pg_dsn: str, schema: str) -> dict[str, str]:
+    """The example's postgres target pointed at the session's server, building in ``schema``."""
     params = conninfo_to_dict(pg_dsn)
-    env = {
+    return {
         "PGHOST": str(params.get("host", "localhost")),
         "PGPORT": str(params.get("port", 5432)),
         "PGUSER": str(params.get("user", "postgres")),
         "PGPASSWORD": str(params.get("password", "")),
         "PGDATABASE": str(params.get("dbname", "postgres")),
-        "LOOMDB_DBT_SCHEMA": f"loomdb_dbt_{uuid.uuid4().hex[:10]}",
+        "LOOMDB_DBT_SCHEMA": schema,
     }
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_example_project_on_postgres(tmp_path, pg_dsn):
+    env = pg_env(pg_dsn, f"loomdb_dbt_{uuid.uuid4().hex[:10]}")
     project = Project(tmp_path, "postgres", env)
     schema = project.schema
     conn = psycopg.connect(pg_dsn, autocommit=True)
@@ -202,3 +208,45 @@ def test_example_project_on_postgres(tmp_path, pg_dsn):
         )
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         conn.close()
+
+
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def target(request, tmp_path) -> Iterator[tuple[str, dict[str, str], Callable[[str], list[tuple]]]]:
+    """A fresh place for the example on each engine: (the target, its dbt environment,
+    ``query(sql)``);
+    the loomdb models made there are dropped afterwards."""
+    if request.param == "duckdb":
+        path = tmp_path / "example.duckdb"
+
+        def query(sql: str) -> list[tuple]:
+            with duckdb.connect(str(path), read_only=True) as con:
+                return con.execute(sql).fetchall()
+
+        yield "duckdb", {"LOOMDB_DBT_DUCKDB_PATH": str(path), "LOOMDB_DBT_SCHEMA": "main"}, query
+        return
+    env = pg_env(request.getfixturevalue("pg_dsn"), f"loomdb_dbt_{uuid.uuid4().hex[:10]}")
+    conn = psycopg.connect(request.getfixturevalue("pg_dsn"), autocommit=True)
+    try:
+        yield "postgres", env, lambda sql: conn.execute(sql).fetchall()  # type: ignore[arg-type]
+    finally:
+        conn.execute(
+            "SELECT loom_drop_model(name) FROM loom.models WHERE name LIKE %s",
+            [f"{env['LOOMDB_DBT_SCHEMA']}%"],
+        )
+        conn.execute(f'DROP SCHEMA IF EXISTS "{env["LOOMDB_DBT_SCHEMA"]}" CASCADE')  # type: ignore[arg-type]
+        conn.close()
+
+
+def test_evaluate_test_refuses_a_bound_that_is_not_a_number(target, tmp_path):
+    """The evaluate data test's min_value read as a float: a word was 0.0, so the test passed
+    whatever the model's accuracy; it is refused when the test compiles."""
+    project = Project(tmp_path, target[0], target[1])
+    project.dbt("deps")
+    for bound in ("high", "nan", "true"):
+        (project.dir / "models" / "bounds.yml").write_text(
+            "version: 2\nmodels:\n  - name: iris_holdout\n    data_tests:\n"
+            "      - loomdb.evaluate:\n          arguments: {loomdb_model: m, metric: accuracy, "
+            f"min_value: {bound}}}\n"
+        )
+        out = project.dbt("compile", "-s", "iris_holdout", ok=False)
+        assert "loomdb.evaluate: min_value must be a finite number, got" in out, out[-3000:]

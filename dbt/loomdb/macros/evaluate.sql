@@ -13,16 +13,32 @@
   `min_value` (or above `max_value`, e.g. for mse), or missing:
     data_tests:
       - loomdb.evaluate: {loomdb_model: churn, metric: accuracy, min_value: 0.9}
+  A bound that is not a finite number (or its text) is refused when the test compiles.
 -#}
 {% test evaluate(model, loomdb_model, metric='accuracy', min_value=none, max_value=none) %}
   {%- if min_value is none and max_value is none -%}
     {{ exceptions.raise_compiler_error("loomdb.evaluate: give min_value or max_value") }}
   {%- endif -%}
+  {%- set low = loomdb.bound(min_value, 'min_value') -%}
+  {%- set high = loomdb.bound(max_value, 'max_value') -%}
 with evaluated as (
   select {{ loomdb.metric(loomdb.evaluate(loomdb_model, model), metric) }} as {{ adapter.quote(metric) }}
 )
 select * from evaluated
 where {{ adapter.quote(metric) }} is null
-  {%- if min_value is not none %} or {{ adapter.quote(metric) }} < {{ min_value | float }}{% endif %}
-  {%- if max_value is not none %} or {{ adapter.quote(metric) }} > {{ max_value | float }}{% endif %}
+  {%- if low is not none %} or {{ adapter.quote(metric) }} < {{ loomdb.number(low) }}{% endif %}
+  {%- if high is not none %} or {{ adapter.quote(metric) }} > {{ loomdb.number(high) }}{% endif %}
 {% endtest %}
+
+{#- The evaluate test's bound as a float: none stays none; anything but a finite number (or its
+    text) is refused, never read as 0. -#}
+{% macro bound(value, name) -%}
+  {%- if value is none -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- set number = none if value is boolean else value | float(none) -%}
+  {%- if number is none or number != number or number > 1.7976931348623157e308 or number < -1.7976931348623157e308 -%}
+    {{ exceptions.raise_compiler_error("loomdb.evaluate: " ~ name ~ " must be a finite number, got " ~ (value | string) ~ " (write e.g. " ~ name ~ ": 0.9)") }}
+  {%- endif -%}
+  {{ return(number) }}
+{%- endmacro %}

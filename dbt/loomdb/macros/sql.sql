@@ -5,6 +5,11 @@
   '{{ value | string | replace("'", "''") }}'
 {%- endmacro %}
 
+{#- A float as a double precision constant (comparisons with it are float8's own). -#}
+{% macro number(value) -%}
+  cast({{ value }} as double precision)
+{%- endmacro %}
+
 {#- Options (a mapping) as loomdb's JSON text. -#}
 {% macro options_literal(options) -%}
   {{ loomdb.literal(tojson(options or {})) }}
