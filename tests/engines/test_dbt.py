@@ -250,3 +250,31 @@ def test_evaluate_test_refuses_a_bound_that_is_not_a_number(target, tmp_path):
         )
         out = project.dbt("compile", "-s", "iris_holdout", ok=False)
         assert "loomdb.evaluate: min_value must be a finite number, got" in out, out[-3000:]
+
+
+def test_train_options_as_json_text_or_refused(target, tmp_path):
+    """run_train's options given as loom_train's JSON text are honoured; what is neither a
+    mapping nor a JSON object is refused with what was wrong (it failed in Python's dict.update)."""
+    name, env, query = target
+    project = Project(tmp_path, name, env)
+    project.model = f"{env['LOOMDB_DBT_SCHEMA']}_m"
+    project.dbt("deps")
+    project.dbt("seed")
+    relation = (
+        f"select sepal_length, sepal_width, petal_width, petal_length from {project.schema}.iris"
+    )
+    args = {"model": project.model, "relation": relation, "label": "petal_length"}
+    options = {"model": "linear", "epochs": 3, "seed": 11}
+    given = json.dumps({**args, "options": json.dumps(options)})
+    out = project.dbt("run-operation", "loomdb.run_train", "--args", given)
+    [(kind, stored)] = query(
+        f"SELECT kind, options FROM loom.models WHERE name = '{project.model}'"
+    )
+    assert kind == "linear" and '"epochs": 3' in out
+    assert json.loads(stored)["epochs"] == 3 and json.loads(stored)["seed"] == 11
+    for bad in ("[1]", "not json", [1]):
+        given = json.dumps({**args, "options": bad})
+        out = project.dbt("run-operation", "loomdb.run_train", "--args", given, ok=False)
+        assert "loomdb.train: options must be a mapping of loom_train's options" in out, out[-3000:]
+    [(still,)] = query(f"SELECT kind FROM loom.models WHERE name = '{project.model}'")
+    assert still == "linear"

@@ -8,16 +8,22 @@
     as a run-operation:
       dbt run-operation loomdb.run_train --args '{model: churn, relation: analytics.customers, label: churned}'
 
-  `options` are loom_train's (README, "SQL reference"); `replace` defaults to true here, since
-  dbt rebuilds what it builds.
+  `options` are loom_train's (README, "SQL reference"), as a mapping or its JSON text; `replace`
+  defaults to true here, since dbt rebuilds what it builds.
 -#}
 {% macro train(model, relation, label, options={}) -%}
   {{ return(adapter.dispatch('train', 'loomdb')(model, relation, label, loomdb.train_options(options))) }}
 {%- endmacro %}
 
+{#- loom_train's options with replace defaulting to true: a mapping, or its JSON text (as
+    loom_train takes it); anything else is refused, never dropped. -#}
 {% macro train_options(options) -%}
+  {%- set given = fromjson(options) if options is string else options -%}
+  {%- if given is not mapping and options is not none -%}
+    {{ exceptions.raise_compiler_error("loomdb.train: options must be a mapping of loom_train's options or its JSON object text, e.g. {'model': 'logistic'}; got " ~ (options | string)) }}
+  {%- endif -%}
   {%- set merged = {'replace': true} -%}
-  {%- do merged.update(options or {}) -%}
+  {%- do merged.update(given or {}) -%}
   {{ return(merged) }}
 {%- endmacro %}
 
