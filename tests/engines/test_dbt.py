@@ -27,6 +27,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 import loomdb
 from conftest import need
+from support.roles import connect, names, two_roles
 
 ROOT = Path(__file__).resolve().parents[2]
 FEATURES = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
@@ -218,9 +219,12 @@ def target(request, tmp_path) -> Iterator[tuple[str, dict[str, str], Callable[[s
     if request.param == "duckdb":
         path = tmp_path / "example.duckdb"
 
-        def query(sql: str) -> list[tuple]:
-            with duckdb.connect(str(path), read_only=True) as con:
+        def query(sql: str) -> list[tuple]:  # between dbt's runs, which open the file themselves
+            con = loomdb.connect(str(path), progress=False)
+            try:
                 return con.execute(sql).fetchall()
+            finally:
+                con.close()
 
         yield "duckdb", {"LOOMDB_DBT_DUCKDB_PATH": str(path), "LOOMDB_DBT_SCHEMA": "main"}, query
         return
@@ -278,3 +282,58 @@ def test_train_options_as_json_text_or_refused(target, tmp_path):
         assert "loomdb.train: options must be a mapping of loom_train's options" in out, out[-3000:]
     [(still,)] = query(f"SELECT kind FROM loom.models WHERE name = '{project.model}'")
     assert still == "linear"
+
+
+#: operators whose pg_catalog version needs a cast of what the macros give them, planted by
+#: another role: (operator, left, right, the function's body)
+TRAPS = [
+    ("<", "double precision", "numeric", "$1 OPERATOR(pg_catalog.<) $2::float8"),
+    (">", "double precision", "numeric", "$1 OPERATOR(pg_catalog.>) $2::float8"),
+    ("->>", "json", "json", "$1 OPERATOR(pg_catalog.->>) ($2 OPERATOR(pg_catalog.#>>) '{}')"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_macros_run_no_role_operator_on_postgres(tmp_path, pg_dsn):
+    """The package's SQL (metrics out of loom_evaluate's JSON, the evaluate data test's bound)
+    with another role's exact-match operators in a schema first on the dbt role's search_path,
+    where that role may create (CVE-2018-1058's pattern): none of them is chosen."""
+    alice, bob, schema = names("dbtsp")
+    with two_roles(pg_dsn, alice, bob, schema, ("models", "model_versions", "deployments")) as (
+        _,
+        as_bob,
+    ):
+        as_bob.execute("CREATE TABLE ran (who text, what text)")
+        as_bob.execute("GRANT INSERT ON ran TO PUBLIC")
+        for i, (op, left, right, body) in enumerate(TRAPS):
+            returns = "text" if op == "->>" else "boolean"
+            as_bob.execute(
+                f"CREATE FUNCTION trap_op{i}({left}, {right}) RETURNS {returns} "  # type: ignore[arg-type]
+                f"LANGUAGE plpgsql AS $$ BEGIN INSERT INTO {schema}.ran VALUES "
+                f"(current_user, 'operator {op}'); RETURN {body}; END $$"
+            )
+            as_bob.execute(
+                f"CREATE OPERATOR {op} (LEFTARG = {left}, RIGHTARG = {right}, "  # type: ignore[arg-type]
+                f"FUNCTION = trap_op{i})"
+            )
+        env = {
+            **pg_env(pg_dsn, schema),
+            "PGUSER": alice,
+            "PGOPTIONS": f"-c search_path={schema},public",
+        }
+        project = Project(tmp_path, "postgres", env)
+        project.model = f"{schema}_m"
+        project.dbt("deps")
+        # the example's own singular test compares a float8 with a numeric constant itself
+        out = project.dbt("build", "--exclude", "metrics_reach_target")
+        assert "ERROR=0" in out
+        assert as_bob.execute("SELECT * FROM ran").fetchall() == []
+        as_alice = connect(pg_dsn, alice, schema)
+        try:
+            [(accuracy,)] = as_alice.execute("SELECT accuracy FROM iris_metrics").fetchall()
+            assert accuracy >= 0.85
+            as_alice.execute("SELECT 0.5::float8 < 0.9")  # the trap works where a query names it
+        finally:
+            as_alice.close()
+        assert as_bob.execute("SELECT who, what FROM ran").fetchall() == [(alice, "operator <")]

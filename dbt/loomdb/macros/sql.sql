@@ -35,3 +35,9 @@
 {% macro default__metric(json, name) -%}
   cast(cast({{ json }} as json) ->> {{ loomdb.literal(name) }} as double precision)
 {%- endmacro %}
+
+{#- PostgreSQL names pg_catalog's ->> (json, text): with an untyped literal on its right, another
+    role's ->> (json, json) in a schema on the search_path would be an exact match. -#}
+{% macro postgres__metric(json, name) -%}
+  cast(cast({{ json }} as json) OPERATOR(pg_catalog.->>) cast({{ loomdb.literal(name) }} as text) as double precision)
+{%- endmacro %}
