@@ -233,10 +233,11 @@ def target(request, tmp_path) -> Iterator[tuple[str, dict[str, str], Callable[[s
     try:
         yield "postgres", env, lambda sql: conn.execute(sql).fetchall()  # type: ignore[arg-type]
     finally:
-        conn.execute(
-            "SELECT loom_drop_model(name) FROM loom.models WHERE name LIKE %s",
-            [f"{env['LOOMDB_DBT_SCHEMA']}%"],
-        )
+        for kind, table in (("model", "models"), ("index", "indexes")):
+            conn.execute(
+                f"SELECT loom_drop_{kind}(name) FROM loom.{table} WHERE name LIKE %s",  # type: ignore[arg-type]
+                [f"{env['LOOMDB_DBT_SCHEMA']}%"],
+            )
         conn.execute(f'DROP SCHEMA IF EXISTS "{env["LOOMDB_DBT_SCHEMA"]}" CASCADE')  # type: ignore[arg-type]
         conn.close()
 
@@ -337,3 +338,18 @@ def test_macros_run_no_role_operator_on_postgres(tmp_path, pg_dsn):
         finally:
             as_alice.close()
         assert as_bob.execute("SELECT who, what FROM ran").fetchall() == [(alice, "operator <")]
+
+
+def test_train_on_an_index_with_no_relation(target, tmp_path):
+    """loom_train's source is NULL when it trains on an index: the relation none reached it as
+    the text 'None', which no index was built on."""
+    name, env, query = target
+    project = Project(tmp_path, name, env)
+    project.dbt("deps")
+    project.dbt("build", "-s", "+iris_training", "--exclude", "test_type:data")
+    index, model = f"{project.schema}_ix", f"{project.schema}_on_ix"
+    query(f"SELECT loom_create_index('{index}', '{project.schema}.iris_training', 'species_id')")
+    args = {"model": model, "relation": None, "label": "species_id", "options": {"index": index}}
+    out = project.dbt("run-operation", "loomdb.run_train", "--args", json.dumps(args))
+    assert '"rows": 120' in out
+    assert query(f"SELECT count(*) FROM loom.models WHERE name = '{model}'") == [(1,)]

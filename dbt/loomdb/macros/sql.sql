@@ -1,8 +1,13 @@
 {#- Small SQL builders the other macros share. -#}
 
-{#- A value as an SQL string literal (quotes doubled). -#}
+{#- A value as an SQL string literal (quotes doubled); none is NULL (loom_train's source with an
+    `index` option), never the text 'None'. -#}
 {% macro literal(value) -%}
-  '{{ value | string | replace("'", "''") }}'
+  {%- if value is none -%}
+    null
+  {%- else -%}
+    '{{ value | string | replace("'", "''") }}'
+  {%- endif -%}
 {%- endmacro %}
 
 {#- A float as a double precision constant (comparisons with it are float8's own). -#}
