@@ -430,6 +430,12 @@ ERRORS = [
     ("SELECT * FROM infer_mlweaving(m, 't1' WHERE", LoomSyntaxError, "cannot read"),
     ("CREATE INDEX i ON t USING toc (a) WITH (label = y, checksum = on)", LoomSyntaxError, "read"),
     ("DROP INDEX wi CASCADE", LoomSyntaxError, "CASCADE"),
+    ("DROP INDEX IF EXISTS other, wi", LoomSyntaxError, "several indexes and wi"),
+    ("CREATE OR REPLACE INDEX i ON t USING toc (a) WITH (label = y)", LoomSyntaxError, "REPLACE"),
+    ("CREATE TEMP INDEX i ON t USING toc (a) WITH (label = y)", LoomSyntaxError, "TEMPORARY"),
+    ('CREATE INDEX i ON t USING toc (a) WITH (label = "")', LoomSyntaxError, "cannot read"),
+    ("CREATE INDEX i ON t USING toc (a) WITH (label = t.y)", LoomSyntaxError, "qualified"),
+    ("CREATE INDEX i ON t USING toc (a) WITH (label = y, a.b = 1)", LoomSyntaxError, "qualified"),
     ("CREATE INDEX i ON t USING weaving (a) WITH (label = y)", LoomSyntaxError, "mlweaving"),
     ("CREATE INDEX i ON t USING hnsw (a) WITH (label = y)", LoomSyntaxError, "dense, mlweaving"),
 ]

@@ -22,6 +22,7 @@ import json
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomSyntaxError
 from loomdb.frontend.calls import literal_value, loom_call, table_text
@@ -47,6 +48,9 @@ _NAMED_PROPERTIES = {
 }
 # Create flags a loomdb index cannot honour (IF NOT EXISTS is honoured: it is "exists")
 _FLAGS = {"unique": "UNIQUE", "concurrently": "CONCURRENTLY", "replace": "OR REPLACE"}
+_FLAG_HINTS = {
+    "replace": "drop the index first (DROP INDEX name), or write CREATE INDEX IF NOT EXISTS",
+}
 
 
 def index_format(tree: exp.Create) -> str | None:
@@ -61,6 +65,14 @@ def index_format(tree: exp.Create) -> str | None:
     return ALIASES.get(fmt, fmt) if fmt in formats() else None
 
 
+def create_properties(tree: exp.Create) -> str | None:
+    """What ``CREATE … INDEX`` says besides its flags (``TEMPORARY``), as SQL, or None."""
+    properties = tree.args.get("properties")
+    if properties is None or not properties.expressions:
+        return None
+    return " ".join(p.sql() for p in properties.expressions)
+
+
 def _unsupported(what: str, fmt: str, hint: str | None = None) -> LoomSyntaxError:
     return LoomSyntaxError(
         f"a loomdb {fmt} index does not take {what}",
@@ -71,11 +83,40 @@ def _unsupported(what: str, fmt: str, hint: str | None = None) -> LoomSyntaxErro
 def _check_clauses(tree: exp.Create, params: exp.IndexParameters, fmt: str) -> None:
     for flag, words in _FLAGS.items():
         if tree.args.get(flag):
-            raise _unsupported(words, fmt)
+            raise _unsupported(words, fmt, _FLAG_HINTS.get(flag))
+    if extra := create_properties(tree):
+        raise _unsupported(
+            extra, fmt, "a loomdb index is stored in the database: drop it when it is done with"
+        )
     for key, value in params.args.items():
         if value and key not in _OURS:
             hint = "index a view that filters the rows instead" if key == "where" else None
             raise _unsupported(key.upper().replace("_", " "), fmt, hint)
+
+
+def refuse_qualified_options(statement: str, tokens: list[Token]) -> None:
+    """Refuse a dotted name in ``WITH (…)`` (``label = t.y``, ``a.b = 1``): sqlglot reads the
+    value as its last part and the name as nothing, so ``t.y`` would silently be ``y``."""
+    opened = [
+        i
+        for i, (w, p) in enumerate(zip(tokens, tokens[1:]))
+        if w.token_type == TokenType.WITH and p.token_type == TokenType.L_PAREN
+    ]
+    depth, start = 0, None
+    for token in tokens[opened[-1] + 1 :] if opened else []:
+        kind = token.token_type
+        depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
+        if kind in (TokenType.L_PAREN, TokenType.COMMA) and depth == 1:
+            start = token.end + 1
+        elif kind == TokenType.DOT and start is not None:
+            text = statement[start:].split(",")[0].split(")")[0].strip()
+            raise LoomSyntaxError(
+                f"cannot read {text!r} as a WITH option: a qualified name",
+                hint="write WITH (name = value, …), each value a number, true/false, "
+                "a 'string' or a column name",
+            )
+        if depth == 0:
+            return
 
 
 def _feature(node: exp.Expression, fmt: str) -> str:

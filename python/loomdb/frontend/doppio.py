@@ -40,6 +40,7 @@ from sqlglot import exp
 from loomdb.errors import LoomNotFoundError, LoomStateError, LoomSyntaxError
 from loomdb.frontend.calls import literal_value, loom_call, string_value
 from loomdb.frontend.catalog import Catalog
+from loomdb.frontend.create_index import create_properties
 
 CREATE, TRAIN, INFER = "create_mlweaving", "train_mlweaving", "infer_mlweaving"
 TRAIN_ARGUMENTS = ("epochs", "precision", "lr")
@@ -76,6 +77,8 @@ def _arguments(tree: exp.Create, function: str) -> list[exp.Expression]:
     params = index.args["params"]
     extra = [k for k, v in params.args.items() if v and k != "columns"]
     flags = [k for k in ("unique", "concurrently", "replace") if tree.args.get(k)]
+    if create_properties(tree):
+        flags.append("properties")
     if function == TRAIN and tree.args.get("exists"):
         flags.append("IF NOT EXISTS")
     if extra or flags or not index.name:

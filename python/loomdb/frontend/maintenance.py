@@ -52,6 +52,39 @@ def drop_index_call(tree: exp.Drop, dialect: str, catalog: Catalog | None) -> st
     return loom_call("loom_drop_index", ours[0], dialect=dialect)
 
 
+def _drop_names(tokens: list[Token]) -> list[str]:
+    """The names ``DROP INDEX [CONCURRENTLY] [IF EXISTS] a, s.b [CASCADE]`` lists, read from
+    its tokens (sqlglot cannot parse several names); a name that is not one is left out."""
+    words = [t.text.upper() for t in tokens]
+    start = 2
+    for skip in (["CONCURRENTLY"], ["IF", "EXISTS"]):
+        if words[start : start + len(skip)] == skip:
+            start += len(skip)
+    end = len(tokens) - (words[-1:] in (["CASCADE"], ["RESTRICT"]))
+    names: list[str] = []
+    part: list[Token] = []
+    for token in [*tokens[start:end], None]:
+        if token is None or token.token_type == TokenType.COMMA:
+            if (name := _name(part)) is not None:
+                names.append(name)
+            part = []
+        else:
+            part.append(token)
+    return names
+
+
+def refuse_several_drops(tokens: list[Token], catalog: Catalog | None) -> None:
+    """Refuse a ``DROP INDEX`` of several names one of which is a loomdb index: the engine
+    would drop the others and leave it (or, with ``IF EXISTS``, skip it without a word)."""
+    names = _drop_names(tokens)
+    ours = [n for n in names if catalog is not None and catalog.is_index(n)]
+    if len(names) > 1 and ours:
+        raise LoomSyntaxError(
+            f"DROP INDEX names several indexes and {ours[0]} is a loomdb index",
+            hint=f"drop loomdb indexes one per statement: DROP INDEX {ours[0]}",
+        )
+
+
 def _name(tokens: list[Token]) -> str | None:
     """``a`` or ``s.a`` from name tokens (identifiers separated by dots), else None."""
     parts, dots = tokens[0::2], tokens[1::2]

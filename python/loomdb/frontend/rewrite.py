@@ -22,7 +22,13 @@ from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomOptionError, LoomSyntaxError
 from loomdb.frontend.catalog import Catalog
-from loomdb.frontend.create_index import CREATE_FORM, create_index_call, formats, index_format
+from loomdb.frontend.create_index import (
+    CREATE_FORM,
+    create_index_call,
+    formats,
+    index_format,
+    refuse_qualified_options,
+)
 from loomdb.frontend.doppio import (
     CREATE,
     FORMS,
@@ -32,7 +38,7 @@ from loomdb.frontend.doppio import (
     doppio_function,
     infer_query,
 )
-from loomdb.frontend.maintenance import drop_index_call, reindex_call
+from loomdb.frontend.maintenance import drop_index_call, refuse_several_drops, reindex_call
 from loomdb.frontend.script import DIALECTS, tokenize
 
 _WORDS = (TokenType.VAR, TokenType.IDENTIFIER)
@@ -61,14 +67,25 @@ def may_claim(text: str) -> bool:
     return "INDEX" in upper or INFER.upper() in upper
 
 
+# words that may stand between CREATE and INDEX: a loomdb index refuses each, so it must see them
+_CREATE_MODIFIERS = {"OR", "REPLACE", "UNIQUE", "TEMP", "TEMPORARY"}
+
+
+def _creates_index(words: list[str]) -> bool:
+    """``CREATE [OR REPLACE] [UNIQUE] [TEMP] INDEX …``: CREATE, modifiers, then INDEX."""
+    if words[:1] != ["CREATE"] or "INDEX" not in words:
+        return False
+    return all(w in _CREATE_MODIFIERS for w in words[1 : words.index("INDEX")])
+
+
 def claim(tokens: list[Token]) -> str | None:
     """Which of loomdb's forms the statement may be: create, drop, reindex, infer, or None."""
-    words = [t.text.upper() for t in tokens[:3]]
+    words = [t.text.upper() for t in tokens[:6]]
     if words[:1] == ["REINDEX"]:
         return "reindex"
     if words[:2] == ["DROP", "INDEX"]:
         return "drop"
-    if words[:1] == ["CREATE"] and "INDEX" in words[1:3]:
+    if _creates_index(words):
         ours = _followed_by(tokens, TokenType.USING, formats()) or any(
             _calls(tokens, f) for f in (CREATE, TRAIN)
         )
@@ -112,10 +129,10 @@ def _parse(statement: str, dialect: str, form: str) -> exp.Expression | None:
     snippet = statement if len(statement) <= 80 else statement[:77] + "..."
     try:
         trees = [t for t in sqlglot.parse(statement, read=dialect) if t is not None]
-    except ParseError as e:
+    except (ParseError, ValueError) as e:  # ValueError: sqlglot's, for `label = ""`
         if form == "drop":
             return None
-        first = e.errors[0] if e.errors else {}
+        first = e.errors[0] if isinstance(e, ParseError) and e.errors else {}
         where = f" near {first.get('highlight')!r}" if first.get("highlight") else ""
         raise LoomSyntaxError(
             f"cannot read {snippet!r}{where}", hint=f"write {_expected(form)}"
@@ -165,10 +182,12 @@ def rewrite(statement: str, dialect: str, catalog: Catalog | None = None) -> str
         return reindex_call(statement, tokens, dialect, catalog) or statement
     tree = _parse(statement, dialect, form)
     if tree is None:
+        refuse_several_drops(tokens, catalog)  # a DROP sqlglot cannot read: several names?
         return statement
     if form == "drop":
         out = drop_index_call(tree, dialect, catalog) if isinstance(tree, exp.Drop) else None
     elif form == "create":
+        refuse_qualified_options(statement, tokens)
         out = _create(tree, dialect, catalog)
     else:
         out = infer_query(tree, dialect, catalog)

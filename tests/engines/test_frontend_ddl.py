@@ -1,0 +1,95 @@
+"""loomdb's SQL front-end end to end: index DDL it must honour or refuse, never drop, on both
+engines (DuckDB: ``loomdb.connect``'s ``execute``; PostgreSQL: the front-end over a psycopg
+connection, as ``loomdb sql --dsn`` runs it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from loomdb.errors import LoomSyntaxError
+
+pytestmark = pytest.mark.postgres
+
+POINTS = """
+CREATE TABLE pts AS
+SELECT CAST(i AS DOUBLE PRECISION) AS a, CAST(i % 7 AS DOUBLE PRECISION) AS b,
+       CAST(i % 2 AS INTEGER) AS y
+FROM generate_series(1, 40) AS g(i)
+"""
+
+
+def front(engine, sql: str) -> list[tuple]:
+    """Every statement of ``sql`` through loomdb's front-end; the last one's rows."""
+    if engine.name == "duckdb":
+        cur = engine.con.execute(sql)
+        return cur.fetchall() if cur.description else []
+    from loomdb.engines.postgres.client import PsycopgDatabase
+    from loomdb.frontend import statements
+    from loomdb.store.sql_catalog import DbCatalog
+
+    rows: list[tuple] = []
+    for statement in statements(sql, "postgres", DbCatalog(PsycopgDatabase(engine.conn))):
+        rows = engine.rows(statement)
+    return rows
+
+
+def indexes(engine) -> list[str]:
+    return sorted(r[0] for r in engine.rows("SELECT name FROM loom.indexes"))
+
+
+@pytest.fixture
+def pts(engine):
+    engine.rows(POINTS)
+    front(engine, "CREATE INDEX pts_w ON pts USING mlweaving (a, b) WITH (label = y)")
+    return engine
+
+
+@pytest.mark.parametrize(
+    ("statement", "refused"),
+    [
+        ("CREATE OR REPLACE INDEX pts_w ON pts USING mlweaving (a) WITH (label = y)", "OR REPLACE"),
+        ("CREATE OR REPLACE INDEX pts_n ON pts USING toc (a) WITH (label = y)", "OR REPLACE"),
+        ("CREATE TEMP INDEX pts_n ON pts USING toc (a, b) WITH (label = y)", "TEMPORARY"),
+        ("CREATE TEMPORARY INDEX pts_n ON create_mlweaving('pts', 'y')", "arguments only"),
+    ],
+)
+def test_create_modifiers_a_loomdb_index_cannot_honour_are_refused(pts, statement, refused):
+    """OR REPLACE reached the engine as written (DuckDB: "Create index option must be a
+    constant value"), TEMP was dropped: a lasting index was built."""
+    uid = pts.rows("SELECT uid FROM loom.indexes WHERE name = 'pts_w'")
+    with pytest.raises(LoomSyntaxError, match=refused) as caught:
+        front(pts, statement)
+    assert caught.value.hint
+    assert indexes(pts) == ["pts_w"]
+    assert pts.rows("SELECT uid FROM loom.indexes WHERE name = 'pts_w'") == uid
+
+
+@pytest.mark.parametrize("if_exists", ["", "IF EXISTS "])
+@pytest.mark.parametrize("order", [("pts_w", "pts_b"), ("pts_b", "pts_w")])
+def test_a_drop_of_several_indexes_one_of_them_loomdb_is_refused(pts, if_exists, order):
+    """sqlglot cannot parse several names: the statement reached the engine, and PostgreSQL's
+    DROP INDEX IF EXISTS dropped the other index and skipped the loomdb one without a word."""
+    pts.rows("CREATE INDEX pts_b ON pts (b)")
+    with pytest.raises(LoomSyntaxError, match="pts_w is a loomdb index") as caught:
+        front(pts, f"DROP INDEX {if_exists}{', '.join(order)}")
+    assert "DROP INDEX pts_w" in (caught.value.hint or "")
+    assert indexes(pts) == ["pts_w"]
+    front(pts, "DROP INDEX pts_b")  # the engine's own index is still there to drop
+    front(pts, "DROP INDEX pts_w")
+    assert indexes(pts) == []
+
+
+@pytest.mark.parametrize(
+    ("with_clause", "message"),
+    [
+        ('label = ""', "cannot read"),  # was sqlglot's ValueError, not a LoomError
+        ("label = pts.y", "'label = pts.y' as a WITH option: a qualified name"),  # was label y
+        ("label = y, toast.batch_size = 8", "'toast.batch_size = 8'"),  # was an option ''
+    ],
+)
+def test_with_options_sqlglot_misreads_are_refused(pts, with_clause, message):
+    statement = f"CREATE INDEX pts_n ON pts USING toc (a, b) WITH ({with_clause})"
+    with pytest.raises(LoomSyntaxError, match=message) as caught:
+        front(pts, statement)
+    assert caught.value.hint
+    assert indexes(pts) == ["pts_w"]
