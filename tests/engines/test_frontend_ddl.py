@@ -4,6 +4,8 @@ connection, as ``loomdb sql --dsn`` runs it)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from loomdb.errors import LoomSyntaxError
@@ -93,3 +95,24 @@ def test_with_options_sqlglot_misreads_are_refused(pts, with_clause, message):
         front(pts, statement)
     assert caught.value.hint
     assert indexes(pts) == ["pts_w"]
+
+
+def test_duckdb_drop_and_reindex_names_ignore_case_as_duckdb_does():
+    """DuckDB's identifiers ignore case, and loomdb refuses an index whose name differs from
+    another's in case only; yet DROP INDEX PTS_W reached DuckDB ("Index with name PTS_W does
+    not exist") and REINDEX INDEX Pts_W its parser.  (PostgreSQL's front-end keeps names as
+    written: a design question of its own.)"""
+    from support.engines import DuckEngine
+
+    duck = DuckEngine()
+    try:
+        duck.rows(POINTS)
+        front(duck, 'CREATE INDEX "Pts_W" ON pts USING toc (a, b) WITH (label = y)')
+        uid = duck.rows("SELECT uid FROM loom.indexes")
+        (rebuilt,) = front(duck, "REINDEX INDEX pts_w")
+        assert json.loads(rebuilt[0])["name"] == "Pts_W"
+        assert duck.rows("SELECT uid FROM loom.indexes") != uid
+        front(duck, 'DROP INDEX "PTS_W"')
+        assert indexes(duck) == []
+    finally:
+        duck.close()

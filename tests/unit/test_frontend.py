@@ -19,9 +19,9 @@ class FakeCatalog:
         self.indexes = set(indexes)
         self.asked: list[str] = []
 
-    def is_index(self, name):
+    def index_name(self, name):
         self.asked.append(name)
-        return name in self.indexes
+        return name if name in self.indexes else None
 
     def index_for(self, table, fmt):
         return "wi" if (table, fmt) == ("t1", "mlweaving") else None

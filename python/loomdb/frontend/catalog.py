@@ -12,8 +12,9 @@ from typing import Protocol
 class Catalog(Protocol):
     """The four questions the rewrites need answered."""
 
-    def is_index(self, name: str) -> bool:
-        """Whether ``name`` (as written in the statement) is a loomdb index."""
+    def index_name(self, name: str) -> str | None:
+        """The loomdb index ``name`` (as written in the statement) names, spelled as the
+        catalog records it, or None when it names none."""
         ...
 
     def index_for(self, table: str, format: str) -> str | None:

@@ -11,8 +11,9 @@ through unchanged, so the engine drops its own indexes.  ``DROP INDEX IF EXISTS`
 is no loomdb index therefore reaches the engine as written, which does nothing (or drops its own
 index of that name); that is why ``loom_drop_index`` takes the name alone.  ``CONCURRENTLY`` is
 accepted and ignored (a loomdb index is dropped or rebuilt in one transaction); ``CASCADE``, and
-several names in one statement of which one is loomdb's, are refused.  Names are passed as
-written (quotes removed, a schema kept as ``s.name``); the catalog decides what matches.
+several names in one statement of which one is loomdb's, are refused.  Names are read as written
+(quotes removed, a schema kept as ``s.name``); the catalog decides what matches and passes the
+name as it spells it (on DuckDB, whose identifiers ignore case, ``DROP INDEX WI`` drops ``wi``).
 
 sqlglot cannot parse ``REINDEX`` (PostgreSQL's tokenizer keeps its tail as one string), so that
 statement is read from its tokens: the tail after ``REINDEX`` is tokenized again.
@@ -36,7 +37,7 @@ def drop_index_call(tree: exp.Drop, dialect: str, catalog: Catalog | None) -> st
         return None
     tables = tree.args.get("tables") or [tree.this]
     names = [qualified_name(t) for t in tables if isinstance(t, exp.Table)]
-    ours = [n for n in names if catalog.is_index(n)]
+    ours = [found for n in names if (found := catalog.index_name(n)) is not None]
     if not ours:
         return None
     if len(tables) > 1:
@@ -77,7 +78,7 @@ def refuse_several_drops(tokens: list[Token], catalog: Catalog | None) -> None:
     """Refuse a ``DROP INDEX`` of several names one of which is a loomdb index: the engine
     would drop the others and leave it (or, with ``IF EXISTS``, skip it without a word)."""
     names = _drop_names(tokens)
-    ours = [n for n in names if catalog is not None and catalog.is_index(n)]
+    ours = [f for n in names if catalog is not None and (f := catalog.index_name(n)) is not None]
     if len(names) > 1 and ours:
         raise LoomSyntaxError(
             f"DROP INDEX names several indexes and {ours[0]} is a loomdb index",
@@ -109,6 +110,5 @@ def reindex_call(
     if not words or words[0] != "INDEX":
         return None
     name = _name(tail[2:] if words[1:] == ["CONCURRENTLY"] and len(tail) > 2 else tail[1:])
-    if name is None or not catalog.is_index(name):
-        return None
-    return loom_call("loom_reindex", name, dialect=dialect)
+    found = catalog.index_name(name) if name is not None else None
+    return loom_call("loom_reindex", found, dialect=dialect) if found is not None else None

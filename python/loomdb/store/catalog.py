@@ -615,6 +615,18 @@ def index_exists(db: Queryable, name: str) -> bool:
     return bool(db.query(f"SELECT 1 FROM {SCHEMA}.indexes WHERE name = $1", [name]))
 
 
+def index_spelled(db: Queryable, name: str) -> str | None:
+    """The index ``name`` names, as the catalog spells it: on DuckDB, whose identifiers ignore
+    case, one whose name differs from it in case only (``require_no_case_twin`` keeps it
+    one); on PostgreSQL ``name`` itself.  None when there is none."""
+    if index_exists(db, name):
+        return name
+    if db.dialect != "duckdb":
+        return None
+    rows = db.query(f"SELECT name FROM {SCHEMA}.indexes WHERE lower(name) = lower($1)", [name])
+    return str(rows[0][0]) if len(rows) == 1 else None
+
+
 def require_no_case_twin(db: Queryable, name: str) -> None:
     """Refuse index ``name`` on DuckDB where another index's name differs from it in case only:
     DuckDB's table names ignore case, so the two storage tables would be one (PostgreSQL

@@ -17,14 +17,14 @@ class DbCatalog:
     def __init__(self, db: Queryable):
         self.db = db
 
-    def is_index(self, name: str) -> bool:
+    def index_name(self, name: str) -> str | None:
         """A loomdb index the front-end rewrites DROP/REINDEX of: not one PostgreSQL holds
-        as an index relation (``CREATE INDEX … USING`` in psql), whose statements pass."""
-        return (
-            bool(NAME.match(name))
-            and catalog.index_exists(self.db, name)
-            and catalog.index_relation(self.db, name) is None
-        )
+        as an index relation (``CREATE INDEX … USING`` in psql), whose statements pass.  On
+        DuckDB, whose identifiers ignore case, ``WI`` names index ``wi``."""
+        if not NAME.match(name):
+            return None
+        found = catalog.index_spelled(self.db, name)
+        return found if found and catalog.index_relation(self.db, found) is None else None
 
     def index_for(self, table: str, format: str) -> str | None:
         return catalog.index_for(self.db, table, format)
