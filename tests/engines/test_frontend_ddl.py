@@ -12,11 +12,12 @@ from loomdb.errors import LoomSyntaxError
 
 pytestmark = pytest.mark.postgres
 
-POINTS = """
+ROWS = 40
+POINTS = f"""
 CREATE TABLE pts AS
 SELECT CAST(i AS DOUBLE PRECISION) AS a, CAST(i % 7 AS DOUBLE PRECISION) AS b,
        CAST(i % 2 AS INTEGER) AS y
-FROM generate_series(1, 40) AS g(i)
+FROM generate_series(1, {ROWS}) AS g(i)
 """
 
 
@@ -116,3 +117,34 @@ def test_duckdb_drop_and_reindex_names_ignore_case_as_duckdb_does():
         assert indexes(duck) == []
     finally:
         duck.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # the column aliases went with the flattened subquery: "x1" not found
+        (
+            "SELECT count(x1), count(pred) FROM "
+            "(SELECT * FROM infer_mlweaving(m, 'pts') AS p(x1, x2, lab, pred)) AS q",
+            (ROWS, ROWS),
+        ),
+        # the sample went with it: every row came back
+        (
+            "SELECT count(*), count(prediction) FROM "
+            "(SELECT * FROM infer_mlweaving(m, 'pts') TABLESAMPLE SYSTEM (0)) AS q",
+            (0, 0),
+        ),
+    ],
+)
+def test_infer_mlweaving_keeps_what_its_table_is_written_with(engine, query, expected):
+    engine.rows(POINTS)
+    engine.rows("""SELECT loom_train('m', 'pts', 'y', '{"epochs": 1}')""")
+    assert front(engine, query) == [expected]
+
+
+def test_infer_mlweaving_refuses_what_a_table_function_cannot_take(engine):
+    engine.rows(POINTS)
+    engine.rows("""SELECT loom_train('m', 'pts', 'y', '{"epochs": 1}')""")
+    with pytest.raises(LoomSyntaxError, match="takes no ONLY") as caught:
+        front(engine, "SELECT * FROM ONLY infer_mlweaving(m, 'pts')")
+    assert caught.value.hint

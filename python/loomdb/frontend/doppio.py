@@ -26,7 +26,9 @@ Where loomdb departs from DoppioDB, and why:
 * ``infer_mlweaving`` may appear anywhere a table may: it becomes a subquery that adds the
   ``prediction`` column, named as PostgreSQL names a function in FROM (by the function, unless
   aliased): ``… FROM (SELECT *, loom_predict(…) AS prediction FROM t1) AS infer_mlweaving``;
-  a bare ``SELECT * FROM infer_mlweaving(…)``, at the top or nested, becomes the flat query.
+  a bare ``SELECT * FROM infer_mlweaving(…)``, at the top or nested, becomes the flat query
+  (unless its alias renames columns, ``AS p(a, b)``).  ``TABLESAMPLE`` samples the table's rows;
+  what else a table may be written with (``ONLY``, ``WITH ORDINALITY``) is refused.
 """
 
 from __future__ import annotations
@@ -156,8 +158,25 @@ def _predicting_select(call: exp.Anonymous, dialect: str, catalog: Catalog | Non
     return exp.select(exp.Star(), exp.alias_(predict, "prediction")).from_(table)
 
 
+def _table_clauses(call: exp.Table, query: exp.Select) -> None:
+    """Carry what ``infer_mlweaving(…)`` is written with onto ``query``: a ``TABLESAMPLE``
+    samples its table's rows; anything else a table function cannot take is refused."""
+    extra = [k for k, v in call.args.items() if v and k not in ("this", "alias", "sample")]
+    if extra:
+        raise LoomSyntaxError(
+            f"{INFER} takes no {extra[0].upper().replace('_', ' ')}",
+            hint=f"write {FORMS[INFER]}",
+        )
+    if sample := call.args.get("sample"):
+        query.args["from_"].this.set("sample", sample.pop())
+
+
 def _bare_select_star(table: exp.Table) -> exp.Select | None:
-    """The ``SELECT * FROM table`` (and nothing else) that ``table`` is the source of, if any."""
+    """The ``SELECT * FROM table`` (and nothing else) that ``table`` is the source of, if any:
+    a table whose alias renames columns (``AS p(a, b)``) is no bare source."""
+    alias = table.args.get("alias")
+    if alias is not None and alias.columns:
+        return None
     from_ = table.parent
     select = from_.parent if isinstance(from_, exp.From) else None
     if not isinstance(select, exp.Select):
@@ -180,11 +199,13 @@ def infer_query(tree: exp.Expression, dialect: str, catalog: Catalog | None) -> 
         )
     for call in calls:
         query = _predicting_select(call.this, dialect, catalog)
+        _table_clauses(call, query)
         bare = _bare_select_star(call)
         if bare is tree:
             tree = query
         elif bare is not None:
             bare.replace(query)
         else:
-            call.replace(query.subquery(call.alias or INFER))
+            alias = call.args.get("alias")
+            call.replace(query.subquery(alias.pop() if alias is not None else INFER))
     return tree.sql(dialect=dialect, normalize_functions=False)
