@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from loomdb.errors import LoomSyntaxError
+from loomdb.errors import LoomNotFoundError, LoomSyntaxError
 
 pytestmark = pytest.mark.postgres
 
@@ -148,3 +148,12 @@ def test_infer_mlweaving_refuses_what_a_table_function_cannot_take(engine):
     with pytest.raises(LoomSyntaxError, match="takes no ONLY") as caught:
         front(engine, "SELECT * FROM ONLY infer_mlweaving(m, 'pts')")
     assert caught.value.hint
+
+
+def test_create_mlweaving_of_a_missing_table_says_so_with_a_hint(engine):
+    """The default label's look-up ran the engine's query bare: DuckDB's catalog error came
+    back without a hint (a LoomDatabaseError), PostgreSQL's as psycopg's UndefinedTable."""
+    with pytest.raises(LoomNotFoundError, match="cannot read source nosuch") as caught:
+        front(engine, "CREATE INDEX w ON create_mlweaving('nosuch')")
+    assert caught.value.hint
+    assert indexes(engine) == []

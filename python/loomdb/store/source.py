@@ -17,7 +17,7 @@ from loomdb.errors import LoomDataError, LoomNotFoundError, LoomOptionError
 from loomdb.learn.model import class_text
 from loomdb.store import encoding as encodings
 from loomdb.store import preprocess
-from loomdb.store.db import Database
+from loomdb.store.db import Database, Queryable
 from loomdb.store.encoding import Encoded
 from loomdb.store.names import is_table_name, quote_ident, relation
 from loomdb.store.settle import column_stats, indicator_stats
@@ -115,7 +115,7 @@ def resolve(name: str, available: dict[str, str], what: str, source: str) -> str
     )
 
 
-def columns_of(db: Database, source: str) -> tuple[str, dict[str, str]]:
+def columns_of(db: Queryable, source: str) -> tuple[str, dict[str, str]]:
     """The relation text of ``source`` and its columns' kinds; a clear error if it is absent."""
     rel = relation(source, db.dialect)
     try:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from loomdb.errors import LoomOptionError
 from loomdb.store import catalog
 from loomdb.store.db import Queryable
-from loomdb.store.names import NAME, relation
+from loomdb.store.names import NAME
+from loomdb.store.source import columns_of
 
 
 class DbCatalog:
@@ -30,7 +31,9 @@ class DbCatalog:
         return catalog.index_for(self.db, table, format)
 
     def default_label(self, table: str) -> str:
-        return self.db.columns(relation(table, self.db.dialect))[-1][0]
+        """The table's last column; a table that cannot be read is a LoomNotFoundError with
+        a hint, as for any source (it was the engine's error, without one)."""
+        return list(columns_of(self.db, table)[1])[-1]
 
     def model_features(self, model: str) -> list[str]:
         record = catalog.get_model(self.db, model)
