@@ -157,3 +157,13 @@ def test_create_mlweaving_of_a_missing_table_says_so_with_a_hint(engine):
         front(engine, "CREATE INDEX w ON create_mlweaving('nosuch')")
     assert caught.value.hint
     assert indexes(engine) == []
+
+
+@pytest.mark.parametrize("parameter", ["$1", "?"])
+def test_a_with_option_given_as_a_parameter_is_refused_as_one(pts, parameter):
+    """The refusal showed sqlglot's rendering of the parameter, not what was written:
+    "got :1 instead" on DuckDB, "got @1 instead" on PostgreSQL, for $1."""
+    statement = f"CREATE INDEX pts_n ON pts USING toc (a, b) WITH (label = y, seed = {parameter})"
+    with pytest.raises(LoomSyntaxError, match=r"option 'seed' cannot be a query parameter"):
+        front(pts, statement)
+    assert indexes(pts) == ["pts_w"]

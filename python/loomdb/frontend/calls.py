@@ -47,6 +47,12 @@ def literal_value(node: exp.Expression, what: str) -> Any:
     """
     if isinstance(node, exp.Ordered):  # a function-style argument list parsed as index columns
         node = node.this
+    if isinstance(node, (exp.Placeholder, exp.Parameter)):
+        raise LoomSyntaxError(
+            f"{what} cannot be a query parameter ($1, ?)",
+            hint="write the value itself: loomdb rewrites the statement before the engine "
+            "binds parameters",
+        )
     if isinstance(node, exp.Boolean):
         return bool(node.this)
     if isinstance(node, exp.Null):
