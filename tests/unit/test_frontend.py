@@ -360,6 +360,13 @@ def test_process_splits_then_rewrites():
     ]
 
 
+@pytest.mark.parametrize("dialect", BOTH)
+def test_a_number_that_begins_with_its_point_is_no_qualified_name(dialect):
+    sql = "CREATE INDEX i ON t USING toc (a) WITH (label = y, lr = .5, m = -.25)"
+    options = json.loads(call_args(one(sql, dialect), dialect)[3])
+    assert (options["lr"], options["m"]) == (0.5, -0.25)
+
+
 # ---------------------------------------------------------------- hostile names
 
 EVIL = "x'); DROP TABLE t; --"

@@ -94,6 +94,12 @@ def _check_clauses(tree: exp.Create, params: exp.IndexParameters, fmt: str) -> N
             raise _unsupported(key.upper().replace("_", " "), fmt, hint)
 
 
+def _decimal_point(before: Token, after: Token | None) -> bool:
+    """Whether a dot between these tokens begins a number (``= .5``, ``= -.5``)."""
+    signs = (TokenType.EQ, TokenType.DASH, TokenType.PLUS)
+    return after is not None and after.token_type == TokenType.NUMBER and before.token_type in signs
+
+
 def refuse_qualified_options(statement: str, tokens: list[Token]) -> None:
     """Refuse a dotted name in ``WITH (…)`` (``label = t.y``, ``a.b = 1``): sqlglot reads the
     value as its last part and the name as nothing, so ``t.y`` would silently be ``y``."""
@@ -103,12 +109,15 @@ def refuse_qualified_options(statement: str, tokens: list[Token]) -> None:
         if w.token_type == TokenType.WITH and p.token_type == TokenType.L_PAREN
     ]
     depth, start = 0, None
-    for token in tokens[opened[-1] + 1 :] if opened else []:
+    first = opened[-1] + 1 if opened else len(tokens)
+    for before, token, after in zip(
+        tokens[first - 1 :], tokens[first:], [*tokens[first + 1 :], None]
+    ):
         kind = token.token_type
         depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
         if kind in (TokenType.L_PAREN, TokenType.COMMA) and depth == 1:
             start = token.end + 1
-        elif kind == TokenType.DOT and start is not None:
+        elif kind == TokenType.DOT and start is not None and not _decimal_point(before, after):
             text = statement[start:].split(",")[0].split(")")[0].strip()
             raise LoomSyntaxError(
                 f"cannot read {text!r} as a WITH option: a qualified name",
