@@ -280,7 +280,9 @@ def test_train_options_as_json_text_or_refused(target, tmp_path):
     for bad in ("[1]", "not json", [1]):
         given = json.dumps({**args, "options": bad})
         out = project.dbt("run-operation", "loomdb.run_train", "--args", given, ok=False)
-        assert "loomdb.train: options must be a mapping of loom_train's options" in out, out[-3000:]
+        assert "loomdb.train: options must be a mapping of the function's options" in out, out[
+            -3000:
+        ]
     [(still,)] = query(f"SELECT kind FROM loom.models WHERE name = '{project.model}'")
     assert still == "linear"
 
@@ -307,6 +309,16 @@ def test_macros_run_no_role_operator_on_postgres(tmp_path, pg_dsn):
     ):
         as_bob.execute("CREATE TABLE ran (who text, what text)")
         as_bob.execute("GRANT INSERT ON ran TO PUBLIC")
+        # beside loomdb's own loom_evaluate(text, text, text DEFAULT '{}') in public, where
+        # schemas are writable by all up to PostgreSQL 14: a call leaning on the default was
+        # ambiguous (or bob's, were his schema first)
+        with psycopg.connect(f"{pg_dsn} user=postgres", autocommit=True) as admin:
+            admin.execute(f"GRANT CREATE ON SCHEMA public TO {bob}")  # type: ignore[arg-type]
+        as_bob.execute(
+            "CREATE FUNCTION public.loom_evaluate(text, text) RETURNS text LANGUAGE plpgsql "
+            f"AS $$ BEGIN INSERT INTO {schema}.ran VALUES (current_user, 'loom_evaluate'); "  # type: ignore[arg-type]
+            "RETURN NULL; END $$"
+        )
         for i, (op, left, right, body) in enumerate(TRAPS):
             returns = "text" if op == "->>" else "boolean"
             as_bob.execute(
@@ -353,3 +365,19 @@ def test_train_on_an_index_with_no_relation(target, tmp_path):
     out = project.dbt("run-operation", "loomdb.run_train", "--args", json.dumps(args))
     assert '"rows": 120' in out
     assert query(f"SELECT count(*) FROM loom.models WHERE name = '{model}'") == [(1,)]
+
+
+def test_evaluate_passes_its_options(target, tmp_path):
+    """loomdb.evaluate and the evaluate data test hand loom_evaluate its options (they took
+    none: loom_evaluate's split or scans could not be given from dbt)."""
+    name, env, _ = target
+    project = Project(tmp_path, name, env)
+    project.dbt("deps")
+    (project.dir / "models" / "evaluated.yml").write_text(
+        "version: 2\nmodels:\n  - name: iris_holdout\n    data_tests:\n"
+        "      - loomdb.evaluate:\n          arguments:"
+        " {loomdb_model: \"{{ var('loomdb_model') }}\","
+        " metric: accuracy, min_value: 0.5, options: {nope: 1}}\n"
+    )
+    out = project.dbt("build", "-s", "+iris_training", "iris_holdout", ok=False)
+    assert "unknown loom_evaluate option 'nope'" in out, out[-3000:]

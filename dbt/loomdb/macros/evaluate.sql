@@ -1,11 +1,11 @@
 {#-
   Evaluate a model on a relation (or one SELECT) holding its features and label: loom_evaluate's
   JSON text (accuracy, precision, recall, f1, log_loss, roc_auc / mse, mae, r2), e.g. in a
-  metrics model:
+  metrics model (`options`: loom_evaluate's, e.g. {'split': 'test'}, as a mapping or its JSON text):
     select {{ loomdb.metric(loomdb.evaluate('churn', ref('holdout')), 'accuracy') }} as accuracy
 -#}
-{% macro evaluate(model, relation) -%}
-  loom_evaluate({{ loomdb.literal(model) }}, {{ loomdb.literal(relation) }})
+{% macro evaluate(model, relation, options={}) -%}
+  loom_evaluate({{ loomdb.literal(model) }}, {{ loomdb.literal(relation) }}, {{ loomdb.options_literal(options, 'loomdb.evaluate') }})
 {%- endmacro %}
 
 {#-
@@ -13,16 +13,16 @@
   `min_value` (or above `max_value`, e.g. for mse), or missing:
     data_tests:
       - loomdb.evaluate: {loomdb_model: churn, metric: accuracy, min_value: 0.9}
-  A bound that is not a finite number (or its text) is refused when the test compiles.
+  (`options`: loom_evaluate's, e.g. {split: test}.)  A bound that is not a finite number (or its text) is refused when the test compiles.
 -#}
-{% test evaluate(model, loomdb_model, metric='accuracy', min_value=none, max_value=none) %}
+{% test evaluate(model, loomdb_model, metric='accuracy', min_value=none, max_value=none, options={}) %}
   {%- if min_value is none and max_value is none -%}
     {{ exceptions.raise_compiler_error("loomdb.evaluate: give min_value or max_value") }}
   {%- endif -%}
   {%- set low = loomdb.bound(min_value, 'min_value') -%}
   {%- set high = loomdb.bound(max_value, 'max_value') -%}
 with evaluated as (
-  select {{ loomdb.metric(loomdb.evaluate(loomdb_model, model), metric) }} as {{ adapter.quote(metric) }}
+  select {{ loomdb.metric(loomdb.evaluate(loomdb_model, model, options), metric) }} as {{ adapter.quote(metric) }}
 )
 select * from evaluated
 where {{ adapter.quote(metric) }} is null

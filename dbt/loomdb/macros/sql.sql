@@ -15,9 +15,19 @@
   cast({{ value }} as double precision)
 {%- endmacro %}
 
-{#- Options (a mapping) as loomdb's JSON text. -#}
-{% macro options_literal(options) -%}
-  {{ loomdb.literal(tojson(options or {})) }}
+{#- A function's options as a mapping: a mapping, or its JSON object text (as loomdb's functions
+    take them), none for none; anything else is refused, never dropped. -#}
+{% macro options(options, what) -%}
+  {%- set given = fromjson(options) if options is string else options -%}
+  {%- if given is not mapping and options is not none -%}
+    {{ exceptions.raise_compiler_error(what ~ ": options must be a mapping of the function's options or its JSON object text, e.g. {'model': 'logistic'}; got " ~ (options | string)) }}
+  {%- endif -%}
+  {{ return(given or {}) }}
+{%- endmacro %}
+
+{#- Options (a mapping or its JSON text) as loomdb's JSON text. -#}
+{% macro options_literal(options, what="loomdb") -%}
+  {{ loomdb.literal(tojson(loomdb.options(options, what))) }}
 {%- endmacro %}
 
 {#- A feature vector: each column (or expression) as a double, in order. -#}

@@ -15,15 +15,10 @@
   {{ return(adapter.dispatch('train', 'loomdb')(model, relation, label, loomdb.train_options(options))) }}
 {%- endmacro %}
 
-{#- loom_train's options with replace defaulting to true: a mapping, or its JSON text (as
-    loom_train takes it); anything else is refused, never dropped. -#}
+{#- loom_train's options with replace defaulting to true. -#}
 {% macro train_options(options) -%}
-  {%- set given = fromjson(options) if options is string else options -%}
-  {%- if given is not mapping and options is not none -%}
-    {{ exceptions.raise_compiler_error("loomdb.train: options must be a mapping of loom_train's options or its JSON object text, e.g. {'model': 'logistic'}; got " ~ (options | string)) }}
-  {%- endif -%}
   {%- set merged = {'replace': true} -%}
-  {%- do merged.update(given or {}) -%}
+  {%- do merged.update(loomdb.options(options, 'loomdb.train')) -%}
   {{ return(merged) }}
 {%- endmacro %}
 
