@@ -105,6 +105,24 @@ def test_inprocess_with_one_minibatch_a_step_is_the_trainers_adam(engine):
     )
 
 
+@pytest.mark.parametrize("where", ["inprocess", "dask"])
+def test_a_step_too_large_restarts_smaller_as_in_one_process(engine, where, request):
+    """Margins that overflow at too large a given lr make a worker's gradient non-finite,
+    which no codec encodes: the train restarts at a smaller step, as the trainer does."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 3)) * 1e150
+    engine.load("wide", X, rng.normal(size=400))
+    opts = {"model": "linear", "standardize": "none", "lr": 1e10, "epochs": 2}
+    plain = train(engine, "plain", "wide", {**opts, "optimizer": "adam"})
+    cluster = "inprocess" if where == "inprocess" else request.getfixturevalue("address")
+    dist = {"cluster": cluster, "compress": "none", "step_batches": 1}  # plain Adam's steps
+    got = train(engine, "dist", "wide", {**opts, **dist})
+    assert plain["restarts"] == got["restarts"] >= 1
+    assert got["loss"] == pytest.approx(plain["loss"], rel=1e-9)
+    _, history, _ = record(engine, "dist")
+    assert "non-finite" in history[0]["reason"]
+
+
 def crosses(engine, name="xs", rows=600):
     """A LIBSVM file of ``rows`` rows over 40 features, loaded with hashed pairwise crosses
     (cross_bits 20: 2^21 columns)."""

@@ -11,6 +11,10 @@ step 1–3 (``learn/trainer.py``) up to the gradient, on the columns the share h
 2. ``G = ∂ℓ/∂Z``, times the sample weights, over the widest step's rows;
 3. ``Xᵀ·G`` at the held columns and ``ΣG``: the driver applies the scale, the shift and L2.
 
+A gradient that is not finite (margins overflowed at too large a step) is the trainer's
+divergence (``Diverged``, which Dask hands back as itself): the driver restarts at a smaller
+step, as one process would, rather than the codec refusing to encode it.
+
 The functions are module-level so Dask ships them by reference: workers need loomdb.
 """
 
@@ -27,6 +31,7 @@ import numpy as np
 from loomdb.distributed import messages
 from loomdb.learn.problem import Problem
 from loomdb.learn.step_kernels import KIND_CODES, residuals
+from loomdb.learn.trainer import Diverged
 from loomdb.seams import Batch
 from loomdb.store.storage import Stored
 
@@ -140,6 +145,8 @@ def compute(key: str, numbers: list[int], down: bytes, seed: int) -> tuple[bytes
         acc = g if acc is None else acc + g
         rows += held.batch.rows
     assert acc is not None
+    if not (np.isfinite(acc).all() and np.isfinite(gsum).all()):  # no codec takes NaN/Inf
+        raise Diverged("the gradient became non-finite on a worker")
     up = messages.pack_gradient(cols, acc[cols], total, rows, gsum, spec.up, seed)
     return up, time.perf_counter() - started
 
