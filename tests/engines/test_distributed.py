@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 
 import numpy as np
@@ -287,6 +288,22 @@ def test_an_unreachable_scheduler_is_a_clear_error(engine):
     assert "could not reach the Dask scheduler at tcp://127.0.0.1:1" in str(info.value)
     assert "'local:N' starts a cluster" in hint_of(info.value)
     assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'nowhere'") == 0
+
+
+@pytest.mark.parametrize("scheme, says", [("tcp", "did not answer"), ("tls", "TLS")])
+def test_a_listener_that_is_no_scheduler_is_a_clear_error(engine, scheme, says):
+    """A port something else holds (it accepts, says nothing: Dask's client would wait for
+    its handshake forever), and tls:// without Dask's TLS settings, fail with the reason."""
+    src = dense_table(engine)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = f"{scheme}://127.0.0.1:{silent.getsockname()[1]}"
+        with pytest.raises(engine.errors) as info:
+            train(engine, "mute", src, {"cluster": address})
+    assert f"could not reach the Dask scheduler at {address}" in str(info.value)
+    assert says in str(info.value) and "running Dask scheduler" in hint_of(info.value)
+    assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'mute'") == 0
 
 
 def test_an_unknown_codec_names_the_codecs(engine):

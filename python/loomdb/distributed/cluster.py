@@ -30,6 +30,7 @@ from loomdb.learn.trainer import Diverged
 
 POLL_S = 0.25  # how often a waiting driver checks for cancel and lost workers
 CONNECT_S = 30  # waiting for a scheduler, and for a LocalCluster's workers
+HANDSHAKE_S = 10  # a listener's answer to Dask's handshake (a scheduler answers at once)
 Calls = dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]
 
 
@@ -186,6 +187,46 @@ def _reachable(spec: ClusterSpec) -> None:
             hint="start it (dask scheduler) and its workers, or check the address; "
             "'local:N' starts a cluster for the train",
         ) from None
+    why = _handshake(spec.address)
+    if why is not None:
+        raise LoomStateError(
+            f"could not reach the Dask scheduler at {spec.address}: {why}",
+            hint="give the address of a running Dask scheduler (dask scheduler prints it; a "
+            "tls:// one needs Dask's TLS settings, distributed.comm.tls.*), or 'local:N' to "
+            "start a cluster for the train",
+        )
+
+
+def _handshake(address: str) -> str | None:
+    """Why ``address`` does not complete Dask's handshake within ``HANDSHAKE_S`` (None: it
+    does).  distributed's client waits for the listener's first message without a limit, so
+    a port held by something else would hang the train.  Probed on a loop of its own, in a
+    thread (the caller's thread may run an event loop already)."""
+    import asyncio
+
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    why = [f"something listens there but did not answer Dask's handshake within {HANDSHAKE_S} s"]
+
+    async def probe() -> None:
+        args = Security().get_connection_args("client")
+        comm = await asyncio.wait_for(connect(address, timeout=HANDSHAKE_S, **args), HANDSHAKE_S)
+        await comm.close()
+
+    def run() -> None:
+        try:
+            asyncio.run(probe())
+            why[0] = ""
+        except TimeoutError:
+            pass
+        except Exception as e:
+            why[0] = f"{type(e).__name__}: {e}"
+
+    probing = threading.Thread(target=run, name="loomdb-dask-probe", daemon=True)
+    probing.start()
+    probing.join(HANDSHAKE_S + 5)
+    return why[0] or None
 
 
 def _local(distributed: Any, n: int) -> DaskWorkers:
