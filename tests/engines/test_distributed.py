@@ -14,11 +14,14 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 
 import numpy as np
 import pytest
 
+import loomdb
 from loomdb.codecs import array_json
 from support.engines import readable_dir
 
@@ -304,6 +307,34 @@ def test_a_listener_that_is_no_scheduler_is_a_clear_error(engine, scheme, says):
     assert f"could not reach the Dask scheduler at {address}" in str(info.value)
     assert says in str(info.value) and "running Dask scheduler" in hint_of(info.value)
     assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'mute'") == 0
+
+
+SCRIPT = """
+import loomdb
+con = loomdb.connect(progress=False)
+con.execute("CREATE TABLE t AS SELECT range::DOUBLE AS x, (range % 2)::DOUBLE AS y FROM range(50)")
+try:
+    con.execute(\"\"\"SELECT loom_train('m', 't', 'y', '{"cluster": "local:1"}')\"\"\").fetchall()
+except loomdb.LoomError as e:
+    print(type(e).__name__, e)
+"""
+
+
+def test_a_local_cluster_that_cannot_start_is_a_clear_error(engine, tmp_path):
+    """A DuckDB script without the ``__main__`` guard: the spawned workers import it and
+    cannot start (multiprocessing refuses); the train says so, with the guard as the hint."""
+    if engine.name != "duckdb":
+        pytest.skip("a Python script's own process: DuckDB's (the PostgreSQL backend spawns)")
+    script = tmp_path / "unguarded.py"
+    script.write_text(SCRIPT)
+    python_dir = os.path.dirname(os.path.dirname(loomdb.__file__))
+    env = {**os.environ, "PYTHONPATH": python_dir}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("LoomStateError could not start a local Dask cluster")
+    assert "if __name__ == '__main__':" in done.stdout
 
 
 def test_an_unknown_codec_names_the_codecs(engine):

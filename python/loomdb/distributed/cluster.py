@@ -233,25 +233,39 @@ def _local(distributed: Any, n: int) -> DaskWorkers:
     from distributed.security import Security
 
     security = Security.temporary()
-    cluster = distributed.LocalCluster(
-        n_workers=n,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        # no dashboard; the scheduler's HTTP routes (health, metrics) on a free local port
-        # rather than 8787, which another train's cluster may hold
-        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        security=security,
-        silence_logs=logging.ERROR,
-    )
+    try:
+        cluster = distributed.LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            # no dashboard; the scheduler's HTTP routes (health, metrics) on a free local port
+            # rather than 8787, which another train's cluster may hold
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+            security=security,
+            silence_logs=logging.ERROR,
+        )
+    except Exception as e:
+        raise _not_started(n, e) from None
     try:
         client = distributed.Client(cluster, security=security, set_as_default=False)
         client.wait_for_workers(n, timeout=CONNECT_S)
-    except BaseException:
+    except BaseException as e:
         cluster.close()
+        if isinstance(e, Exception):
+            raise _not_started(n, e) from None
         raise
     return DaskWorkers(client, cluster)
+
+
+def _not_started(n: int, e: Exception) -> LoomStateError:
+    return LoomStateError(
+        f"could not start a local Dask cluster of {n} worker process(es): {type(e).__name__}: {e}",
+        hint="its workers are spawned: a Python script that trains on 'local:N' must run its "
+        "code under if __name__ == '__main__': (the workers import the script); otherwise "
+        "check the machine's memory and process limits, or give fewer workers",
+    )
 
 
 def _check_versions(workers: DaskWorkers) -> None:
