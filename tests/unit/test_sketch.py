@@ -233,6 +233,17 @@ def test_bad_parameters_are_option_errors(make):
         make()
 
 
+def test_the_fewest_columns_still_write_a_message_that_decodes():
+    """``columns`` is kept to 1/1000: below that a group would get no column, and the
+    message written would be one decoding refuses; so it is refused when made."""
+    with pytest.raises(LoomOptionError, match=r"must be in \[0\.001, 16\]"):
+        sketch.SketchML(columns=1e-9)
+    keys = np.arange(3000, dtype=np.int64) * 7
+    values = np.random.default_rng(4).normal(size=3000)
+    got_keys, got = sketch.decode(sketch.SketchML(columns=0.001).encode(keys, values, seed=2))
+    assert np.array_equal(got_keys, keys) and np.array_equal(np.sign(got), np.sign(values))
+
+
 def test_decoding_needs_no_datasketches(monkeypatch):
     blob = sketch.encode([1, 5], [0.5, -0.5])
     monkeypatch.setitem(sys.modules, "datasketches", None)

@@ -44,18 +44,26 @@ COUNT = struct.Struct("<I")
 GROUP = struct.Struct("<II")
 
 
+MIN_COLUMNS = 0.001  # columns is kept as a fraction of denominator at most 1000
+
+
 def _check_params(q: int, r: int, s: int, k: int) -> None:
     ok = 2 <= r <= 255 and 0 < q < 1 << 16 and q % r == 0 and q // r <= 256
     if not ok:
         raise LoomOptionError(
             f"q must be a multiple of r with 2 <= r <= 255, q < 65536 and q/r <= 256; got "
-            f"q={q}, r={r}"
+            f"q={q}, r={r}",
+            hint="the paper's q = 256 buckets in r = 8 groups (the defaults)",
         )
     if not 1 <= s <= minmax.MAX_ROWS:
-        raise LoomOptionError(f"s (MinMaxSketch rows) must be in [1, {minmax.MAX_ROWS}]; got {s}")
+        raise LoomOptionError(
+            f"s (MinMaxSketch rows) must be in [1, {minmax.MAX_ROWS}]; got {s}",
+            hint="the paper's s = 2 (the default)",
+        )
     if k < 2 or k > 32768 or k & (k - 1):
         raise LoomOptionError(
-            f"k (quantile sketch size) must be a power of 2 in [2, 32768]; got {k}"
+            f"k (quantile sketch size) must be a power of 2 in [2, 32768]; got {k}",
+            hint="the paper's m = 128 (the default)",
         )
 
 
@@ -132,9 +140,11 @@ class SketchML(GradientCodec):
 
     def __init__(self, q: int = 256, r: int = 8, s: int = 2, columns: float = 0.2, k: int = 128):
         _check_params(q, r, s, k)
-        if not 0 < columns <= 16:
+        if not MIN_COLUMNS <= columns <= 16:  # kept to 1/1000: less would be no column
             raise LoomOptionError(
-                f"columns (t per key of a group) must be in (0, 16]; got {columns}"
+                f"columns (t per key of a group) must be in [{MIN_COLUMNS}, 16]; got {columns}",
+                hint="the paper's t = d/5 is columns=0.2 (the default); a group of n keys "
+                "gets ceil(n · columns) columns",
             )
         self.q, self.r, self.s, self.k = q, r, s, k
         self.columns = Fraction(columns).limit_denominator(1000)
