@@ -39,6 +39,11 @@ class LoomDivergedError(LoomDataError):
     coefficients: nothing was stored.  ``loom_tune`` records such a trial as failed."""
 
 
+class LoomNothingTrainedError(LoomDataError):
+    """A skip policy (SlimML's or a baseline's) left out every row of a train's first epoch:
+    nothing was stored.  ``loom_tune`` records such a trial as failed."""
+
+
 class LoomNotFoundError(LoomError, LookupError):
     """A model, index, table or column does not exist."""
 

@@ -121,6 +121,22 @@ def test_a_train_whose_skipping_leaves_no_row_is_refused_and_not_stored(separabl
     assert separable.scalar("SELECT count(*) FROM loom.models WHERE name = 'sl_none'") == 0
 
 
+def test_a_tune_candidate_that_trains_on_no_row_is_a_failed_trial(separable):
+    _index(separable, "sl_tu")
+
+    def tune(name, epsilons):
+        opts = json.dumps({"index": "sl_tu", "skip": "slimml", "epsilon": epsilons, "epochs": 2})
+        return json.loads(separable.scalar(f"SELECT loom_tune('{name}', NULL, 'y', '{opts}')"))
+
+    summary = tune("sl_tuned", [1.0, 0.01])
+    assert summary["failed"] == 1 and summary["best_options"] == {"epsilon": 0.01}
+    rows = separable.rows("SELECT status, error FROM loom_trials('sl_tuned') ORDER BY trial")
+    assert [r[0] for r in rows] == ["failed", "ok"] and "trained on no row" in rows[0][1]
+    with pytest.raises(separable.errors, match="every trial .* failed: the first epoch trained"):
+        tune("sl_none", [1.0])
+    assert separable.scalar("SELECT count(*) FROM loom.models WHERE name = 'sl_none'") == 0
+
+
 @pytest.mark.parametrize("skip", ["random", "coreset", "importance"])
 def test_baselines_remove_the_share_asked(separable, skip):
     _index(separable, "sl_b")

@@ -10,7 +10,9 @@ penalty, so trials of different penalties compare on the data alone, lower being
 AUC (higher is better) for a classifier, RMSE or MAE for a regression — which the trainer
 computes of the trained model on the same validation batches.  The first trial wins a tie;
 trials, the summary and the kept model's ``tuned`` record name the metric used.  A trial that
-diverges is recorded as failed with its error and is never chosen.  Everything runs in one
+diverges, or whose ``skip`` leaves out every row of its first epoch (an ``epsilon`` or
+``skip_fraction`` candidate too large), is recorded as failed with its error and is never
+chosen.  Everything runs in one
 transaction: the trials (``loom.trials``) and the kept model (the ``loom.models`` row
 ``loom_train`` writes, its options recording the chosen values and, under ``tuned``, the
 search) are written together at the end, or not at all — a tune whose every trial fails leaves
@@ -25,7 +27,7 @@ import math
 import time
 from typing import Any
 
-from loomdb.errors import LoomDivergedError, LoomError
+from loomdb.errors import LoomDivergedError, LoomError, LoomNothingTrainedError
 from loomdb.functions import deploy, train
 from loomdb.functions.train_options import TRAIN
 from loomdb.functions.train_plan import Plan
@@ -50,11 +52,13 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
             catalog.require_absent(db, name, "model")
         rows: list[dict[str, Any]] = []
         best: tuple[float, int, Any, Any] | None = None
+        hint = "give smaller lr candidates, or leave 'lr' out for the automatic step"
         with SharedLayout(db, source, label) as layouts:
             for number, (opts, p) in enumerate(planned, 1):
                 what = f"loom_tune {name} trial {number}"
-                row, fitted = _trial(db, name, number, opts, p, what, s.metric, layouts)
+                row, fitted, failed = _trial(db, name, number, opts, p, what, s.metric, layouts)
                 rows.append(row)
+                hint = failed or hint
                 if progress:
                     db.notice(_report(name, number, len(planned), s, row))
                 if fitted is not None and (
@@ -64,7 +68,7 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
         if best is None:
             raise LoomDivergedError(
                 f"every trial of loom_tune '{name}' failed: {rows[-1]['error']}",
-                hint="give smaller lr candidates, or leave 'lr' out for the automatic step",
+                hint=hint,
             )
         score, number, record, model = best
         metric = TUNE_METRICS[s.metric].label
@@ -129,7 +133,8 @@ class SharedLayout:
 
 
 def _trial(db, name, number, opts, p, what, metric, layouts: SharedLayout):
-    """Run one trial in a subtransaction; its catalog row, and (record, model) if it trained."""
+    """Run one trial in a subtransaction; its catalog row, (record, model) if it trained, and
+    the hint of the error that failed it (a candidate diverged or trained on no row)."""
     started = time.perf_counter()
     shared = layouts.get(p, what)
     named = TUNE_METRICS[metric].label
@@ -145,16 +150,16 @@ def _trial(db, name, number, opts, p, what, metric, layouts: SharedLayout):
             record, model = train.fit_record(
                 db, name, p, layouts.source, layouts.label, what, metric, shared
             )
-    except LoomDivergedError as e:
+    except (LoomDivergedError, LoomNothingTrainedError) as e:  # this candidate's outcome
         row.update(status="failed", error=e.message, seconds=_since(started))
-        return row, None
+        return row, None, e.hint
     score = _score(record.history, metric)
     row["seconds"] = _since(started)
     if score is None:
         row.update(status="failed", error=f"the {named} is not finite")
-        return row, None
+        return row, None, None
     row.update(status="ok", score=score)
-    return row, (record, model)
+    return row, (record, model), None
 
 
 def _score(history: list[dict[str, Any]], metric: str) -> float | None:

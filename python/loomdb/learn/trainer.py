@@ -49,7 +49,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from loomdb.errors import LoomDataError, LoomDivergedError, LoomOptionError
+from loomdb.errors import LoomDivergedError, LoomNothingTrainedError, LoomOptionError
 from loomdb.learn import fused_steps
 from loomdb.learn.losses import LOSSES
 from loomdb.learn.metrics import tune_score
@@ -243,7 +243,7 @@ def _nothing_trained(entry: dict[str, Any], history: list[dict[str, Any]], probl
     that skips every row keeps the model it started from."""
     if entry["rows"] or skip is None or history or problem.init is not None:
         return
-    raise LoomDataError(
+    raise LoomNothingTrainedError(
         f"the first epoch trained on no row: skip '{entry.get('skip')}' left out every row of "
         "every minibatch, and a model trained on nothing is not stored",
         hint="lower 'epsilon' (SlimML's removed share of a minibatch's effect) or "
