@@ -213,6 +213,9 @@ def test_fidelity_options_are_honoured_or_refused(engine, folder):
         with pytest.raises(engine.errors, match=message):
             engine.scalar(sql)
     train(engine, "ok", scans=2)
+    train(engine, "same", image_size=16, color="gray", record_size=RECORD)  # as it was built
+    with pytest.raises(engine.errors, match="index 'pi' was built with image_size = 16"):
+        train(engine, "other", image_size=8)
     engine.scalar("SELECT loom_train('num', 'nums', 'y', '{\"progress\": false}')")
     with pytest.raises(engine.errors, match="was not trained on images"):
         engine.scalar("SELECT loom_predict_image('num', image) FROM ph LIMIT 1")

@@ -38,7 +38,7 @@ from loomdb.store.split import Split
 
 def train(db: Any, name: str, source: str | None, label: str | None, options: str | None) -> str:
     check_name(name, "model")
-    p = plan(parse_json(options))
+    p = plan(index_format(db, parse_json(options)))
     with db.atomic():
         exists = catalog.model_exists(db, name)
         if exists and not (p.opts["warm_start"] or p.opts["replace"]):
@@ -48,6 +48,18 @@ def train(db: Any, name: str, source: str | None, label: str | None, options: st
         if exists:
             deploy.refresh(db, name, model, db.role())
     return json.dumps(_summary(record, model))
+
+
+def index_format(db: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` with the format of the index it names, where it names no format: the index's
+    own layout options (a pcr index's ``image_size``, …) are then read as that format's and,
+    like every layout option, accepted at the value the index was built with (``check_index``)
+    rather than refused as unknown to the default format."""
+    index = given.get("index")
+    if "format" in given or not isinstance(index, str) or not index:
+        return given
+    fmt = catalog.index_format(db, index)
+    return given if fmt is None else {**given, "format": fmt}
 
 
 def fit_record(

@@ -40,7 +40,7 @@ from loomdb.store.names import check_name
 
 def tune(db: Any, name: str, source: str | None, label: str | None, options: str | None) -> str:
     check_name(name, "model")
-    given = parse_json(options)
+    given = train.index_format(db, parse_json(options))
     progress = TRAIN.by_name["progress"].validate(given.get("progress"))
     s = space(given)
     planned = plans(s)  # every candidate checked before anything runs

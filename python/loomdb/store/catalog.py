@@ -627,6 +627,12 @@ def index_spelled(db: Queryable, name: str) -> str | None:
     return str(rows[0][0]) if len(rows) == 1 else None
 
 
+def index_format(db: Queryable, name: str) -> str | None:
+    """The storage format index ``name`` was built with (None: no such index)."""
+    rows = db.query(f"SELECT format FROM {SCHEMA}.indexes WHERE name = $1", [name])
+    return str(rows[0][0]) if rows and isinstance(rows[0][0], str) else None
+
+
 def require_no_case_twin(db: Queryable, name: str) -> None:
     """Refuse index ``name`` on DuckDB where another index's name differs from it in case only:
     DuckDB's table names ignore case, so the two storage tables would be one (PostgreSQL
