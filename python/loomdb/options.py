@@ -244,6 +244,17 @@ def _depth(value: Any, level: int = 0) -> int:
     return level
 
 
+def with_value(text: str) -> Any:
+    """A ``WITH (name = value)`` value's text as an index's options read it: as JSON (``64``,
+    ``0.5``, ``true``, ``null``, ``{"a": …}``), else the text itself.  psql's access methods
+    read every reloption so, and the SQL front-end reads a string or a bare word so, so one
+    statement means the same on both engines."""
+    try:
+        return json.loads(text, parse_constant=lambda c: text)
+    except ValueError:
+        return text
+
+
 def parse_json(text: str | dict | None, what: str = "options") -> dict[str, Any]:
     """Options as a dict: JSON object text (NULL or empty for none)."""
     if text is None or (isinstance(text, str) and not text.strip()):

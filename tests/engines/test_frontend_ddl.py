@@ -167,3 +167,19 @@ def test_a_with_option_given_as_a_parameter_is_refused_as_one(pts, parameter):
     with pytest.raises(LoomSyntaxError, match=r"option 'seed' cannot be a query parameter"):
         front(pts, statement)
     assert indexes(pts) == ["pts_w"]
+
+
+def test_with_string_values_are_read_as_psql_reads_them(pts):
+    """psql's access methods read each WITH value's text as JSON; the front-end refused
+    ``batch_size = '16'`` ("got \\"16\\"") and ``preprocess = '{…}'`` ("must be an object"),
+    so the same statement failed through loomdb sql and preprocess could not be given in WITH."""
+    front(
+        pts,
+        "CREATE INDEX pts_s ON pts USING mlweaving (a, b) WITH (label = y, batch_size = '16', "
+        """preprocess = '{"a": {"impute": "mean"}}', nulls = 'skip')""",
+    )
+    (stored,) = pts.rows("SELECT options FROM loom.indexes WHERE name = 'pts_s'")
+    options = stored[0] if isinstance(stored[0], dict) else json.loads(stored[0])
+    assert options["batch_size"] == 16
+    assert options["preprocess"] == {"a": {"impute": "mean"}}
+    assert options["nulls"] == "skip"

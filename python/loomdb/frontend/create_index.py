@@ -10,7 +10,9 @@
 ``format`` is the user-facing name (``mlweaving``, ``toc``, ``dense``; ``weave`` is another name
 for ``mlweaving``, offered with the others, and written as ``mlweaving``); the engine maps it to
 its storage format.  WITH values keep their JSON type: numbers stay numbers, ``true``/``false``
-booleans, strings and bare words strings, ``NULL`` null (the option's default).  An empty column
+booleans, ``NULL`` null (the option's default); a string's or bare word's text is read as psql's
+access methods read it (``options.with_value``: ``'64'`` is 64, ``'{"a": …}'`` an object, other
+text itself).  An empty column
 list leaves ``features`` out: the index then takes every column but the label.  What a B-tree
 index may say but a loomdb index cannot (UNIQUE, CONCURRENTLY, WHERE, INCLUDE, TABLESPACE,
 expressions, DESC) is rejected rather than silently ignored.
@@ -26,6 +28,7 @@ from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomSyntaxError
 from loomdb.frontend.calls import literal_value, loom_call, table_text
+from loomdb.options import with_value
 
 
 def formats() -> tuple[str, ...]:
@@ -160,7 +163,8 @@ def _with_options(params: exp.IndexParameters) -> dict[str, Any]:
         key, value = _option(prop)
         if key in options:
             raise LoomSyntaxError(f"WITH names the option '{key}' twice", hint="name it once")
-        options[key] = literal_value(value, f"the WITH option '{key}'")
+        read = literal_value(value, f"the WITH option '{key}'")
+        options[key] = with_value(read) if isinstance(read, str) else read
     return options
 
 

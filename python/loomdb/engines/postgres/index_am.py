@@ -36,6 +36,7 @@ from typing import Any
 
 from loomdb.errors import LoomConflictError, LoomOptionError, LoomStateError, LoomSyntaxError
 from loomdb.functions.index import create_index
+from loomdb.options import with_value
 from loomdb.store import catalog, formats, layout
 from loomdb.store.names import check_name, is_table_name
 
@@ -104,14 +105,6 @@ def describe(db: Any, oid: int) -> Definition:
     )  # fmt: skip
 
 
-def _value(text: str) -> Any:
-    """A WITH value as JSON reads it (8, 0.5, true, null), else the text itself."""
-    try:
-        return json.loads(text, parse_constant=lambda c: text)
-    except ValueError:
-        return text
-
-
 def options(method: str, reloptions: list[str]) -> tuple[str, dict[str, Any]]:
     """``(label, options)`` from the relation's ``WITH`` options, checked against the format."""
     form = FORM.format(method=method)
@@ -124,7 +117,7 @@ def options(method: str, reloptions: list[str]) -> tuple[str, dict[str, Any]]:
         key, _, text = item.partition("=")
         if key in given:
             raise LoomSyntaxError(f"WITH names the option '{key}' twice", hint="name it once")
-        given[key] = _value(text)
+        given[key] = with_value(text)
     label = given.pop("label", None)
     if label is None:
         raise LoomSyntaxError(
