@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from loomdb.errors import LoomNotFoundError, LoomSyntaxError
+from loomdb.errors import LoomError, LoomNotFoundError, LoomSyntaxError
 
 pytestmark = pytest.mark.postgres
 
@@ -101,8 +101,7 @@ def test_with_options_sqlglot_misreads_are_refused(pts, with_clause, message):
 def test_duckdb_drop_and_reindex_names_ignore_case_as_duckdb_does():
     """DuckDB's identifiers ignore case, and loomdb refuses an index whose name differs from
     another's in case only; yet DROP INDEX PTS_W reached DuckDB ("Index with name PTS_W does
-    not exist") and REINDEX INDEX Pts_W its parser.  (PostgreSQL's front-end keeps names as
-    written: a design question of its own.)"""
+    not exist") and REINDEX INDEX Pts_W its parser."""
     from support.engines import DuckEngine
 
     duck = DuckEngine()
@@ -183,3 +182,27 @@ def test_with_string_values_are_read_as_psql_reads_them(pts):
     assert options["batch_size"] == 16
     assert options["preprocess"] == {"a": {"impute": "mean"}}
     assert options["nulls"] == "skip"
+
+
+def test_unquoted_names_fold_as_the_engine_folds_them(pts):
+    """On PostgreSQL the front-end kept unquoted names as written: CREATE INDEX Mixed_F stored
+    "Mixed_F", features (A, B) and label = Y named columns "A", "B", "Y" that do not exist,
+    and DROP INDEX mixed_f reached PostgreSQL ("index mixed_f does not exist")."""
+    front(pts, "CREATE INDEX Mixed_F ON PTS USING toc (A, B) WITH (label = Y)")
+    (spelled,) = pts.rows("SELECT name FROM loom.indexes WHERE lower(name) = 'mixed_f'")
+    if pts.name == "postgres":  # the name PostgreSQL gives a relation written so
+        pts.rows("CREATE TABLE Mixed_F (x int)")
+        assert (
+            spelled
+            == pts.rows("SELECT relname::text FROM pg_class WHERE oid = 'Mixed_F'::regclass")[0]
+        )
+    (rebuilt,) = front(pts, "REINDEX INDEX MIXED_F")
+    assert json.loads(rebuilt[0])["features"] == ["a", "b"]
+    front(pts, "DROP INDEX mixed_f")
+    assert indexes(pts) == ["pts_w"]
+    front(pts, 'CREATE INDEX "Quoted_F" ON pts USING toc (a, b) WITH (label = y)')
+    if pts.name == "postgres":  # a quoted label is column "Y", which pts does not have
+        with pytest.raises(LoomError, match="Y"):
+            front(pts, 'CREATE INDEX q ON pts USING toc (a, b) WITH (label = "Y")')
+    front(pts, 'DROP INDEX "Quoted_F"')
+    assert indexes(pts) == ["pts_w"]

@@ -155,6 +155,26 @@ def test_with_values_keep_their_json_types(dialect):
 
 
 @pytest.mark.parametrize("dialect", BOTH)
+def test_unquoted_names_fold_as_the_engine_folds_them(dialect):
+    """PostgreSQL folds unquoted names to lower case (psql's access methods see ``label = Y``
+    as column ``y``); DuckDB keeps them as written and matches them whatever their case."""
+    sql = (
+        'CREATE INDEX Mixed_F ON S.T USING toc (A, "B") WITH (label = Y, nulls = SKIP, '
+        "q = \"Q\", s = 'S')"
+    )
+    name, table, label, options = call_args(one(sql, dialect), dialect)
+    folds = dialect == "postgres"
+    assert (name, label) == (("mixed_f", "y") if folds else ("Mixed_F", "Y"))
+    assert json.loads(options)["features"] == (["a", "B"] if folds else ["A", "B"])
+    assert json.loads(options)["nulls"] == ("skip" if folds else "SKIP")
+    assert (json.loads(options)["q"], json.loads(options)["s"]) == ("Q", "S")
+    for statement in ("DROP INDEX Mixed_F", "REINDEX INDEX Mixed_F", "DROP INDEX Mixed_F, x"):
+        catalog = FakeCatalog()
+        process(statement, dialect, catalog)
+        assert catalog.asked[0] == ("mixed_f" if folds else "Mixed_F")
+
+
+@pytest.mark.parametrize("dialect", BOTH)
 @pytest.mark.parametrize(
     ("sql", "options"),
     [

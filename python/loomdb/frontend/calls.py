@@ -4,6 +4,11 @@ No paper section.
 Everything a user typed reaches the generated SQL as a string literal built by sqlglot
 (single quotes doubled) or as a quoted identifier; option objects are JSON text from
 ``json.dumps``.  The engine validates names and options again.
+
+Names are read as the engine reads them: on PostgreSQL an unquoted name is folded to lower case
+(``CREATE INDEX Mixed_F`` is index ``mixed_f``, ``WITH (label = Y)`` column ``y``, as psql's
+access methods see them); a quoted one is kept as written.  DuckDB keeps names as written and
+matches them whatever their case (``catalog.index_spelled``).
 """
 
 from __future__ import annotations
@@ -11,8 +16,38 @@ from __future__ import annotations
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomSyntaxError
+
+# dialects whose unquoted names the engine folds to lower case
+FOLDS = ("postgres",)
+
+
+def token_name(token: Token, dialect: str) -> str:
+    """A name token's text as the engine reads it (unquoted names folded where it folds)."""
+    quoted = token.token_type == TokenType.IDENTIFIER
+    return token.text if quoted or dialect not in FOLDS else token.text.lower()
+
+
+def fold_names(tree: exp.Expression, tokens: list[Token], dialect: str) -> exp.Expression:
+    """``tree`` with its unquoted names folded as the engine folds them: identifiers, and the
+    bare words of ``WITH (name = value)`` (sqlglot reads ``"Y"`` and ``Y`` there alike, so
+    ``tokens`` tell which values were quoted)."""
+    if dialect not in FOLDS:
+        return tree
+    tree = normalize_identifiers(tree, dialect=dialect)
+    quoted = {
+        key.text.lower()
+        for key, eq, value in zip(tokens, tokens[1:], tokens[2:])
+        if eq.token_type == TokenType.EQ and value.token_type == TokenType.IDENTIFIER
+    }
+    for prop in tree.find_all(exp.Property):
+        value = prop.args.get("value")
+        if isinstance(value, exp.Var) and prop.name.lower() not in quoted:
+            value.set("this", value.name.lower())
+    return tree
 
 
 def loom_call(function: str, *args: str | None, dialect: str) -> str:

@@ -13,7 +13,7 @@ class Catalog(Protocol):
     """The four questions the rewrites need answered."""
 
     def index_name(self, name: str) -> str | None:
-        """The loomdb index ``name`` (as written in the statement) names, spelled as the
+        """The loomdb index ``name`` (as the engine reads it in the statement) names, spelled as the
         catalog records it, or None when it names none."""
         ...
 

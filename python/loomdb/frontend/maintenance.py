@@ -11,9 +11,10 @@ through unchanged, so the engine drops its own indexes.  ``DROP INDEX IF EXISTS`
 is no loomdb index therefore reaches the engine as written, which does nothing (or drops its own
 index of that name); that is why ``loom_drop_index`` takes the name alone.  ``CONCURRENTLY`` is
 accepted and ignored (a loomdb index is dropped or rebuilt in one transaction); ``CASCADE``, and
-several names in one statement of which one is loomdb's, are refused.  Names are read as written
-(quotes removed, a schema kept as ``s.name``); the catalog decides what matches and passes the
-name as it spells it (on DuckDB, whose identifiers ignore case, ``DROP INDEX WI`` drops ``wi``).
+several names in one statement of which one is loomdb's, are refused.  Names are read as the
+engine reads them (``calls.token_name``: on PostgreSQL unquoted ones folded to lower case; quotes
+removed, a schema kept as ``s.name``); the catalog decides what matches and passes the name as
+it spells it (on DuckDB, whose identifiers ignore case, ``DROP INDEX WI`` drops ``wi``).
 
 sqlglot cannot parse ``REINDEX`` (PostgreSQL's tokenizer keeps its tail as one string), so that
 statement is read from its tokens: the tail after ``REINDEX`` is tokenized again.
@@ -26,7 +27,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomSyntaxError
-from loomdb.frontend.calls import loom_call, qualified_name
+from loomdb.frontend.calls import loom_call, qualified_name, token_name
 from loomdb.frontend.catalog import Catalog
 from loomdb.frontend.script import tokenize
 
@@ -53,7 +54,7 @@ def drop_index_call(tree: exp.Drop, dialect: str, catalog: Catalog | None) -> st
     return loom_call("loom_drop_index", ours[0], dialect=dialect)
 
 
-def _drop_names(tokens: list[Token]) -> list[str]:
+def _drop_names(tokens: list[Token], dialect: str) -> list[str]:
     """The names ``DROP INDEX [CONCURRENTLY] [IF EXISTS] a, s.b [CASCADE]`` lists, read from
     its tokens (sqlglot cannot parse several names); a name that is not one is left out."""
     words = [t.text.upper() for t in tokens]
@@ -66,7 +67,7 @@ def _drop_names(tokens: list[Token]) -> list[str]:
     part: list[Token] = []
     for token in [*tokens[start:end], None]:
         if token is None or token.token_type == TokenType.COMMA:
-            if (name := _name(part)) is not None:
+            if (name := _name(part, dialect)) is not None:
                 names.append(name)
             part = []
         else:
@@ -74,10 +75,10 @@ def _drop_names(tokens: list[Token]) -> list[str]:
     return names
 
 
-def refuse_several_drops(tokens: list[Token], catalog: Catalog | None) -> None:
+def refuse_several_drops(tokens: list[Token], dialect: str, catalog: Catalog | None) -> None:
     """Refuse a ``DROP INDEX`` of several names one of which is a loomdb index: the engine
     would drop the others and leave it (or, with ``IF EXISTS``, skip it without a word)."""
-    names = _drop_names(tokens)
+    names = _drop_names(tokens, dialect)
     ours = [f for n in names if catalog is not None and (f := catalog.index_name(n)) is not None]
     if len(names) > 1 and ours:
         raise LoomSyntaxError(
@@ -86,14 +87,14 @@ def refuse_several_drops(tokens: list[Token], catalog: Catalog | None) -> None:
         )
 
 
-def _name(tokens: list[Token]) -> str | None:
+def _name(tokens: list[Token], dialect: str) -> str | None:
     """``a`` or ``s.a`` from name tokens (identifiers separated by dots), else None."""
     parts, dots = tokens[0::2], tokens[1::2]
     if not parts or len(tokens) % 2 == 0 or any(d.token_type != TokenType.DOT for d in dots):
         return None
     if any(p.token_type in (TokenType.STRING, TokenType.NUMBER) for p in parts):
         return None
-    return ".".join(p.text for p in parts)
+    return ".".join(token_name(p, dialect) for p in parts)
 
 
 def reindex_call(
@@ -109,6 +110,6 @@ def reindex_call(
     words = [t.text.upper() for t in tail[:2]]
     if not words or words[0] != "INDEX":
         return None
-    name = _name(tail[2:] if words[1:] == ["CONCURRENTLY"] and len(tail) > 2 else tail[1:])
+    name = _name(tail[2:] if words[1:] == ["CONCURRENTLY"] and len(tail) > 2 else tail[1:], dialect)
     found = catalog.index_name(name) if name is not None else None
     return loom_call("loom_reindex", found, dialect=dialect) if found is not None else None

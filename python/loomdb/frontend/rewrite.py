@@ -21,6 +21,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomOptionError, LoomSyntaxError
+from loomdb.frontend.calls import fold_names
 from loomdb.frontend.catalog import Catalog
 from loomdb.frontend.create_index import (
     CREATE_FORM,
@@ -182,8 +183,9 @@ def rewrite(statement: str, dialect: str, catalog: Catalog | None = None) -> str
         return reindex_call(statement, tokens, dialect, catalog) or statement
     tree = _parse(statement, dialect, form)
     if tree is None:
-        refuse_several_drops(tokens, catalog)  # a DROP sqlglot cannot read: several names?
+        refuse_several_drops(tokens, dialect, catalog)  # a DROP sqlglot cannot read: several?
         return statement
+    tree = fold_names(tree, tokens, dialect)
     if form == "drop":
         out = drop_index_call(tree, dialect, catalog) if isinstance(tree, exp.Drop) else None
     elif form == "create":
