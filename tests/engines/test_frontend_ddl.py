@@ -206,3 +206,30 @@ def test_unquoted_names_fold_as_the_engine_folds_them(pts):
             front(pts, 'CREATE INDEX q ON pts USING toc (a, b) WITH (label = "Y")')
     front(pts, 'DROP INDEX "Quoted_F"')
     assert indexes(pts) == ["pts_w"]
+
+
+def test_duckdb_a_temporary_table_as_a_source_says_so():
+    """loomdb reads a source on a connection of its own, which does not see the caller's TEMP
+    tables: CREATE INDEX … ON tt and loom_train('m', 'tt', …) failed "Table with name tt does
+    not exist" with a hint that did not say why nor what to do."""
+    from support.engines import DuckEngine
+
+    duck = DuckEngine()
+    try:
+        duck.rows(POINTS.replace("CREATE TABLE pts", "CREATE TEMP TABLE tt"))
+        attempts = [
+            "CREATE INDEX ti ON tt USING toc (a, b) WITH (label = y)",
+            "SELECT loom_train('m', 'tt', 'y')",
+            "SELECT loom_train('m', 'SELECT a, y FROM tt', 'y')",
+        ]
+        for statement in attempts:
+            with pytest.raises(LoomError) as caught:
+                front(duck, statement)
+            assert "temporary table cannot be a source" in (caught.value.hint or "")
+            assert "CREATE TABLE" in (caught.value.hint or "")
+        assert indexes(duck) == []
+        duck.rows("CREATE TABLE t2 AS SELECT * FROM tt")  # what the hint says to do
+        front(duck, "CREATE INDEX ti ON t2 USING toc (a, b) WITH (label = y)")
+        assert indexes(duck) == ["ti"]
+    finally:
+        duck.close()

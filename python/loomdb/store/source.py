@@ -115,8 +115,16 @@ def resolve(name: str, available: dict[str, str], what: str, source: str) -> str
     )
 
 
+# DuckDB: loomdb reads on a connection of its own, which cannot see the caller's TEMP tables
+_TEMPORARY = (
+    "; a temporary table cannot be a source on DuckDB (loomdb reads on a connection of its "
+    "own, which does not see it): make it a table, CREATE TABLE name AS SELECT * FROM temp_table"
+)
+
+
 def columns_of(db: Queryable, source: str) -> tuple[str, dict[str, str]]:
-    """The relation text of ``source`` and its columns' kinds; a clear error if it is absent."""
+    """The relation text of ``source`` and its columns' kinds; a clear error if it is absent
+    (on DuckDB, the hint says that a temporary table cannot be a source)."""
     rel = relation(source, db.dialect)
     try:
         return rel, dict(db.columns(rel))
@@ -124,15 +132,18 @@ def columns_of(db: Queryable, source: str) -> tuple[str, dict[str, str]]:
         raise
     except Exception as e:  # the engine's own message, without loomdb's query
         message = getattr(e, "message", e)
+        absent = db.dialect == "duckdb" and "does not exist" in str(message)
+        temporary = _TEMPORARY if absent else ""
         if is_table_name(source):
             raise LoomNotFoundError(
                 f"cannot read source {source}: {message}",
-                hint="pass a table or view you can SELECT from, or one SELECT statement",
+                hint="pass a table or view you can SELECT from, or one SELECT statement"
+                + temporary,
             ) from None
         shown = source if len(source) <= 60 else source[:57] + "..."
         raise LoomDataError(
             f"the source query failed: {message}",
-            hint=f"fix the SELECT and run it on its own first: {shown}",
+            hint=f"fix the SELECT and run it on its own first: {shown}{temporary}",
         ) from None
 
 
