@@ -280,7 +280,7 @@ def _check_large(source: str, ranges: np.ndarray) -> None:
 def _column_stats(db: Database, source: str, pairs: str, n: int) -> dict[str, Any]:
     """Per observed column: min, max, mean and population std over all ``n`` rows, the rows
     that do not hold it counting as zeros."""
-    bounded = guarded("loom_v", db.type("double"))  # PostgreSQL's std of 1e300s raises
+    bounded = guarded(db, "loom_v")  # PostgreSQL's std of 1e300s raises
     grouped = (
         f"(SELECT loom_i, count(*) AS loom_n, avg({bounded}) AS loom_m, stddev_pop({bounded}) "
         f"AS loom_s, min(loom_v) AS loom_lo, max(loom_v) AS loom_hi FROM {pairs} GROUP BY loom_i) "
