@@ -175,3 +175,47 @@ def test_a_script_on_standard_input_runs(tmp_path):
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["answer", "--------", "42", "(1", "row)"]
+
+
+def test_ctrl_c_stops_a_train_with_loomdbs_error_and_writes_nothing(tmp_path):
+    """SIGINT while loom_train's epochs run: stopped within a batch with LoomInterrupted
+    (exit 3); it was not seen at all (KeyboardInterrupt reaches only the main thread)."""
+    import signal
+
+    import loomdb
+
+    path = str(tmp_path / "c.duckdb")
+    sql = (
+        "CREATE TABLE t AS SELECT i::DOUBLE AS a, (i % 2)::DOUBLE AS y FROM range(500000) r(i);"
+        "SELECT loom_train('m', 't', 'y', '{\"epochs\": 100000, \"tol\": 0}')"
+    )
+    with subprocess.Popen(
+        [*LOOMDB, "sql", "--duckdb", path, "-c", sql], stderr=subprocess.PIPE, text=True
+    ) as p:
+        assert p.stderr is not None
+        for line in p.stderr:
+            if ": epoch " in line:  # training
+                break
+        p.send_signal(signal.SIGINT)
+        try:
+            _, rest = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            pytest.fail("Ctrl-C did not stop loom_train within a minute")
+        assert p.returncode == 3, rest
+    assert "ERROR:  interrupted: the call was cancelled" in rest, rest
+    assert "Traceback" not in rest and "KeyboardInterrupt" not in rest
+    con = loomdb.connect(path)
+    assert con.execute("SELECT count(*) FROM loom.models").fetchall() == [(0,)]
+    con.close()
+
+
+def test_ctrl_c_outside_a_statement_exits_130_without_a_traceback(monkeypatch, capsys):
+    from loomdb.cli import main, run_sql
+
+    def pressed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_sql, "run_script", pressed)
+    assert main.main(["sql", "--dsn", "host=x", "-c", "SELECT 1"]) == 130
+    assert capsys.readouterr().err == "loomdb: interrupted\n"

@@ -143,6 +143,9 @@ def main(argv: list[str] | None = None) -> Any:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        print("loomdb: interrupted", file=sys.stderr)
+        return 130
     except LoomError as e:
         print(f"loomdb: error: {e.message}", file=sys.stderr)
         if e.hint:
