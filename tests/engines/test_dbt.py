@@ -381,3 +381,16 @@ def test_evaluate_passes_its_options(target, tmp_path):
     )
     out = project.dbt("build", "-s", "+iris_training", "iris_holdout", ok=False)
     assert "unknown loom_evaluate option 'nope'" in out, out[-3000:]
+
+
+def test_predict_refuses_no_columns(target, tmp_path):
+    """loomdb.predict over no columns (or a mapping, or a number) is refused when the model
+    compiles; an empty list became ARRAY[], which PostgreSQL cannot type."""
+    project = Project(tmp_path, target[0], target[1])
+    project.dbt("deps")
+    for columns in ("[]", "{'sepal_length': 1}", "4"):
+        (project.dir / "models" / "scored.sql").write_text(
+            f"select {{{{ loomdb.predict('m', {columns}) }}}} as p from {{{{ ref('iris') }}}}"
+        )
+        out = project.dbt("compile", "-s", "scored", ok=False)
+        assert "loomdb: columns must be a non-empty list of column names" in out, out[-3000:]

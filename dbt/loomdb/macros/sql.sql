@@ -39,6 +39,9 @@
   {%- if columns is string -%}
     {{ exceptions.raise_compiler_error("loomdb: columns must be a list of column names, got the string '" ~ columns ~ "'") }}
   {%- endif -%}
+  {%- if columns is mapping or columns is not iterable or columns | list | length == 0 -%}
+    {{ exceptions.raise_compiler_error("loomdb: columns must be a non-empty list of column names (or expressions) in the model's feature order, got " ~ (columns | string)) }}
+  {%- endif -%}
   ARRAY[{%- for c in columns -%}cast({{ c }} as double precision){{ ", " if not loop.last }}{%- endfor -%}]
 {%- endmacro %}
 
