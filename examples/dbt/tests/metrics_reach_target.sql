@@ -1,2 +1,4 @@
+-- constants cast to the metrics' type: float8 compared with float8, PostgreSQL's own operator
 select * from {{ ref('iris_metrics') }}
-where accuracy < {{ var('min_accuracy') }} or rows_evaluated <> 30
+where accuracy < cast({{ var('min_accuracy') }} as double precision)
+   or rows_evaluated <> cast(30 as double precision)
