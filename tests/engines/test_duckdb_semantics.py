@@ -107,6 +107,20 @@ def test_a_relation_raises_the_loom_error_when_it_is_read(late, read):
         RELATION_READS[read](early)
 
 
+def test_a_raw_connections_error_names_the_loom_error_and_its_hint():
+    """Where no loomdb connection reads the error back (a raw connection given to register, as
+    dbt-duckdb's is), DuckDB's text is what the user sees: it names the LoomError's class and
+    carries its hint (it said "CarriedError")."""
+    raw = duckdb.connect()
+    loomdb.register(raw)
+    with pytest.raises(duckdb.Error) as caught:
+        raw.execute("SELECT loom_predict('nosuch', [1.0])").fetchall()
+    raw.close()
+    text = str(caught.value)
+    assert "UDF: LoomNotFoundError: model 'nosuch' does not exist (hint: train it" in text
+    assert "CarriedError" not in text
+
+
 def test_a_relation_is_duckdbs_in_every_other_way(late):
     a, b = late.sql("SELECT 1 AS i UNION ALL SELECT 2"), late.sql("SELECT 2 AS i")
     assert isinstance(a.duckdb, duckdb.DuckDBPyRelation)

@@ -27,6 +27,7 @@ connection finds it and raises the original ``LoomError`` subclass.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import itertools
 import re
@@ -60,13 +61,21 @@ class CarriedError(Exception):
     """What a UDF raises to DuckDB: the LoomError's text and the number it is kept under."""
 
 
+@functools.cache
+def _carrier(name: str) -> type[CarriedError]:
+    """A ``CarriedError`` named as the LoomError it carries: DuckDB writes the class's name
+    before the text, and where no loomdb connection reads it back (a raw cursor, dbt-duckdb)
+    that is what the user sees ("…UDF: LoomNotFoundError: no model …")."""
+    return type(name, (CarriedError,), {"__module__": "loomdb.errors"})
+
+
 def _carry(error: LoomError) -> CarriedError:
     number = next(_numbers)
     with _errors_lock:
         _errors[number] = error
         while len(_errors) > KEPT_ERRORS:
             _errors.popitem(last=False)
-    return CarriedError(f"{error} [loomdb error {number}]")
+    return _carrier(type(error).__name__)(f"{error} [loomdb error {number}]")
 
 
 def raised_in_udf(error: BaseException) -> LoomError | None:
