@@ -359,3 +359,18 @@ def test_workers_read_their_partition_from_postgresql_with_dsn(engine, address, 
     assert read["loss"] == sent["loss"]
     options, _, report = record(engine, "read")
     assert options["dsn"] and report["partition_bytes"] > 0
+
+
+def test_a_tunes_trials_keep_the_dsn_without_its_password(engine, address, request):
+    """The trials of a ``loom_tune`` on a cluster with ``dsn`` record it as the model does."""
+    if engine.name != "postgres":
+        pytest.skip("'dsn' is PostgreSQL's")
+    src = dense_table(engine)
+    engine.scalar(f"SELECT loom_create_index('tix', '{src}', 'y', '{{\"seed\": 3}}')")
+    dsn = request.getfixturevalue("pg_dsn") + " password=sekrit"  # trust: not checked
+    opts = {**COMMON, "index": "tix", "cluster": address, "compress": "none", "dsn": dsn}
+    opts.update(lr=[0.01, 0.1], validation_fraction=0.2)
+    engine.scalar(f"SELECT loom_tune('tuned', NULL, NULL, '{json.dumps(opts)}')")
+    kept = engine.rows("SELECT options FROM loom_trials('tuned')")
+    assert len(kept) == 2 and all("password=***" in json.loads(o)["dsn"] for (o,) in kept)
+    assert "sekrit" not in engine.scalar("SELECT options FROM loom.models WHERE name = 'tuned'")

@@ -140,7 +140,7 @@ def _trial(db, name, number, opts, p, what, metric, layouts: SharedLayout):
     named = TUNE_METRICS[metric].label
     row: dict[str, Any] = {
         "trial": number,
-        "options": opts,
+        "options": _kept(opts),
         "score": None,
         "error": None,
         "metric": named,
@@ -160,6 +160,16 @@ def _trial(db, name, number, opts, p, what, metric, layouts: SharedLayout):
         return row, None, None
     row.update(status="ok", score=score)
     return row, (record, model), None
+
+
+def _kept(opts: dict[str, Any]) -> dict[str, Any]:
+    """A trial's options as the catalog keeps them: a ``dsn`` without its password (as the
+    model's own options keep it)."""
+    if opts.get("dsn") is None:
+        return opts
+    from loomdb.distributed.fit import redact
+
+    return {**opts, "dsn": redact(opts["dsn"])}
 
 
 def _score(history: list[dict[str, Any]], metric: str) -> float | None:
