@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import pytest
 
+from loomdb.codecs import array_json
 from loomdb.store.catalog import storage_relation
 from support.engines import readable_dir
 
@@ -322,3 +323,21 @@ def test_create_index_using_pcr_through_the_front_end(folder):
         assert row[0][:2] == ("pcr", 2) and json.loads(row[0][2])["record_size"] == 5
     finally:
         engine.close()
+
+
+def test_a_distributed_train_on_the_records_is_the_trainers_adam(engine, folder):
+    """``cluster``: the workers decode the records into pixels and the model has a row per
+    pixel (not per stored column); uncompressed, one minibatch a step, it is plain Adam."""
+    load(engine, folder)
+    create(engine)
+
+    def fitted(name, **options):
+        opts = {"index": "pi", "epochs": 3, "tol": 0, "progress": False, "scans": 4, **options}
+        engine.scalar(f"SELECT loom_train('{name}', NULL, 'label', '{json.dumps(opts)}')")
+        raw = engine.scalar(f"SELECT coefficients FROM loom.models WHERE name = '{name}'")
+        return np.asarray(json.loads(raw, object_hook=array_json.hook))
+
+    plain = fitted("plain", optimizer="adam")
+    dist = fitted("dist", cluster="inprocess", compress="none", step_batches=1)
+    assert dist.shape == plain.shape == (16 * 16, 1)
+    assert np.allclose(dist, plain, rtol=1e-9, atol=1e-12)

@@ -65,7 +65,7 @@ class Runner(CpuBackend):
         self.precision, self.kind = precision, kind
         self.key = uuid.uuid4().hex
         self.workers: Any = None
-        self.m = sparse.feature_count(laid.info)
+        self.m = len(problem.scaling.scale)  # the model's rows (an image's pixels)
         self.k = problem.k
         self.rows: dict[int, int] = {}
         self.cols: dict[int, np.ndarray] = {}
@@ -120,8 +120,8 @@ class Runner(CpuBackend):
         p = self.problem
         targets = Problem([], Scaling("none", np.zeros(0), np.zeros(0)), p.classes, p.class_weights)
         return worker.WorkSpec(
-            self.laid.fmt, self.m, self.precision, self.kind, targets,
-            self.settings.compress, self.settings.compress_model,
+            self.laid.fmt, sparse.feature_count(self.laid.info), self.precision, self.kind,
+            targets, self.settings.compress, self.settings.compress_model, self.m,
         )  # fmt: skip
 
     def _load(self, numbers: dict[str, list[int]]) -> None:

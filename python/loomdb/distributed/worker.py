@@ -41,12 +41,13 @@ class WorkSpec:
     """What a worker needs to decode and train on its minibatches."""
 
     fmt: Any  # the bound storage format
-    n_features: int
+    n_features: int  # the layout's columns, as a stored minibatch is decoded
     precision: int
     kind: str
     targets: Problem  # only its targets() is used: classes and class weights
     up: str  # the gradient codec
     down: str  # the model's codec
+    width: int  # the model's rows: the features (an image layout's pixels, not its column)
 
 
 @dataclass
@@ -129,7 +130,7 @@ def compute(key: str, numbers: list[int], down: bytes, seed: int) -> tuple[bytes
     cols = columns_of(part, numbers)
     values, offsets, widest = messages.unpack_model(down, cols, spec.down)
     k = values.shape[1]
-    Weff = np.zeros((spec.n_features, k))
+    Weff = np.zeros((spec.width, k))
     Weff[cols] = values
     total, rows = 0.0, 0
     gsum = np.zeros(k)
