@@ -165,10 +165,27 @@ def refresh(db: Any, name: str, model: LinearModel, owner: str | None) -> None:
     """Redefine the functions deployed from ``name`` after it was retrained (its features may
     have changed: the old function is dropped first), with the owner's rights."""
     with db.as_role(owner):
-        for schema, function, kind, arity in catalog.deployments_of(db, name, owner):
+        deployed = catalog.deployments_of(db, name, owner)
+        if deployed:
+            _keepable(model, name, f"{deployed[0][0]}.{deployed[0][1]}")
+        for schema, function, kind, arity in deployed:
             db.drop_function(schema, function, arity)
             catalog.delete_deployment(db, schema, function)
             _define(db, name, model, schema, function, kind)
+
+
+def _keepable(model: LinearModel, name: str, function: str) -> None:
+    """Refuse a retrain whose model can no longer be the deployed ``function`` (one of a
+    sparse source or of images has no SQL expression), before anything is redefined."""
+    try:
+        require_compilable(model, name)
+    except LoomOptionError as e:
+        raise LoomOptionError(
+            f"model '{name}' is deployed as {function}, a function the new model cannot be: "
+            f"{e.message}",
+            hint=f"drop its functions first with loom_deploy('{name}', '{{\"drop\": true}}'), "
+            "or train the new model under another name",
+        ) from None
 
 
 def undeploy(db: Any, name: str, owner: str | None) -> list[str]:

@@ -276,7 +276,7 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
         used.update(used_on(cluster, report))
     inputs = laid.fmt.inputs(info.options)
     if inputs is not None:  # what predicting needs besides the weights (an image's pipeline)
-        used["inputs"] = {**inputs, "column": info.columns[0]}
+        used["inputs"] = model.inputs = {**inputs, "column": info.columns[0]}
     if info.stats.get("encoding") is not None:  # how columns become features (store/encoding.py)
         used["encoding"] = info.stats["encoding"]
         model.encoding = info.stats["encoding"]
