@@ -233,3 +233,18 @@ def test_duckdb_a_temporary_table_as_a_source_says_so():
         assert indexes(duck) == ["ti"]
     finally:
         duck.close()
+
+
+def test_training_on_an_index_of_a_renamed_table_says_to_build_it_again(pts):
+    """After ALTER TABLE pts RENAME TO pts2, training on index pts_w failed "cannot read
+    source pts" with a hint about passing a table, not about the index."""
+    pts.rows("ALTER TABLE pts RENAME TO pts2")
+    with pytest.raises(LoomNotFoundError, match="cannot read source pts") as caught:
+        pts.rows("""SELECT loom_train('m', NULL, 'y', '{"index": "pts_w", "epochs": 1}')""")
+    assert "loom_drop_index('pts_w')" in (caught.value.hint or "")
+    front(pts, "DROP INDEX pts_w")
+    front(pts, "CREATE INDEX pts_w ON pts2 USING mlweaving (a, b) WITH (label = y)")
+    (trained,) = pts.rows(
+        """SELECT loom_train('m', NULL, 'y', '{"index": "pts_w", "epochs": 1}')"""
+    )
+    assert json.loads(trained[0])["rows"] == ROWS

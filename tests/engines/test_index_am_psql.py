@@ -249,6 +249,21 @@ def test_truncate_rename_alter_and_rebuilds(psql):
     assert psql.state("pts_v") == NOTHING
 
 
+def test_a_renamed_table_says_to_reindex(psql):
+    """After ALTER TABLE pts3 RENAME TO pts4 training on the index failed "cannot read source
+    loomam.pts3" with no word of the REINDEX that builds it again from pts4."""
+    psql.run(
+        POINTS.replace("pts", "pts3")
+        + "CREATE INDEX pts3_w ON pts3 USING mlweaving (a, b) WITH (label = y);"
+        + "ALTER TABLE pts3 RENAME TO pts4;"
+    )
+    error = psql.error(train("pts3_w"))
+    assert "cannot read source loomam.pts3" in error
+    assert "HINT:" in error and "REINDEX INDEX loomam.pts3_w" in error
+    psql.run("REINDEX INDEX loomam.pts3_w;")  # what the hint says
+    assert psql.run(train("pts3_w")).strip() == str(ROWS)
+
+
 def test_an_empty_table_and_drop_schema(psql):
     psql.run(
         "CREATE TABLE pts (a float8, b int4, c bool, y int2);"

@@ -25,7 +25,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from loomdb.errors import LoomDataError, LoomFormatError, LoomOptionError, LoomStateError
+from loomdb.errors import (
+    LoomDataError,
+    LoomFormatError,
+    LoomNotFoundError,
+    LoomOptionError,
+    LoomStateError,
+)
 from loomdb.options import Choices, Interval, Names, Option, Options
 from loomdb.seams import Aggregates, Batch, IndexInfo
 from loomdb.store import catalog, formats, grouped, sparse, storage
@@ -517,6 +523,24 @@ def open_index(db: Database, name: str, allow_stale: bool = False) -> Layout:
     )
 
 
+def _source_gone(db: Database, info: IndexInfo, error: LoomNotFoundError) -> LoomNotFoundError:
+    """``error`` (the source cannot be read) with a hint to rebuild index ``info``: its table
+    was renamed, moved to another schema or dropped since it was built."""
+    relation = catalog.index_relation(db, info.name)
+    if relation is not None:  # psql's CREATE INDEX … USING: the relation follows its table
+        hint = (
+            f"its table was renamed or moved since it was built: REINDEX INDEX {relation} "
+            "builds it again from the table under its name now"
+        )
+    else:
+        hint = (
+            f"{info.source} was renamed, moved or dropped since index '{info.name}' was built: "
+            f"loom_drop_index('{info.name}'), then loom_create_index it again on the table's "
+            "name now"
+        )
+    return LoomNotFoundError(error.message, hint=hint, detail=error.detail)
+
+
 def check_fresh(db: Database, info: IndexInfo, stale_option: bool = True) -> None:
     """Refuse index ``info`` once its source changed (``stale_option``: whether the hint may
     offer ``{"allow_stale": true}``, which only loom_train takes)."""
@@ -525,7 +549,10 @@ def check_fresh(db: Database, info: IndexInfo, stale_option: bool = True) -> Non
     stale = ', or pass {"allow_stale": true} to train on it as it is' if stale_option else ""
 
     with db.as_role(info.owner):
-        _, kinds = columns_of(db, info.source)
+        try:
+            _, kinds = columns_of(db, info.source)
+        except LoomNotFoundError as e:
+            raise _source_gone(db, info, e) from None
         # a column the index was built on that the source no longer has (dropped, renamed)
         # changed the source as surely as an UPDATE; the fingerprint's query could not name it
         present = {c.lower() for c in kinds}
