@@ -12,6 +12,7 @@ import pytest
 from loomdb.engines.postgres import extension, index_am, index_am_install
 from loomdb.engines.postgres.dialect import BOOL_OID, NUMERIC_OIDS
 from loomdb.errors import LoomOptionError, LoomSyntaxError
+from loomdb.options import with_value
 from loomdb.store import formats
 
 
@@ -23,7 +24,7 @@ def test_with_values_read_as_json_scalars_else_text():
     assert label == "Y"
     assert given == {"batch_size": 64, "seed": 7, "dtype": "float32", "nulls": "skip"}
     assert index_am.options("toc", ["label=y", "entropy=zstd"])[1] == {"entropy": "zstd"}
-    assert index_am._value("NaN") == "NaN" and index_am._value("true") is True
+    assert with_value("NaN") == "NaN" and with_value("true") is True
 
 
 @pytest.mark.parametrize(
