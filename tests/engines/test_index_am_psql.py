@@ -264,6 +264,32 @@ def test_a_renamed_table_says_to_reindex(psql):
     assert psql.run(train("pts3_w")).strip() == str(ROWS)
 
 
+def test_an_alter_index_a_rebuild_could_not_take_is_refused_at_alter(psql):
+    """ALTER INDEX … RESET (label) (PostgreSQL checks no options when none remain) and SET
+    (label = nosuch) were accepted and failed only at the next rebuild ("names no label
+    column"), TRUNCATE and VACUUM FULL included."""
+    psql.run(
+        POINTS
+        + "CREATE INDEX pts_a ON pts (a);"
+        + "CREATE INDEX pts_w ON pts USING mlweaving (a, b) WITH (label = y);"
+    )
+    reloptions = f"SELECT reloptions FROM pg_class WHERE oid = '{SCHEMA}.pts_w'::regclass"
+    kept = psql.rows(reloptions)
+    for change, message in [
+        ("RESET (label)", "names no label column"),
+        ("SET (label = nosuch)", "label 'nosuch' is not a column of loomam.pts"),
+        ("SET (label = a)", "its label 'a' is also one of its columns"),
+    ]:
+        error = psql.error(f"ALTER INDEX pts_w {change};")
+        assert message in error and "HINT:  ALTER INDEX pts_w SET (label = column)" in error
+        assert psql.rows(reloptions) == kept
+    psql.run(  # what a build takes is accepted, and an index of PostgreSQL's is not asked
+        "ALTER INDEX pts_w SET (batch_size = 64); ALTER INDEX pts_w RENAME TO pts_v;"
+        "ALTER INDEX pts_a SET (fillfactor = 50); TRUNCATE pts; VACUUM FULL pts;"
+    )
+    assert psql.state("pts_v")["registered"]
+
+
 def test_an_empty_table_and_drop_schema(psql):
     psql.run(
         "CREATE TABLE pts (a float8, b int4, c bool, y int2);"

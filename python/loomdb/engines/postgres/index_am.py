@@ -12,7 +12,8 @@ source, its ``WITH`` options loomdb's options with ``label`` — and lays the ta
 ``loom_create_index``'s own code.  A build always starts afresh from the definition, so
 ``ALTER INDEX … SET (…)`` then ``REINDEX`` changes the options, and ``ALTER INDEX … RENAME``
 then ``REINDEX`` the loomdb name.  ``check(db, method, options)`` validates the ``WITH``
-options when PostgreSQL asks (``CREATE INDEX``, ``ALTER INDEX … SET``).
+options when PostgreSQL asks (``CREATE INDEX``, ``ALTER INDEX … SET``), and
+``altered(db, oid)`` what every ``ALTER INDEX`` left (``RESET (label)`` is never asked about).
 
 Which loomdb index a relation holds is ``loom.index_relations`` (relation OID → name; the
 extension's ``index_am.sql``, which also drops the loomdb index when the relation is dropped).
@@ -34,11 +35,18 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from loomdb.errors import LoomConflictError, LoomOptionError, LoomStateError, LoomSyntaxError
+from loomdb.errors import (
+    LoomConflictError,
+    LoomError,
+    LoomOptionError,
+    LoomStateError,
+    LoomSyntaxError,
+)
 from loomdb.functions.index import create_index
 from loomdb.options import with_value
 from loomdb.store import catalog, formats, layout
 from loomdb.store.names import check_name, is_table_name
+from loomdb.store.source import columns_of, resolve
 
 RELATIONS = f"{catalog.SCHEMA}.index_relations"
 # WITH names the statement itself fixes, and where the statement says them instead
@@ -147,6 +155,26 @@ def check(db: Any, method: str, reloptions: list[str]) -> None:
             hint=f"loomdb's methods: {', '.join(sorted(formats.KNOWN))}",
         )
     options(method, reloptions)
+
+
+def altered(db: Any, oid: int) -> None:
+    """Refuse what ``ALTER INDEX`` left a loomdb index relation that its next build could not
+    take (the ``ddl_command_end`` trigger of ``index_am.sql``): PostgreSQL checks options only
+    while some remain (``RESET (label)`` is never checked), and nothing checks that the label
+    is a column of the table; the next ``REINDEX``, ``TRUNCATE`` or ``VACUUM FULL`` would fail."""
+    d = describe(db, oid)
+    fix = f"ALTER INDEX {d.name} SET (label = column), a column of {d.source} not indexed"
+    try:
+        label, _ = options(d.method, d.reloptions)
+        _, available = columns_of(db, d.source)
+        label = resolve(label, available, "label", d.source)
+    except LoomError as e:
+        hint = f"{fix} ({e.hint})" if e.hint else fix
+        raise type(e)(f"index {d.name}: {e.message}", hint=hint) from None
+    if label in d.columns:
+        raise LoomOptionError(
+            f"index {d.name}: its label '{label}' is also one of its columns", hint=fix
+        )
 
 
 def _refuse_unsupported(d: Definition) -> None:

@@ -76,3 +76,42 @@ $fn$;
 REVOKE ALL ON FUNCTION loom._index_am_dropped() FROM PUBLIC;
 COMMENT ON FUNCTION loom._index_am_dropped() IS 'remove the loomdb index of a dropped loomdb index relation';
 CREATE EVENT TRIGGER loom_index_am_drop ON sql_drop EXECUTE FUNCTION loom._index_am_dropped();
+
+-- ALTER INDEX of a loomdb index relation: what it left must be what a build can take, or the
+-- next REINDEX, TRUNCATE or VACUUM FULL would fail.  PostgreSQL checks the options (through
+-- loom._index_am_check) only while some remain, so RESET (label) goes unchecked, and nothing
+-- checks that the label is a column of the table.  Not SECURITY DEFINER: the check runs as the
+-- role that altered the index (its table's owner, who builds it), and only for relations of
+-- loomdb's access methods (their handlers are loom's).
+CREATE OR REPLACE FUNCTION loom._index_am_altered(index oid)
+RETURNS void LANGUAGE plpython3u VOLATILE STRICT AS $fn$
+if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
+return GD['loomdb'].index_am(plpy, 'altered', index)
+$fn$;
+REVOKE ALL ON FUNCTION loom._index_am_altered(oid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION loom._index_am_altered(oid) TO loomdb_user;
+COMMENT ON FUNCTION loom._index_am_altered(oid) IS 'refuse what ALTER INDEX left a loomdb index relation that its next build could not take';
+
+CREATE OR REPLACE FUNCTION loom._index_am_alter() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    altered oid;
+BEGIN
+    FOR altered IN
+        SELECT DISTINCT c.oid
+        FROM pg_catalog.pg_event_trigger_ddl_commands() AS d
+        JOIN pg_catalog.pg_class AS c ON c.oid = d.objid
+        JOIN pg_catalog.pg_am AS a ON a.oid = c.relam
+        JOIN pg_catalog.pg_proc AS p ON p.oid = a.amhandler
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND c.relkind = 'i'
+          AND n.nspname = 'loom'
+    LOOP
+        PERFORM loom._index_am_altered(altered);
+    END LOOP;
+END
+$fn$;
+REVOKE ALL ON FUNCTION loom._index_am_alter() FROM PUBLIC;
+COMMENT ON FUNCTION loom._index_am_alter() IS 'refuse an ALTER INDEX that leaves a loomdb index relation unbuildable';
+CREATE EVENT TRIGGER loom_index_am_alter ON ddl_command_end WHEN TAG IN ('ALTER INDEX')
+    EXECUTE FUNCTION loom._index_am_alter();
