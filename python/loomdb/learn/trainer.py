@@ -194,7 +194,8 @@ def _run(source, problem, config, backend, lr, progress, check, skip=None, runne
                     batches, W, b, problem, config, backend, optimizer, rate, check, widest, skip
                 )
         seconds = time.perf_counter() - started
-        penalty = 0.5 * config.l2 * float((W * W).sum()) + config.l1 * float(np.abs(W).sum())
+        with np.errstate(over="ignore"):  # weights that diverged: the guard says so
+            penalty = 0.5 * config.l2 * float((W * W).sum()) + config.l1 * float(np.abs(W).sum())
         entry = _entry(epoch, totals, seconds, rate, s, penalty, skip)
         _nothing_trained(entry, history, problem, skip)
         _guard(W, b, entry["loss"], limit, epoch + 1, rate)
