@@ -225,3 +225,25 @@ def test_two_text_classes_naming_one_number_leave_a_number_ambiguous(labelled):
     labelled.rows("CREATE TABLE dupn AS SELECT a, b, CAST(y AS DOUBLE PRECISION) AS y FROM tdup")
     message = _error(labelled, "SELECT loom_evaluate('dup', 'dupn')")
     assert "'1' and '1.0' both name 1" in message
+
+
+def test_a_text_label_on_a_model_of_numeric_classes_is_refused_with_the_cast(labelled):
+    # it was the engine's "Could not convert string 'ham' to DOUBLE", with no hint
+    labelled.rows(
+        "CREATE TABLE tnum AS SELECT a, b, CASE WHEN d = 'spam' THEN 1 ELSE 0 END AS y, d FROM tl"
+    )
+    options = json.dumps({"model": "logistic", "epochs": 5, "features": ["a", "b"]})
+    labelled.scalar(f"SELECT loom_train('num', 'tnum', 'y', '{options}')")
+    for sql in (
+        "SELECT loom_evaluate('num', 'SELECT a, b, d AS y FROM tnum')",
+        "SELECT * FROM loom_roc_curve('num', 'SELECT a, b, d AS y FROM tnum')",
+    ):
+        message = _error(labelled, sql)
+        assert "label column 'y' is text, and the model was trained on numeric classes 0, 1" in (
+            message
+        ), message
+        assert 'CAST("y" AS DOUBLE PRECISION)' in message, message
+    casted = "SELECT a, b, CAST(CAST(y AS TEXT) AS DOUBLE PRECISION) AS y FROM tnum"
+    assert _evaluate(labelled, "num", casted.replace("'", "''")) == _evaluate(
+        labelled, "num", "tnum"
+    )

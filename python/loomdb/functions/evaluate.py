@@ -25,7 +25,7 @@ from loomdb.functions import model_cache
 from loomdb.functions.predict_image import features as image_features
 from loomdb.functions.predict_image import image_inputs
 from loomdb.learn import metrics
-from loomdb.learn.model import LinearModel
+from loomdb.learn.model import LinearModel, class_text
 from loomdb.learn.scaling import Scaling
 from loomdb.learn.sparse_model import SparseLinearModel
 from loomdb.options import Choices, Interval, Option, Options, parse_json
@@ -215,6 +215,18 @@ def _label(model: LinearModel, label: str, kinds: dict[str, str], double: str) -
     engines, whose texts of a double differ), anything else by its text (true to 'true');
     read as a number, 1 would be class code 1 (the second class) and 2 past the classes."""
     kind, names = kinds[label], model.class_names
+    if not names and kind == "text":  # read as numbers, 'ants' failed in the engine's cast
+        learnt = (
+            "numbers"
+            if model.kind == "linear"
+            else "numeric classes " + ", ".join(map(class_text, model.classes))
+        )
+        raise LoomDataError(
+            f"the label column {label!r} is text, and the model was trained on {learnt}",
+            hint=f"evaluate with the label it was trained on, a number (SELECT …, CAST("
+            f"{quote_ident(label)} AS DOUBLE PRECISION) AS {quote_ident(label)} for text "
+            "holding numbers); a model learns text classes from a text label",
+        )
     if not names or kind == "text":
         return label_value(label, kind, names, double)
     if kind == "numeric":
