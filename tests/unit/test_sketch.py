@@ -207,14 +207,16 @@ def test_the_seed_travels_and_changes_the_hashes():
     ],
 )
 def test_encoding_refuses_what_is_not_a_sparse_gradient(method, keys, values, error, message):
-    with pytest.raises(error, match=message):
+    with pytest.raises(error, match=message) as info:
         sketch.encode(keys, values, method=method)
+    assert info.value.hint  # what to do, as every refusal says
 
 
 @pytest.mark.parametrize("seed", [-1, 2**32, 1.5, True, "7"])
 def test_a_bad_seed_is_an_option_error(seed):
-    with pytest.raises(LoomOptionError, match="seed must be an integer"):
+    with pytest.raises(LoomOptionError, match="seed must be an integer") as info:
         sketch.encode([1], [1.0], seed=seed)
+    assert info.value.hint
 
 
 @pytest.mark.parametrize(
@@ -229,8 +231,9 @@ def test_a_bad_seed_is_an_option_error(seed):
     ],
 )
 def test_bad_parameters_are_option_errors(make):
-    with pytest.raises(LoomOptionError):
+    with pytest.raises(LoomOptionError) as info:
         make()
+    assert info.value.hint
 
 
 def test_the_fewest_columns_still_write_a_message_that_decodes():

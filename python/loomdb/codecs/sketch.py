@@ -86,7 +86,10 @@ METHODS: Mapping[str, GradientCodec] = MappingProxyType(
 def get(name: str) -> GradientCodec:
     """The codec registered as ``name``."""
     if name not in METHODS:
-        raise LoomOptionError(f"unknown gradient codec {name!r}; choose from {', '.join(METHODS)}")
+        raise LoomOptionError(
+            f"unknown gradient codec {name!r}; choose from {', '.join(METHODS)}",
+            hint="sketch.METHODS names every codec",
+        )
     return METHODS[name]
 
 

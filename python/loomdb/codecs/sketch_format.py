@@ -39,6 +39,7 @@ HEADER = struct.Struct("<2sBBBBHII")
 WIDE = 1
 WIDE_FROM = 1 << 32  # the smallest key that needs the WIDE layout
 MAX_KEYS = (1 << 32) - 1  # d is a uint32
+GRADIENT = "pass the keys (feature indexes, int64, increasing) and their float64 values"
 METHODS = {"none": 1, "keys": 2, "zipml8": 3, "zipml16": 4, "quantile": 5, "sketchml": 6}
 NAMES = {code: name for name, code in METHODS.items()}
 # What a decoder says when a message is broken: a codec cannot repair it, only re-encode it.
@@ -59,14 +60,20 @@ def check_gradient(keys: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:
     k, v = np.asarray(keys), np.asarray(values)
     if k.ndim != 1 or v.ndim != 1 or len(k) != len(v):
         raise LoomOptionError(
-            f"a gradient is two 1-D arrays of equal length; got keys {k.shape}, values {v.shape}"
+            f"a gradient is two 1-D arrays of equal length; got keys {k.shape}, values {v.shape}",
+            hint=GRADIENT,
         )
     if len(k) and (k.dtype.kind not in "iu"):
-        raise LoomOptionError(f"gradient keys must be integers; got dtype {k.dtype}")
+        raise LoomOptionError(f"gradient keys must be integers; got dtype {k.dtype}", hint=GRADIENT)
     if len(v) and v.dtype.kind not in "iuf":
-        raise LoomOptionError(f"gradient values must be real numbers; got dtype {v.dtype}")
+        raise LoomOptionError(
+            f"gradient values must be real numbers; got dtype {v.dtype}", hint=GRADIENT
+        )
     if len(k) > MAX_KEYS:
-        raise LoomOptionError(f"a gradient message holds at most {MAX_KEYS:,} keys; got {len(k):,}")
+        raise LoomOptionError(
+            f"a gradient message holds at most {MAX_KEYS:,} keys; got {len(k):,}",
+            hint="split the gradient into several messages",
+        )
     if len(k) and (k.min() < 0 or (k.dtype.kind == "u" and k.max() >= 1 << 63)):
         bad = k[k < 0][0] if k.min() < 0 else k.max()
         raise LoomDataError(
@@ -95,7 +102,10 @@ def check_gradient(keys: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def check_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-        raise LoomOptionError(f"seed must be an integer in [0, 2**32); got {seed!r}")
+        raise LoomOptionError(
+            f"seed must be an integer in [0, 2**32); got {seed!r}",
+            hint="the seed of the message's hashes, e.g. the step number modulo 2**32",
+        )
     return int(seed)
 
 
