@@ -123,8 +123,26 @@ def test_a_step_too_large_restarts_smaller_as_in_one_process(engine, where, requ
     got = train(engine, "dist", "wide", {**opts, **dist})
     assert plain["restarts"] == got["restarts"] >= 1
     assert got["loss"] == pytest.approx(plain["loss"], rel=1e-9)
-    _, history, _ = record(engine, "dist")
+    _, history, report = record(engine, "dist")
     assert "non-finite" in history[0]["reason"]
+    epochs = [h for h in history if "epoch" in h]  # the kept run's
+    assert epochs[0]["bytes_read"] == report["partition_bytes"] > 0
+    assert report["bytes_to_driver"] == sum(h["bytes_to_driver"] for h in epochs) > 0
+
+
+def test_after_a_restart_the_report_counts_the_kept_run(engine):
+    """Two minibatches a step: the first run completes an epoch before its loss explodes;
+    the report and the history are both of the run kept, the partition in its first epoch."""
+    rng = np.random.default_rng(2)
+    engine.load("wide", rng.normal(size=(400, 3)) * 1e150, rng.normal(size=400))
+    opts = {"model": "linear", "standardize": "none", "lr": 1e10, "epochs": 2}
+    train(engine, "dist", "wide", {**opts, "cluster": "inprocess", "step_batches": 2})
+    _, history, report = record(engine, "dist")
+    assert "exploded" in history[0]["reason"]  # after a whole epoch
+    epochs = [h for h in history if "epoch" in h]
+    assert epochs[0]["bytes_read"] == report["partition_bytes"] > 0
+    for name in ("bytes_to_driver", "bytes_to_workers", "gradient_bytes"):
+        assert report[name] == sum(h[name] for h in epochs) > 0
 
 
 def crosses(engine, name="xs", rows=600):

@@ -189,9 +189,12 @@ class Runner(CpuBackend):
     # -- the trainer's seam ----------------------------------------------------------------
 
     def begin(self, W: np.ndarray, b: np.ndarray) -> None:
-        """A fresh start of training (the first, or after the guard's restart)."""
+        """A fresh start of training (the first, or after the guard's restart): the kept
+        run's history and the report count its own messages, and its first epoch the
+        partition (sent once, kept on the workers)."""
         self.optimizer = OPTIMIZERS[self.optimizer_name](W.shape)
         self.widest, self.step_no = 0, 0
+        self.counts.update(dict.fromkeys(COUNTED, 0), partition_bytes=self.partitioned)
 
     def run_epoch(
         self, batches: Iterable[Batch], W: np.ndarray, b: np.ndarray, step: EpochStep
