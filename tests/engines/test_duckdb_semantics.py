@@ -389,6 +389,71 @@ def test_interrupt_stops_a_train(con):
     assert con.execute("SELECT count(*) FROM loom.models WHERE name = 'slow'").fetchall() == [(0,)]
 
 
+CTRL_C_SCRIPT = """
+import signal, sys
+import loomdb
+con = loomdb.connect(sys.argv[1])
+con.execute("CREATE TABLE t AS SELECT i::DOUBLE AS a, (i % 2)::DOUBLE AS y FROM range(500000) r(i)")
+try:
+    con.execute("SELECT loom_train('m', 't', 'y', '{\\"epochs\\": 100000, \\"tol\\": 0}')")
+except loomdb.LoomInterrupted as e:
+    print("stopped:", e, file=sys.stderr)
+print("handler restored:", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+"""
+
+
+def test_ctrl_c_in_a_script_stops_a_train_with_loomdbs_error_and_writes_nothing(tmp_path):
+    """SIGINT while loom_train runs in a Python script: LoomInterrupted within a batch, and
+    Python's own handler afterwards; it went unseen (KeyboardInterrupt reaches only the main
+    thread, waiting in DuckDB) or broke the layout's UDF with a KeyboardInterrupt."""
+    import signal
+
+    path = str(tmp_path / "c.duckdb")
+    with subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_SCRIPT, path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as p:
+        assert p.stderr is not None
+        for line in p.stderr:
+            if "loom_train m: " in line:  # laying out or training: either must stop
+                break
+        p.send_signal(signal.SIGINT)
+        try:
+            out, rest = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            pytest.fail("Ctrl-C did not stop loom_train within a minute")
+    assert p.returncode == 0, rest
+    # loomdb's check between batches or DuckDB's interrupt of the statement, whichever first
+    assert "stopped: interrupted: the " in rest and " was cancelled" in rest, rest
+    assert "Traceback" not in rest and "KeyboardInterrupt" not in rest, rest
+    assert out == "handler restored: True\n"
+    con = loomdb.connect(path, progress=False)
+    assert con.execute("SELECT count(*) FROM loom.models").fetchall() == [(0,)]
+    con.close()
+
+
+def test_a_callers_own_sigint_handler_stays_and_threads_set_none(con):
+    import signal
+
+    def own(signum, frame):
+        raise AssertionError("not called")
+
+    previous = signal.signal(signal.SIGINT, own)
+    try:
+        assert con.execute("SELECT 1").fetchall() == [(1,)]
+        assert signal.getsignal(signal.SIGINT) is own
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    done: list[object] = []
+    thread = threading.Thread(target=lambda: done.append(con.cursor().execute("SELECT 2")))
+    thread.start()
+    thread.join(timeout=30)
+    assert done and done[0].fetchall() == [(2,)]  # no handler set (only the main thread may)
+
+
 def test_a_read_only_database_predicts_and_refuses_writes_clearly(tmp_path):
     path = str(tmp_path / "ro.duckdb")
     con = loomdb.connect(path, progress=False)

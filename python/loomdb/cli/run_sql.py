@@ -89,16 +89,6 @@ class _Runner:
             _print_error(e, sys.stdout)
 
 
-def _interrupt_on_ctrl_c(con: Any) -> None:
-    """Ctrl-C stops the running statement as ``con.interrupt()`` does (a train within a batch,
-    LoomInterrupted): Python's KeyboardInterrupt reaches only what runs on this thread."""
-    import signal
-    import threading
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, lambda signum, frame: con.interrupt())
-
-
 def run_duckdb(path: str, bars: ProgressBars, runner: _Runner) -> int:
     import duckdb
 
@@ -106,8 +96,7 @@ def run_duckdb(path: str, bars: ProgressBars, runner: _Runner) -> int:
     from loomdb.cli.connect import duckdb as open_duckdb
     from loomdb.engines.duckdb.connection import loom_errors
 
-    con = open_duckdb(path)
-    _interrupt_on_ctrl_c(con)
+    con = open_duckdb(path)  # Ctrl-C in a statement interrupts it (the connection's own)
     log = logging.getLogger("loomdb.progress")
     handler = _ToBars(bars)
     log.addHandler(handler)

@@ -14,13 +14,16 @@ A read-only database works: the catalog is created only where the database is wr
 writing functions say why they cannot run.  Explicit transactions opened through this
 connection (``BEGIN``, ``con.begin()``) are tracked, and writing functions refuse to run inside
 one (their writes commit on a connection of their own; a ROLLBACK could not undo them).
-``interrupt()`` stops a running loomdb call within a batch.
+``interrupt()`` stops a running loomdb call within a batch, and so does Ctrl-C while the
+connection runs or fetches a statement from the main thread (see :func:`ctrl_c_interrupts`).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import signal
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -65,6 +68,27 @@ def loom_errors() -> Iterator[None]:
         yield
     except Exception as e:
         raise_loom(e)
+
+
+@contextmanager
+def ctrl_c_interrupts(con: Connection) -> Iterator[None]:
+    """While the body runs, SIGINT (Ctrl-C) calls ``con.interrupt()``: a train stops within a
+    batch with LoomInterrupted, nothing written.  Python's KeyboardInterrupt would reach only
+    the main thread, which waits in DuckDB while a UDF runs on a worker thread (the signal went
+    unseen, or broke a UDF the main thread ran).  Only on the main thread (no other may set a
+    handler) and where SIGINT's handler is Python's default (a caller's own, or an enclosing
+    call's, stays); the previous handler is restored afterwards."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: con.interrupt())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _translated(call: Callable[..., Any]) -> Callable[..., Any]:
@@ -198,7 +222,8 @@ def _fetch(name: str) -> Callable[..., Any]:
 
     def fetch(self: Connection, *args: Any, **kwargs: Any) -> Any:
         try:
-            return _wrapped(method(self.duckdb, *args, **kwargs))
+            with ctrl_c_interrupts(self):
+                return _wrapped(method(self.duckdb, *args, **kwargs))
         except Exception as e:
             raise_loom(e)
 
@@ -238,7 +263,7 @@ class Connection:
 
         pending = None
         self.state.interrupted.clear()
-        with loom_errors():
+        with ctrl_c_interrupts(self), loom_errors():
             for statement in statements(self, sql):
                 if pending is not None:
                     self._track(pending)
@@ -258,9 +283,11 @@ class Connection:
         with loom_errors():
             for statement in statements(self, sql):
                 self._track(statement)
-                self.duckdb.execute(statement)
+                with ctrl_c_interrupts(self):
+                    self.duckdb.execute(statement)
                 yield self
-                self.duckdb.fetchall()  # whatever the caller left: a result must end first
+                with ctrl_c_interrupts(self):
+                    self.duckdb.fetchall()  # whatever the caller left: a result must end first
 
     def execute(self, sql: str, parameters: Any = None) -> Connection:
         """Run ``sql``; this connection, holding the last statement's result (DuckDB's
@@ -276,19 +303,22 @@ class Connection:
     # A result streams: its fetches run UDFs too.  Each is DuckDB's own in a try (no copy).
     def fetchone(self) -> Any:
         try:
-            return self.duckdb.fetchone()
+            with ctrl_c_interrupts(self):
+                return self.duckdb.fetchone()
         except Exception as e:
             raise_loom(e)
 
     def fetchmany(self, *args: Any, **kwargs: Any) -> list[Any]:
         try:
-            return self.duckdb.fetchmany(*args, **kwargs)
+            with ctrl_c_interrupts(self):
+                return self.duckdb.fetchmany(*args, **kwargs)
         except Exception as e:
             raise_loom(e)
 
     def fetchall(self) -> list[Any]:
         try:
-            return self.duckdb.fetchall()
+            with ctrl_c_interrupts(self):
+                return self.duckdb.fetchall()
         except Exception as e:
             raise_loom(e)
 
