@@ -454,6 +454,22 @@ def test_a_callers_own_sigint_handler_stays_and_threads_set_none(con):
     assert done and done[0].fetchall() == [(2,)]  # no handler set (only the main thread may)
 
 
+def test_a_database_that_cannot_be_opened_is_a_loom_error_with_a_hint(tmp_path):
+    """It was DuckDB's raw IOException (no hint); DuckDB's error stays as the cause."""
+    not_a_database = tmp_path / "notes.duckdb"
+    not_a_database.write_text("not a database")
+    for path in (str(tmp_path / "no" / "such" / "x.duckdb"), str(not_a_database)):
+        with pytest.raises(loomdb.LoomDatabaseError, match="could not open the DuckDB") as e:
+            loomdb.connect(path, progress=False)
+        assert e.value.hint and "folder that exists" in e.value.hint
+        assert isinstance(e.value.__cause__, duckdb.IOException)
+    assert not_a_database.read_text() == "not a database"
+    assert not (tmp_path / "no").exists()
+    with pytest.raises(loomdb.LoomOptionError, match="not recognized") as e:
+        loomdb.connect(progress=False, no_such_setting=1)
+    assert e.value.hint and "duckdb_settings()" in e.value.hint
+
+
 def test_a_read_only_database_predicts_and_refuses_writes_clearly(tmp_path):
     path = str(tmp_path / "ro.duckdb")
     con = loomdb.connect(path, progress=False)

@@ -25,20 +25,18 @@ def postgres(dsn: str) -> Any:
 
 def duckdb(path: str, **options: Any) -> Any:
     """A loomdb connection to the DuckDB file ``path``; a LoomDatabaseError where none opens
-    (a folder that does not exist, a file that is not a DuckDB database, a lock held)."""
-    import duckdb as engine
-
+    (a folder that does not exist, a file that is not a DuckDB database, a lock held), with
+    the hint to check --duckdb."""
     import loomdb
 
     try:
         return loomdb.connect(path, **options)
-    except engine.Error as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    except LoomDatabaseError as e:
         raise LoomDatabaseError(
-            f"could not open the DuckDB database {path}: {first}",
+            e.message,
             hint="check --duckdb: a DuckDB database file in a folder that exists (or :memory:), "
             "that no other process holds open",
-        ) from None
+        ) from e.__cause__
 
 
 def existing_duckdb(path: str) -> str:

@@ -35,7 +35,7 @@ import pyarrow as pa
 from loomdb.engines.duckdb.database import DuckDatabase, translate
 from loomdb.engines.duckdb.functions import equip, raised_in_udf, register_functions
 from loomdb.engines.duckdb.state import ConnectionState, Instance
-from loomdb.errors import LoomInterrupted
+from loomdb.errors import LoomDatabaseError, LoomInterrupted, LoomOptionError
 from loomdb.store import catalog
 
 OPEN = {"BEGIN", "START"}
@@ -383,7 +383,32 @@ class Connection:
         return method
 
 
+def _open(path: str, read_only: bool, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+    """DuckDB's connection to ``path``; a loomdb error with a hint where none opens (DuckDB's
+    own is its ``__cause__``)."""
+    try:
+        return duckdb.connect(path, read_only=read_only, config=config)
+    except duckdb.Error as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if not isinstance(e, duckdb.IOException):
+            raise LoomOptionError(
+                f"DuckDB refused the connection's options: {first}",
+                hint="loomdb.connect's keyword arguments other than progress and read_only are "
+                "DuckDB's configuration options (SELECT name FROM duckdb_settings() lists them)",
+            ) from e
+        raise LoomDatabaseError(
+            f"could not open the DuckDB database {path}: {first}",
+            hint="give the path of a DuckDB database file in a folder that exists (a new file "
+            "is created, but not with read_only=True), that no other process holds open; no "
+            "path opens an in-memory database",
+        ) from e
+
+
 def connect(path: str | None = None, *, progress: bool = True, **config: Any) -> Connection:
     read_only = bool(config.pop("read_only", False))
-    con = duckdb.connect(path or ":memory:", read_only=read_only, config=config or {})
-    return Connection(con, progress)
+    con = _open(path or ":memory:", read_only, config)
+    try:
+        return Connection(con, progress)
+    except BaseException:
+        con.close()  # no connection left holding the file
+        raise
