@@ -487,6 +487,25 @@ def test_a_read_only_database_predicts_and_refuses_writes_clearly(tmp_path):
     loomdb.connect(str(fresh), read_only=True, progress=False).close()
 
 
+def test_a_read_only_database_without_a_catalog_says_so_with_a_hint(tmp_path):
+    """It was DuckDB's 'Table with name "loom.models" does not exist', without a hint."""
+    path = str(tmp_path / "plain.duckdb")
+    plain = duckdb.connect(path)
+    plain.execute("CREATE TABLE t AS SELECT 1.0 AS x").fetchall()
+    plain.close()
+    ro = loomdb.connect(path, read_only=True, progress=False)
+    for call in ("loom_predict('m', [1.0])", "loom_model_info('m')"):
+        with pytest.raises(loomdb.LoomNotFoundError, match="no loomdb catalog") as e:
+            ro.execute(f"SELECT {call}").fetchall()
+        assert e.value.hint and "writable" in e.value.hint
+    ro.close()
+    raw = duckdb.connect(path, read_only=True)
+    loomdb.register(raw, progress=False)
+    with pytest.raises(duckdb.Error, match="no loomdb catalog.*hint: open it writable"):
+        raw.execute("SELECT loom_predict('m', [1.0])").fetchall()
+    raw.close()
+
+
 def test_a_train_inside_an_open_transaction_is_refused(con):
     con.execute("BEGIN")
     with pytest.raises(loomdb.LoomStateError, match="open transaction"):

@@ -24,7 +24,13 @@ import pyarrow.compute as pc
 from loomdb.csr import CsrRows
 from loomdb.engines.duckdb import memory
 from loomdb.engines.duckdb.state import ConnectionState
-from loomdb.errors import LoomConflictError, LoomDatabaseError, LoomDataError, LoomError
+from loomdb.errors import (
+    LoomConflictError,
+    LoomDatabaseError,
+    LoomDataError,
+    LoomError,
+    LoomNotFoundError,
+)
 from loomdb.store.names import quote_ident
 
 TYPES = {
@@ -42,6 +48,8 @@ TYPES = {
 }
 STAGED_NAME = re.compile(r"^staged\$[0-9a-f]{32}$")  # storage.staged_relation's tables
 _STAGING: set[tuple[str, str]] = set()  # (database, relation) of the layouts this process runs
+#: DuckDB's message for a read of loomdb's catalog (or storage) schema where there is none
+NO_CATALOG = re.compile(r'schema "loom(_data)?" does not exist')
 KINDS = {"BOOLEAN": "boolean", "BLOB": "bytes", "VARCHAR": "text"}
 NUMERIC = re.compile(
     r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
@@ -69,8 +77,16 @@ def clean(error: BaseException) -> str:
     return re.split(r"\n\s*\nLINE \d+:|\nLINE \d+:", text)[0].strip()
 
 
-def translate(error: duckdb.Error) -> LoomError:
+def translate(error: duckdb.Error, read_only: bool = False) -> LoomError:
+    """loomdb's error for DuckDB's ``error``; ``read_only``: the database is open read-only,
+    where loomdb's catalog is never created."""
     message = clean(error)
+    if read_only and isinstance(error, duckdb.CatalogException) and NO_CATALOG.search(message):
+        return LoomNotFoundError(
+            "this database has no loomdb catalog: no model was trained in it",
+            hint="open it writable once (loomdb.connect(path) without read_only=True) to "
+            "create the catalog, and train a model there",
+        )
     # A transaction error is a race only where DuckDB says so ("write-write conflict", "Conflict
     # on update"): a commit that failed for want of disk space is not one, and running the
     # call again would not help.
@@ -84,11 +100,11 @@ def translate(error: duckdb.Error) -> LoomError:
 
 
 @contextmanager
-def translated() -> Iterator[None]:
+def translated(read_only: bool = False) -> Iterator[None]:
     try:
         yield
     except duckdb.Error as e:
-        raise translate(e) from None
+        raise translate(e, read_only) from None
 
 
 class DuckDatabase:
@@ -106,7 +122,7 @@ class DuckDatabase:
     def _cursor(self) -> Iterator[Any]:
         """The cursor, for one statement at a time whatever thread asks (a reader queries
         its next page from a thread of its own: ``store.read_ahead``), errors translated."""
-        with self._lock, translated():
+        with self._lock, translated(self.state.read_only):
             yield self.cur
 
     def close(self) -> None:
