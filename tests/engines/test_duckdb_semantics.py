@@ -394,23 +394,26 @@ import signal, sys
 import loomdb
 con = loomdb.connect(sys.argv[1])
 con.execute("CREATE TABLE t AS SELECT i::DOUBLE AS a, (i % 2)::DOUBLE AS y FROM range(500000) r(i)")
+train = "SELECT loom_train('m', 't', 'y', '{\\"epochs\\": 100000, \\"tol\\": 0}')"
 try:
-    con.execute("SELECT loom_train('m', 't', 'y', '{\\"epochs\\": 100000, \\"tol\\": 0}')")
+    con.execute(train) if sys.argv[2] == "execute" else con.sql(train).fetchall()
 except loomdb.LoomInterrupted as e:
     print("stopped:", e, file=sys.stderr)
 print("handler restored:", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
 """
 
 
-def test_ctrl_c_in_a_script_stops_a_train_with_loomdbs_error_and_writes_nothing(tmp_path):
-    """SIGINT while loom_train runs in a Python script: LoomInterrupted within a batch, and
-    Python's own handler afterwards; it went unseen (KeyboardInterrupt reaches only the main
-    thread, waiting in DuckDB) or broke the layout's UDF with a KeyboardInterrupt."""
+@pytest.mark.parametrize("run", ["execute", "a relation read"])
+def test_ctrl_c_in_a_script_stops_a_train_with_loomdbs_error_and_writes_nothing(tmp_path, run):
+    """SIGINT while loom_train runs in a Python script (``con.execute``, or ``con.sql``'s
+    relation, which runs when read): LoomInterrupted within a batch, and Python's own handler
+    afterwards; it went unseen (KeyboardInterrupt reaches only the main thread, waiting in
+    DuckDB) or broke the layout's UDF with a KeyboardInterrupt."""
     import signal
 
     path = str(tmp_path / "c.duckdb")
     with subprocess.Popen(
-        [sys.executable, "-c", CTRL_C_SCRIPT, path],
+        [sys.executable, "-c", CTRL_C_SCRIPT, path, run],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

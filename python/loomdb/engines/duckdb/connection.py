@@ -62,16 +62,18 @@ def raise_loom(error: Exception) -> NoReturn:
 
 
 @contextmanager
-def loom_errors() -> Iterator[None]:
-    """Re-raise a loomdb UDF's own error (LoomOptionError…) instead of DuckDB's wrapper."""
-    try:
-        yield
-    except Exception as e:
-        raise_loom(e)
+def loom_errors(con: Connection | None = None) -> Iterator[None]:
+    """Re-raise a loomdb UDF's own error (LoomOptionError…) instead of DuckDB's wrapper; with
+    ``con``, Ctrl-C meanwhile interrupts it (:func:`ctrl_c_interrupts`)."""
+    with ctrl_c_interrupts(con):
+        try:
+            yield
+        except Exception as e:
+            raise_loom(e)
 
 
 @contextmanager
-def ctrl_c_interrupts(con: Connection) -> Iterator[None]:
+def ctrl_c_interrupts(con: Connection | None) -> Iterator[None]:
     """While the body runs, SIGINT (Ctrl-C) calls ``con.interrupt()``: a train stops within a
     batch with LoomInterrupted, nothing written.  Python's KeyboardInterrupt would reach only
     the main thread, which waits in DuckDB while a UDF runs on a worker thread (the signal went
@@ -79,38 +81,40 @@ def ctrl_c_interrupts(con: Connection) -> Iterator[None]:
     handler) and where SIGINT's handler is Python's default (a caller's own, or an enclosing
     call's, stays); the previous handler is restored afterwards."""
     if (
-        threading.current_thread() is not threading.main_thread()
+        con is None
+        or threading.current_thread() is not threading.main_thread()
         or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
     ):
         yield
         return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: con.interrupt())
+    interrupt = con.interrupt
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupt())
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
 
 
-def _translated(call: Callable[..., Any]) -> Callable[..., Any]:
+def _translated(call: Callable[..., Any], con: Connection | None = None) -> Callable[..., Any]:
     """``call`` raising :func:`raise_loom`'s errors, relations (and readers, and row iterators)
-    it returns made to do the same, and :class:`Relation` arguments unwrapped."""
+    it returns made to do the same, and :class:`Relation` arguments unwrapped; with ``con``
+    (the loomdb connection it runs on), Ctrl-C meanwhile interrupts it."""
 
     @functools.wraps(call)
     def translated(*args: Any, **kwargs: Any) -> Any:
         args = tuple(a.duckdb if isinstance(a, Relation) else a for a in args)
         kwargs = {k: v.duckdb if isinstance(v, Relation) else v for k, v in kwargs.items()}
-        try:
-            return _wrapped(call(*args, **kwargs))
-        except Exception as e:
-            raise_loom(e)
+        with loom_errors(con):
+            return _wrapped(call(*args, **kwargs), con)
 
     return translated
 
 
-def _wrapped(value: Any) -> Any:
-    """A relation as a :class:`Relation`, a reader or a generator raising loomdb's errors."""
+def _wrapped(value: Any, con: Connection | None = None) -> Any:
+    """A relation as a :class:`Relation` (of ``con``), a reader or a generator raising loomdb's
+    errors."""
     if isinstance(value, _RELATIONS):
-        return Relation(value)
+        return Relation(value, con)
     if isinstance(value, pa.RecordBatchReader):
         return pa.RecordBatchReader.from_batches(value.schema, _rows(value))
     if isinstance(value, Iterator):
@@ -132,40 +136,42 @@ class Relation:
     ``to_arrow_reader``, printing…), outside the ``sql`` call that made it.  Every attribute is
     the relation's own; ``.duckdb`` is DuckDB's relation itself (what DuckDB's functions taking
     a relation need: a Relation passed to a method of a loomdb connection or relation is
-    unwrapped)."""
+    unwrapped).  ``con``: the loomdb connection it came from, which Ctrl-C interrupts while
+    the relation is read (None for a relation made by :func:`register`'s raw connection)."""
 
-    __slots__ = ("duckdb",)
+    __slots__ = ("con", "duckdb")
 
-    def __init__(self, relation: Any):
+    def __init__(self, relation: Any, con: Connection | None = None):
         self.duckdb = relation
+        self.con = con
 
     def __getattr__(self, name: str) -> Any:
-        with loom_errors():  # a property may run the query (shape)
+        with loom_errors(self.con):  # a property may run the query (shape)
             value = getattr(self.duckdb, name)
-        return _translated(value) if callable(value) else value
+        return _translated(value, self.con) if callable(value) else value
 
     def __len__(self) -> int:
-        with loom_errors():
+        with loom_errors(self.con):
             return len(self.duckdb)
 
     def __getitem__(self, key: Any) -> Any:
-        return _translated(self.duckdb.__getitem__)(key)
+        return _translated(self.duckdb.__getitem__, self.con)(key)
 
     def __contains__(self, name: Any) -> bool:
         return name in self.duckdb
 
     def __str__(self) -> str:
-        with loom_errors():
+        with loom_errors(self.con):
             return str(self.duckdb)
 
     def __repr__(self) -> str:
-        with loom_errors():
+        with loom_errors(self.con):
             return repr(self.duckdb)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The rows as an Arrow C stream (what ``pa.table(rel)``, polars… read): the stream of
         a reader raising loomdb's errors, where a Python consumer reads it."""
-        reader = _translated(self.duckdb.to_arrow_reader)()
+        reader = _translated(self.duckdb.to_arrow_reader, self.con)()
         return reader.__arrow_c_stream__(requested_schema)
 
 
@@ -263,7 +269,7 @@ class Connection:
 
         pending = None
         self.state.interrupted.clear()
-        with ctrl_c_interrupts(self), loom_errors():
+        with loom_errors(self):
             for statement in statements(self, sql):
                 if pending is not None:
                     self._track(pending)
@@ -298,7 +304,7 @@ class Connection:
     def sql(self, sql: str) -> Relation | None:
         """The last statement as a relation that runs when read (None for one that returns
         no rows, as DuckDB's ``sql``); its reads raise loomdb's errors."""
-        return _wrapped(self._run(sql, self.duckdb.sql))
+        return _wrapped(self._run(sql, self.duckdb.sql), self)
 
     # A result streams: its fetches run UDFs too.  Each is DuckDB's own in a try (no copy).
     def fetchone(self) -> Any:
@@ -374,7 +380,7 @@ class Connection:
         value = getattr(self.duckdb, name)
         if not callable(value):
             return value
-        call = _translated(value)
+        call = _translated(value, self)
 
         def method(*args: Any, **kwargs: Any) -> Any:
             out = call(*args, **kwargs)
