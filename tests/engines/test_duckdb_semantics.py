@@ -438,6 +438,14 @@ def test_ctrl_c_in_a_script_stops_a_train_with_loomdbs_error_and_writes_nothing(
     con.close()
 
 
+def test_a_relation_read_after_an_interrupt_runs(con):
+    """An interrupt stops the statement it meets; a relation's later read was refused too (the
+    mark stayed set until the next ``execute``)."""
+    rel = con.sql("SELECT loom_train('m', 'src', 'z', '{\"model\": \"linear\", \"epochs\": 2}')")
+    con.interrupt()  # nothing running
+    assert json.loads(rel.fetchall()[0][0])["model"] == "m"
+
+
 def test_a_callers_own_sigint_handler_stays_and_threads_set_none(con):
     import signal
 

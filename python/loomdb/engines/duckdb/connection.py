@@ -64,7 +64,10 @@ def raise_loom(error: Exception) -> NoReturn:
 @contextmanager
 def loom_errors(con: Connection | None = None) -> Iterator[None]:
     """Re-raise a loomdb UDF's own error (LoomOptionError…) instead of DuckDB's wrapper; with
-    ``con``, Ctrl-C meanwhile interrupts it (:func:`ctrl_c_interrupts`)."""
+    ``con``, what runs is a new statement of it (a relation's read too): an earlier interrupt
+    is forgotten, and Ctrl-C meanwhile interrupts it (:func:`ctrl_c_interrupts`)."""
+    if con is not None:
+        con.state.interrupted.clear()
     with ctrl_c_interrupts(con):
         try:
             yield
