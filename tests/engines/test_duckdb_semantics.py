@@ -446,6 +446,24 @@ def test_a_relation_read_after_an_interrupt_runs(con):
     assert json.loads(rel.fetchall()[0][0])["model"] == "m"
 
 
+def test_a_closed_connection_or_its_cursor_says_so_with_a_hint():
+    """It was DuckDB's raw ConnectionException ('Connection already closed!')."""
+    con = loomdb.connect(progress=False)
+    cursor = con.cursor()
+    con.close()
+    calls = (
+        lambda: con.execute("SELECT 1"),
+        lambda: con.sql("SELECT 1"),
+        lambda: con.table("t"),
+        lambda: cursor.execute("SELECT loom_predict('m', [1.0])"),
+    )
+    for call in calls:
+        with pytest.raises(loomdb.LoomStateError, match="connection is closed") as e:
+            call()
+        assert e.value.hint and "loomdb.connect()" in e.value.hint
+        assert isinstance(e.value.__cause__, duckdb.ConnectionException)
+
+
 def test_a_callers_own_sigint_handler_stays_and_threads_set_none(con):
     import signal
 

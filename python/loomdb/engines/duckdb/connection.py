@@ -35,7 +35,7 @@ import pyarrow as pa
 from loomdb.engines.duckdb.database import DuckDatabase, translate
 from loomdb.engines.duckdb.functions import equip, raised_in_udf, register_functions
 from loomdb.engines.duckdb.state import ConnectionState, Instance
-from loomdb.errors import LoomDatabaseError, LoomInterrupted, LoomOptionError
+from loomdb.errors import LoomDatabaseError, LoomInterrupted, LoomOptionError, LoomStateError
 from loomdb.store import catalog
 
 OPEN = {"BEGIN", "START"}
@@ -52,9 +52,15 @@ _RELATIONS = (
 def raise_loom(error: Exception) -> NoReturn:
     """Raise, in place of ``error`` that DuckDB (or an Arrow reader of its rows) raised, a
     loomdb UDF's own error (LoomOptionError…, found through the number its text carries),
-    ``LoomInterrupted`` for a cancelled statement, else ``error`` itself."""
+    ``LoomInterrupted`` for a cancelled statement, ``LoomStateError`` for a closed connection,
+    else ``error`` itself."""
     if isinstance(error, duckdb.InterruptException):
         raise LoomInterrupted("interrupted: the statement was cancelled") from error
+    if isinstance(error, duckdb.ConnectionException) and "closed" in str(error):
+        raise LoomStateError(
+            "this DuckDB connection is closed (a cursor closes with the connection it came from)",
+            hint="open a new one with loomdb.connect(), and close it only when done with it",
+        ) from error
     original = raised_in_udf(error)
     if original is None:
         raise error
