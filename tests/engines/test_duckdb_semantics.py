@@ -636,3 +636,35 @@ def test_the_default_cache_is_a_quarter_of_duckdbs_memory_limit(caplog):
         "loom_train m: the rows take 33 MB, more than cache_mb (25): they go to a temporary "
         'table that every epoch reads back; "cache_mb": 33 or more keeps them in memory'
     ]
+
+
+def test_a_second_loomdb_connection_to_one_file_is_refused_and_a_close_crashes_nothing(tmp_path):
+    """DuckDB keeps one set of loomdb's functions per database, freed when the connection
+    that made it closes: a second loomdb.connect of an open file was DuckDB's raw "already
+    exists", and a raw connection calling loom_predict after the first closed crashed the
+    process (a subprocess here, so a crash fails the test rather than the suite)."""
+    script = f"""
+import duckdb, loomdb
+path = {str(tmp_path / "twice.duckdb")!r}
+a = loomdb.connect(path, progress=False)
+a.execute("CREATE TABLE t AS SELECT i::DOUBLE AS x, (i % 2)::DOUBLE AS y FROM range(200) r(i)")
+a.execute("SELECT loom_train('m', 't', 'y')").fetchall()
+try:
+    loomdb.connect(path, progress=False)
+except loomdb.LoomStateError as e:
+    print("refused:", e.hint)
+raw = duckdb.connect(path)
+a.close()
+try:
+    raw.execute("SELECT loom_predict('m', [1.0])").fetchall()
+except duckdb.Error as e:
+    print("raw:", type(e).__name__)
+raw.close()
+b = loomdb.connect(path, progress=False)
+print("again:", b.execute("SELECT loom_predict('m', [1.0]) IS NOT NULL").fetchall())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("refused: use that connection"), done.stdout
+    assert lines[1:] == ["raw: CatalogException", "again: [(True,)]"], done.stdout

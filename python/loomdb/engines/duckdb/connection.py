@@ -33,7 +33,12 @@ import duckdb
 import pyarrow as pa
 
 from loomdb.engines.duckdb.database import DuckDatabase, translate
-from loomdb.engines.duckdb.functions import equip, raised_in_udf, register_functions
+from loomdb.engines.duckdb.functions import (
+    equip,
+    raised_in_udf,
+    register_functions,
+    remove_functions,
+)
 from loomdb.engines.duckdb.state import ConnectionState, Instance
 from loomdb.errors import LoomDatabaseError, LoomInterrupted, LoomOptionError, LoomStateError
 from loomdb.store import catalog
@@ -211,10 +216,36 @@ def register(
     if instance is None:
         instance = _instances[identity] = Instance(identity, read_only)
     state = ConnectionState(identity, read_only, progress)
+    _refuse_a_second_registration(con, instance)
     instance.add(con, state)
     register_functions(con, instance)
+    instance.owner = weakref.ref(con)
     equip(con, state)
     return state, instance
+
+
+def _refuse_a_second_registration(con: duckdb.DuckDBPyConnection, instance: Instance) -> None:
+    """Refuse to register loomdb's functions through a second connection to one database
+    file: DuckDB keeps one set per database, owned by the connection that made it, and
+    frees it when that connection closes while the others still call it (a crash), so a
+    second set is DuckDB's raw "already exists".  ``con`` registering again is fine."""
+    owner = instance.owner() if instance.owner is not None else None
+    if owner is con:
+        return
+    try:
+        found = con.execute(
+            "SELECT 1 FROM duckdb_functions() WHERE function_name = 'loom_train' LIMIT 1"
+        ).fetchall()
+    except duckdb.Error as e:
+        raise translate(e) from None
+    if found:
+        raise LoomStateError(
+            "this database is already open with loomdb's functions through another connection "
+            "of this process",
+            hint="use that connection (or its .cursor() for another thread), or close it "
+            "first: e.g. a notebook cell reconnecting should call con.close() before "
+            "loomdb.connect again",
+        )
 
 
 def _identity(con: duckdb.DuckDBPyConnection, read_only: bool) -> str:
@@ -375,6 +406,12 @@ class Connection:
         return DuckDatabase(self.duckdb.cursor(), self.state)  # catalog reads only
 
     def close(self) -> None:
+        """Close the connection; when its functions are the database's (the first connection
+        loomdb registered), remove them first: DuckDB would free them while another
+        connection to the file could still call them, and that call would crash."""
+        if self.instance.owner is not None and self.instance.owner() is self.duckdb:
+            remove_functions(self.duckdb)
+            self.instance.owner = None
         self.duckdb.close()
 
     def __enter__(self) -> Connection:

@@ -513,6 +513,16 @@ def register_functions(con: Any, instance: Instance) -> None:
         _create(con, hidden, _scalar_fn(udf, instance, True), types + [_type("bigint")], udf)
 
 
+def remove_functions(con: Any) -> None:
+    """Remove every function ``con`` registered (``register_functions``)."""
+    if getattr(con, "closed", False):
+        return
+    for udf in load():
+        for name in (udf.name, HIDDEN.format(udf.name)):
+            with contextlib.suppress(Exception):  # not registered by con
+                con.remove_function(name)
+
+
 def _macro(udf: Udf, token: int) -> str:
     params = ", ".join(a.name + (f" := {a.default}" if a.default else "") for a in udf.args)
     passed = [a.name for a in udf.args]

@@ -75,6 +75,7 @@ class Instance:
         self.connections: list[weakref.ref[Any]] = []
         self.states: dict[int, ConnectionState] = {}
         self.default = ConnectionState(identity, read_only)
+        self.owner: weakref.ref[Any] | None = None  # the connection that registered the functions
 
     def add(self, con: Any, state: ConnectionState) -> None:
         self.connections = [r for r in self.connections if r() is not None] + [weakref.ref(con)]
