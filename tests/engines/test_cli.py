@@ -46,9 +46,12 @@ def test_create_index_statement_through_loomdb_sql(pg_dsn, tmp_path):
     SELECT loom_drop_model('pm') IS NOT NULL AS cleaned;
     SELECT count(*) AS left_over FROM loom.indexes WHERE name = 'pts_ix';
     """
-    for out in on_both_engines(script, pg_dsn, tmp_path):
-        assert re.search(r"pts_ix\s*\|\s*dense\s*\|\s*200\s*\|\s*4", out)
-        assert out.rstrip().splitlines()[-2].strip() == "0"
+    try:
+        for out in on_both_engines(script, pg_dsn, tmp_path):
+            assert re.search(r"pts_ix\s*\|\s*dense\s*\|\s*200\s*\|\s*4", out)
+            assert out.rstrip().splitlines()[-2].strip() == "0"
+    finally:  # public.pts would be what another test's unqualified pts finds on its path
+        run([*LOOMDB, "sql", "--dsn", pg_dsn, "-c", "DROP TABLE IF EXISTS public.pts"])
 
 
 def on_both_engines(script: str, dsn: str, tmp_path) -> list[str]:
