@@ -187,3 +187,17 @@ def test_injection_attempts_in_sources(good, source):
         good.rows(f"SELECT loom_train('m', '{quoted}', 'y', '{{}}')")
     assert catalog_state(good) == before
     assert good.scalar("SELECT count(*) FROM good") == 6
+
+
+def test_reindex_of_a_source_now_with_nulls_hints_at_the_index_option(good):
+    good.rows("CREATE TABLE later AS SELECT x0, x1, y FROM good")
+    good.scalar("SELECT loom_create_index('later_ix', 'later', 'y')")
+    good.rows("UPDATE later SET x1 = NULL WHERE x0 = 3")
+    message = error_of(good, "SELECT loom_reindex('later_ix')")
+    assert "1 of 6 rows" in message and "loom_create_index" in message
+    assert 'pass {"nulls": "skip"}' not in message  # loom_reindex takes no options
+    assert good.rows("SELECT name FROM loom.indexes WHERE name = 'later_ix'") == [("later_ix",)]
+    good.scalar("SELECT loom_drop_index('later_ix')")
+    good.scalar("SELECT loom_create_index('later_ix', 'later', 'y', '{\"nulls\": \"skip\"}')")
+    good.scalar("SELECT loom_reindex('later_ix')")  # the hint's way works, and lasts
+    assert good.rows("SELECT rows, skipped FROM loom.indexes WHERE name = 'later_ix'") == [(5, 1)]

@@ -42,7 +42,7 @@ from loomdb.store.formats.base import Format
 from loomdb.store.names import quote_ident
 from loomdb.store.norms import RowNorms
 from loomdb.store.preprocess import PreprocessOption
-from loomdb.store.source import SourceProfile, complete_rows, label_value
+from loomdb.store.source import NULLS_HINT, SourceProfile, complete_rows, label_value
 from loomdb.store.source import number as as_double
 
 CHUNK = 8192  # rows per chunk read from the source
@@ -617,5 +617,16 @@ def rebuild(db: Database, name: str, what: str) -> IndexInfo:
     given = {k: v for k, v in info.options.items() if k in options_of(fmt).names()}
     features = feature_columns(info)
     opts = options_of(fmt).parse({**given, "features": features, "format": fmt.name})
-    with db.as_role(info.owner):
-        return build(db, name, info.source, info.label, opts, what, replacing=True)
+    try:
+        with db.as_role(info.owner):
+            return build(db, name, info.source, info.label, opts, what, replacing=True)
+    except LoomDataError as e:
+        if e.hint != NULLS_HINT:
+            raise
+        e.hint = (  # a rebuild takes no options: the index's own nulls option decides
+            f"index {name} was built to refuse NULLs and a rebuild keeps its options: fill "
+            "them in, or build it again skipping (and counting) them: loom_drop_index, then "
+            'loom_create_index with {"nulls": "skip"} (for an index made by CREATE INDEX … '
+            "USING: ALTER INDEX … SET (nulls = skip), then REINDEX INDEX)"
+        )
+        raise

@@ -201,6 +201,7 @@ def text_classes(db: Database, rel: str, label: str, where: str | None) -> list[
 
 
 NULL_FEATURES = ("NULL features or labels", "a NULL feature or label")
+NULLS_HINT = 'pass {"nulls": "skip"} to skip (and count) them, or fill them in first'
 
 
 def count_rows(
@@ -223,7 +224,7 @@ def count_rows(
     if with_nulls and nulls == "error":
         raise LoomDataError(
             f"{with_nulls} of {total} rows of {source} have {what[0]}",
-            hint='pass {"nulls": "skip"} to skip (and count) them, or fill them in first',
+            hint=NULLS_HINT,
         )
     if total == with_nulls:
         raise LoomDataError(f"every row of {source} has {what[1]}")
