@@ -73,6 +73,8 @@ def test_non_numeric_features(good):
 
 def test_empty_source_and_single_class(good):
     assert "empty" in train_error(good, "SELECT * FROM good WHERE x0 > 100")
+    _, hint = hint_of(good, "SELECT loom_train('m', 'SELECT * FROM good WHERE x0 > 100', 'y')")
+    assert "train on a source with rows" in hint and "dbt --empty" in hint
     msg = train_error(good, "SELECT * FROM good WHERE y = 1")
     assert "single class" in msg
 
@@ -193,9 +195,9 @@ def test_reindex_of_a_source_now_with_nulls_hints_at_the_index_option(good):
     good.rows("CREATE TABLE later AS SELECT x0, x1, y FROM good")
     good.scalar("SELECT loom_create_index('later_ix', 'later', 'y')")
     good.rows("UPDATE later SET x1 = NULL WHERE x0 = 3")
-    message = error_of(good, "SELECT loom_reindex('later_ix')")
-    assert "1 of 6 rows" in message and "loom_create_index" in message
-    assert 'pass {"nulls": "skip"}' not in message  # loom_reindex takes no options
+    message, hint = hint_of(good, "SELECT loom_reindex('later_ix')")
+    assert "1 of 6 rows" in message and 'loom_create_index with {"nulls": "skip"}' in hint
+    assert "SET (nulls = skip)" in hint and "pass" not in hint  # loom_reindex takes no options
     assert good.rows("SELECT name FROM loom.indexes WHERE name = 'later_ix'") == [("later_ix",)]
     good.scalar("SELECT loom_drop_index('later_ix')")
     good.scalar("SELECT loom_create_index('later_ix', 'later', 'y', '{\"nulls\": \"skip\"}')")

@@ -220,7 +220,11 @@ def count_rows(
         f"SELECT count(*) AS n, count(*) FILTER (WHERE {null}) AS n_null FROM {rel}"
     )[0]
     if total == 0:
-        raise LoomDataError(f"{source} is empty: there is nothing to learn from")
+        raise LoomDataError(
+            f"{source} is empty: there is nothing to learn from",
+            hint="train on a source with rows (check its filter); in a dbt --empty run, "
+            "train with the loomdb package's train macro, which skips training there",
+        )
     if with_nulls and nulls == "error":
         raise LoomDataError(
             f"{with_nulls} of {total} rows of {source} have {what[0]}",
