@@ -393,3 +393,24 @@ def test_predict_refuses_no_columns(target, tmp_path):
         )
         out = project.dbt("compile", "-s", "scored", ok=False)
         assert "loomdb: columns must be a non-empty list of column names" in out, out[-3000:]
+
+
+def test_an_empty_run_skips_training(target, tmp_path):
+    """``dbt run --empty`` builds every model without rows; the training post-hook failed on
+    its empty relation ("nothing to learn from"). It logs that it skips training and leaves
+    the model trained before as it was."""
+    name, env, query = target
+    project = Project(tmp_path, name, env)
+    project.model = f"{env['LOOMDB_DBT_SCHEMA']}_m"
+    project.dbt("deps")
+    project.dbt("build", "-s", "+iris_training", "--exclude", "test_type:data")
+    [(uid, rows)] = query(
+        f"SELECT uid, rows_processed FROM loom.models WHERE name = '{project.model}'"
+    )
+    assert rows == 120
+    out = project.dbt("run", "--empty", "-s", "+iris_training")
+    assert f"loomdb: --empty: not training {project.model}" in out
+    assert query(f"SELECT uid FROM loom.models WHERE name = '{project.model}'") == [(uid,)]
+    project.dbt("run", "-s", "+iris_training")  # without --empty the hook trains again
+    [(again,)] = query(f"SELECT uid FROM loom.models WHERE name = '{project.model}'")
+    assert again != uid

@@ -9,9 +9,17 @@
       dbt run-operation loomdb.run_train --args '{model: churn, relation: analytics.customers, label: churned}'
 
   `options` are loom_train's (README, "SQL reference"), as a mapping or its JSON text; `replace`
-  defaults to true here, since dbt rebuilds what it builds.
+  defaults to true here, since dbt rebuilds what it builds.  Under `dbt build --empty` (or run)
+  every model is built without rows, so there is nothing to train on: the hook logs that it
+  skips training and runs no statement (dbt runs no hook whose SQL is empty).
 -#}
 {% macro train(model, relation, label, options={}) -%}
+  {%- if flags.EMPTY -%}
+    {%- if execute -%}
+      {%- do log("loomdb: --empty: not training " ~ model ~ " (its relation has no rows)", info=true) -%}
+    {%- endif -%}
+    {{ return('') }}
+  {%- endif -%}
   {{ return(adapter.dispatch('train', 'loomdb')(model, relation, label, loomdb.train_options(options))) }}
 {%- endmacro %}
 
