@@ -203,3 +203,25 @@ def test_reindex_of_a_source_now_with_nulls_hints_at_the_index_option(good):
     good.scalar("SELECT loom_create_index('later_ix', 'later', 'y', '{\"nulls\": \"skip\"}')")
     good.scalar("SELECT loom_reindex('later_ix')")  # the hint's way works, and lasts
     assert good.rows("SELECT rows, skipped FROM loom.indexes WHERE name = 'later_ix'") == [(5, 1)]
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_automatic_step_on_features_near_the_largest_double(good):
+    """Standardised, features near 1e308 are the same problem as the features at their own
+    scale: the automatic step's estimate overflowed (NaN) and the step fell back to 1.0. Left
+    unstandardised, no step is finite: refused up front (it diverged five times), and no numpy
+    RuntimeWarning escapes on the way (DuckDB runs the train in this process)."""
+    rng = np.random.default_rng(3)
+    Xs = rng.uniform(1.0, 1.7, size=(200, 2))
+    Ys = (Xs[:, 0] > Xs[:, 1]).astype(float)
+    good.load("small_scale", Xs, Ys)
+    good.load("huge_scale", Xs * 1e307, Ys)
+    for method in ("zscore", "minmax"):
+        lrs = []
+        for source in ("small_scale", "huge_scale"):
+            opts = json.dumps({"standardize": method, "epochs": 2, "replace": True})
+            out = json.loads(good.scalar(f"SELECT loom_train('m', '{source}', 'y', '{opts}')"))
+            lrs.append(out["lr"])
+        assert lrs[1] == pytest.approx(lrs[0], rel=1e-6), method
+    message = train_error(good, "huge_scale", '{"standardize": "none"}', name="m_none")
+    assert "beyond double precision" in message and "no step size" in message

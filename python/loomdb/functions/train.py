@@ -235,7 +235,7 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     p.check_backend(problem.k)
     backend = registry.get(p.opts["backend"])
     given = p.opts["lr"]
-    safe = _automatic_step(p, laid, problem, backend, estimate=given is None)
+    safe = _automatic_step(p, laid, problem, backend, estimate=given is None)  # None: no step
     lr = given if given is not None else p.default_lr(safe)
     lr = getattr(backend, "step_size", float)(lr)  # what the backend can take (fpga-sim: 2^-j)
     config = _config(p, laid, lr, safe, metric)
@@ -291,7 +291,7 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
 
 
 def _config(
-    p: Plan, laid: layout.Layout, lr: float, safe: float, metric: str | None = None
+    p: Plan, laid: layout.Layout, lr: float, safe: float | None, metric: str | None = None
 ) -> TrainConfig:
     """The trainer's settings from the plan's options, at step size ``lr``."""
     return TrainConfig(
@@ -345,7 +345,7 @@ def _skip(p: Plan, laid: layout.Layout, problem: Problem) -> tuple[Any, dict[str
 
 def _automatic_step(
     p: Plan, laid: layout.Layout, problem: Problem, backend: Any, estimate: bool
-) -> float:
+) -> float | None:
     """The default step (``learn/step_size.py``): row norms from the layout, λ estimated by
     power iteration on the first batches with the backend's products (where it has them and
     the step is the default; a given lr only needs the safe bound its restarts fall back to)."""

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.accel import registry
-from loomdb.errors import LoomOptionError
+from loomdb.errors import LoomDivergedError, LoomOptionError
 from loomdb.functions.train_options import TRAIN
 from loomdb.learn.losses import LOSSES, Loss
 from loomdb.learn.model import class_text
@@ -84,9 +84,18 @@ class Plan:
         value = self.opts[fmt.fidelity] if fmt.fidelity else None
         return fmt.top() if value is None else value
 
-    def default_lr(self, safe: float) -> float:
-        automatic = self.opts["optimizer"] in AUTOMATIC_STEP
-        return safe if automatic else DEFAULT_LR[self.opts["optimizer"]]
+    def default_lr(self, safe: float | None) -> float:
+        """The step when no ``lr`` is given; ``safe`` the automatic one, None where the rows'
+        norms are beyond double precision (refused then: no step keeps training finite)."""
+        if self.opts["optimizer"] not in AUTOMATIC_STEP:
+            return DEFAULT_LR[self.opts["optimizer"]]
+        if safe is None:
+            raise LoomDivergedError(
+                "the rows' squared norms are beyond double precision (features near 1e308 left "
+                "unstandardized): no step size keeps training finite",
+                hint='standardize the features ({"standardize": "zscore"}) or rescale them',
+            )
+        return safe
 
     def check_index(self, info: IndexInfo, source: str | None, label: str | None) -> None:
         if source and source != info.source:

@@ -21,6 +21,7 @@ alone overestimates λ 16× there; a doubled step makes least squares unstable.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -49,14 +50,27 @@ def auto_step(
     lam: float | None,
     l2: float,
     fit_intercept: bool,
-) -> float:
+) -> float | None:
     """The default ``lr``: 1 / (c·L(B) + l2); ``norms`` = {"max", "mean"} of ‖x̃‖² without the
-    intercept; ``lam`` (with the intercept) is capped by the trace bound, None uses it."""
+    intercept; ``lam`` (with the intercept) is capped by the trace bound, None (or NaN) uses
+    it.  None where the bound is beyond double precision (rows whose ‖x̃‖² overflows, values
+    near 1e308 left unstandardised): no step keeps that training finite."""
     extra = 1.0 if fit_intercept else 0.0
     R2, trace = float(norms["max"]) + extra, float(norms["mean"]) + extra
-    lam = trace if lam is None else min(max(lam, 0.0), trace)
+    lam = trace if lam is None or math.isnan(lam) else min(max(lam, 0.0), trace)
     L = CURVATURE[kind] * expected_smoothness(n, batch, lam, R2) + l2
+    if not math.isfinite(L):
+        return None
     return 1.0 / L if L > 0 else 1.0
+
+
+def _headroom(z: np.ndarray) -> float:
+    """A power of two α with Σ|α·z| ≤ ¼: Xᵀ(α·z) and its shift term stay finite for any finite
+    X (α is exact in binary floating point, so Xᵀ(α·z)/α is Xᵀz wherever that is finite)."""
+    total = float(np.abs(z).sum())
+    if not math.isfinite(total) or total == 0.0:
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(total)[1] - 2)
 
 
 def sample(batches: Iterable[Any]) -> list[Any]:
@@ -102,7 +116,11 @@ def power_lambda(
     """λ_max of (1/n)·Σ x̃x̃ᵀ over ``batches``, x̃ = [(x − shift)·scale, 1], by power iteration
     with the backend's products (``margins``: X·W, ``gradient``: Xᵀ·R), the standardisation
     folded as the trainer folds it, from ``start`` (default :func:`start_vector`).  The last
-    Rayleigh quotient (a lower bound)."""
+    Rayleigh quotient (a lower bound); ``inf`` where it is beyond double precision.
+
+    Xᵀ·z is taken of z scaled by a power of two (:func:`_headroom`) and the standardisation
+    applied before it is scaled back: raw values near 1e308 overflow Xᵀ·z although x̃ is
+    small."""
     m = len(scale)
     rows = sum(int(b.rows) for b in batches)
     if rows == 0:
@@ -110,20 +128,31 @@ def power_lambda(
     v = start_vector(m, fit_intercept) if start is None else np.array(start, dtype=np.float64)
     v /= np.linalg.norm(v)
     lam = 0.0
-    for _ in range(ITERATIONS):
-        w, c = v[:m], (v[m] if fit_intercept else 0.0)
-        weff = (w * scale).reshape(-1, 1)
-        offset = c - float(shift @ weff[:, 0])
-        out_w, out_c = np.zeros(m), 0.0
-        for b in batches:
-            z = np.asarray(margins(b, weff)).reshape(-1, 1) + offset  # x̃·v
-            g = np.asarray(gradient(b, z)).reshape(-1)  # Xᵀ·z
-            out_w += scale * (g - shift * float(z.sum()))
-            out_c += float(z.sum())
-        out = (np.concatenate([out_w, [out_c]]) if fit_intercept else out_w) / rows
-        lam = float(v @ out)
-        norm = float(np.linalg.norm(out))
-        if norm == 0.0:
-            return 0.0
-        v = out / norm
+    with np.errstate(over="ignore", invalid="ignore"):  # judged below: non-finite is inf
+        for _ in range(ITERATIONS):
+            out = _product(batches, margins, gradient, shift, scale, fit_intercept, v) / rows
+            lam = float(v @ out)
+            norm = float(np.linalg.norm(out))
+            if not (math.isfinite(lam) and math.isfinite(norm)):
+                return math.inf
+            if norm == 0.0:
+                return 0.0
+            v = out / norm
     return lam
+
+
+def _product(batches, margins, gradient, shift, scale, fit_intercept, v) -> np.ndarray:
+    """Σ x̃x̃ᵀ·v over ``batches`` (see :func:`power_lambda`)."""
+    m = len(scale)
+    w, c = v[:m], (v[m] if fit_intercept else 0.0)
+    weff = (w * scale).reshape(-1, 1)
+    offset = c - float(shift @ weff[:, 0])
+    out_w, out_c = np.zeros(m), 0.0
+    for b in batches:
+        z = np.asarray(margins(b, weff)).reshape(-1, 1) + offset  # x̃·v
+        alpha = _headroom(z)
+        za = z * alpha
+        g = np.asarray(gradient(b, za)).reshape(-1)  # Xᵀ·(α·z)
+        out_w += scale * (g - shift * float(za.sum())) / alpha
+        out_c += float(z.sum())
+    return np.concatenate([out_w, [out_c]]) if fit_intercept else out_w
