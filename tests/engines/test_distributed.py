@@ -216,6 +216,20 @@ def test_what_the_distributed_path_cannot_honour_is_refused(engine, options, say
     assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'refused'") == 0
 
 
+def test_a_distributed_train_records_no_cache_mb(engine):
+    """'cache_mb' is refused with a cluster (the workers keep their partitions whole), yet the
+    catalog recorded the engine's default as the value used: a train records what it used,
+    and its recorded options with the cluster, given again, are not refused for it."""
+    src = dense_table(engine)
+    train(engine, "serial", src, {"optimizer": "adam"})
+    assert "cache_mb" in record(engine, "serial")[0]  # a serial train's cache is recorded
+    train(engine, "dist", src, {"cluster": "inprocess", "compress": "none"})
+    options = record(engine, "dist")[0]
+    assert options["cluster"] == "inprocess" and "cache_mb" not in options
+    again = {k: options[k] for k in ("cluster", "compress", "cache_mb") if k in options}
+    train(engine, "again", src, again)
+
+
 def test_an_adaptive_precision_is_refused(engine):
     src = dense_table(engine)
     with pytest.raises(engine.errors) as info:

@@ -228,6 +228,8 @@ class Plan:
         out["lr_decay"] = self.lr_decay
         out["lr_schedule"] = self.lr_schedule
         out.pop("features", None)
+        if out.get("cluster") is not None:  # refused there: the workers keep partitions whole
+            out.pop("cache_mb", None)
         return out
 
 
