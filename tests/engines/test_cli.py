@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from support.ctrl_c import ctrl_c_once
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "sql" / "demo.sql"
 LOOMDB = [sys.executable, "-m", "loomdb.cli.main"]
@@ -183,8 +185,6 @@ def test_a_script_on_standard_input_runs(tmp_path):
 def test_ctrl_c_stops_a_train_with_loomdbs_error_and_writes_nothing(tmp_path):
     """SIGINT while loom_train's epochs run: stopped within a batch with LoomInterrupted
     (exit 3); it was not seen at all (KeyboardInterrupt reaches only the main thread)."""
-    import signal
-
     import loomdb
 
     path = str(tmp_path / "c.duckdb")
@@ -192,20 +192,8 @@ def test_ctrl_c_stops_a_train_with_loomdbs_error_and_writes_nothing(tmp_path):
         "CREATE TABLE t AS SELECT i::DOUBLE AS a, (i % 2)::DOUBLE AS y FROM range(500000) r(i);"
         "SELECT loom_train('m', 't', 'y', '{\"epochs\": 100000, \"tol\": 0}')"
     )
-    with subprocess.Popen(
-        [*LOOMDB, "sql", "--duckdb", path, "-c", sql], stderr=subprocess.PIPE, text=True
-    ) as p:
-        assert p.stderr is not None
-        for line in p.stderr:
-            if ": epoch " in line:  # training
-                break
-        p.send_signal(signal.SIGINT)
-        try:
-            _, rest = p.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            pytest.fail("Ctrl-C did not stop loom_train within a minute")
-        assert p.returncode == 3, rest
+    code, _, rest = ctrl_c_once([*LOOMDB, "sql", "--duckdb", path, "-c", sql], ": epoch ")
+    assert code == 3, rest
     # loomdb's check between batches ("the call was cancelled") or DuckDB's own interrupt of
     # the statement ("the statement was cancelled"), whichever the signal met first
     assert "ERROR:  interrupted: the " in rest and " was cancelled" in rest, rest

@@ -17,6 +17,7 @@ import pytest
 
 import loomdb
 from loomdb.bench.tables import load_duckdb
+from support.ctrl_c import ctrl_c_once
 
 
 def _constant_model(con, name: str, value: float, replace: bool = False) -> None:
@@ -409,26 +410,11 @@ def test_ctrl_c_in_a_script_stops_a_train_with_loomdbs_error_and_writes_nothing(
     relation, which runs when read): LoomInterrupted within a batch, and Python's own handler
     afterwards; it went unseen (KeyboardInterrupt reaches only the main thread, waiting in
     DuckDB) or broke the layout's UDF with a KeyboardInterrupt."""
-    import signal
-
     path = str(tmp_path / "c.duckdb")
-    with subprocess.Popen(
-        [sys.executable, "-c", CTRL_C_SCRIPT, path, run],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as p:
-        assert p.stderr is not None
-        for line in p.stderr:
-            if "loom_train m: " in line:  # laying out or training: either must stop
-                break
-        p.send_signal(signal.SIGINT)
-        try:
-            out, rest = p.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            pytest.fail("Ctrl-C did not stop loom_train within a minute")
-    assert p.returncode == 0, rest
+    code, out, rest = ctrl_c_once(
+        [sys.executable, "-c", CTRL_C_SCRIPT, path, run], "loom_train m: "
+    )  # laying out or training: either must stop
+    assert code == 0, rest
     # loomdb's check between batches or DuckDB's interrupt of the statement, whichever first
     assert "stopped: interrupted: the " in rest and " was cancelled" in rest, rest
     assert "Traceback" not in rest and "KeyboardInterrupt" not in rest, rest
