@@ -18,7 +18,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from loomdb.errors import LoomOptionError, LoomStateError
+from loomdb.engines.postgres.venv import refuse_foreign_folder
+from loomdb.errors import LoomStateError
 
 
 @dataclass(frozen=True)
@@ -140,20 +141,15 @@ def check_private_path(path: str, uid: int) -> None:
     """Refuse a numba cache directory that ``make_private_to`` must not take over: a file, or a
     folder of files that neither is empty nor belongs to the server's OS user already
     (``--numba-cache-dir /etc`` would have the whole tree chowned and closed)."""
-    if not os.path.lexists(path):
-        return
-    hint = (
-        "give --numba-cache-dir a path that does not exist yet (it is made), an empty folder, "
-        "or the cache an earlier loomdb pg install made"
+    refuse_foreign_folder(
+        path,
+        "the numba cache directory",
+        "--numba-cache-dir",
+        "the cache",
+        lambda: os.stat(path).st_uid == uid,
+        "holds files and is not the server's: loomdb would give all of them to the server's "
+        "OS user",
     )
-    if not os.path.isdir(path) or os.path.islink(path):
-        raise LoomOptionError(f"the numba cache directory {path} is not a folder", hint=hint)
-    if os.stat(path).st_uid != uid and os.listdir(path):
-        raise LoomOptionError(
-            f"the numba cache directory {path} holds files and is not the server's: loomdb "
-            "would give all of them to the server's OS user",
-            hint=hint,
-        )
 
 
 def make_private_to(path: str, uid: int, gid: int) -> None:

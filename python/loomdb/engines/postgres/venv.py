@@ -112,24 +112,36 @@ def _probe(python: str) -> tuple[str, tuple[str, ...]]:
     return info["version"], tuple(dict.fromkeys(info["site"]))
 
 
+def refuse_foreign_folder(
+    path: str, named: str, option: str, kept: str, ours: Callable[[], bool], why: str
+) -> None:
+    """Refuse a ``path`` loomdb would take over (make, remake or chown) unless it does not exist
+    yet, is an empty folder or is ``ours()`` (what the hint calls ``kept``): a file, or a
+    folder of other files (``why``)."""
+    if not os.path.lexists(path):
+        return
+    hint = (
+        f"give {option} a path that does not exist yet (it is made), an empty folder, or "
+        f"{kept} an earlier loomdb pg install made"
+    )
+    if not os.path.isdir(path) or os.path.islink(path):
+        raise LoomOptionError(f"{named} {path} is not a folder", hint=hint)
+    if not ours() and os.listdir(path):
+        raise LoomOptionError(f"{named} {path} {why}", hint=hint)
+
+
 def check_venv_path(path: str) -> None:
     """Refuse a ``--venv`` that is neither a virtual environment nor a new or empty folder:
     making one there would mix it into other files (``/usr``: the system's Python), and
     remaking one (``venv --clear``) would delete them."""
-    if not os.path.lexists(path):
-        return
-    hint = (
-        "give --venv a path that does not exist yet (it is made), an empty folder, or a "
-        "virtual environment an earlier loomdb pg install made"
+    refuse_foreign_folder(
+        path,
+        "--venv",
+        "--venv",
+        "a virtual environment",
+        lambda: os.path.isfile(os.path.join(path, "pyvenv.cfg")),
+        "is a folder of other files, not a virtual environment (it has no pyvenv.cfg)",
     )
-    if not os.path.isdir(path) or os.path.islink(path):
-        raise LoomOptionError(f"--venv {path} is not a folder", hint=hint)
-    if not os.path.isfile(os.path.join(path, "pyvenv.cfg")) and os.listdir(path):
-        raise LoomOptionError(
-            f"--venv {path} is a folder of other files, not a virtual environment (it has no "
-            "pyvenv.cfg)",
-            hint=hint,
-        )
 
 
 def ensure_venv(path: str, base_python: str, log: Log) -> ServerVenv:
