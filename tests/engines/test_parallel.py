@@ -163,7 +163,7 @@ def pg(pg_dsn):
     engine.close()
 
 
-def _epoch_statement(engine, shards):
+def _epoch_statement(engine, shards, index="pix", stop=10):
     from loomdb.engines.postgres import parallel_epochs
     from loomdb.learn import averaging, shard_state
     from loomdb.learn.optimizers import OPTIMIZERS
@@ -171,7 +171,7 @@ def _epoch_statement(engine, shards):
     from loomdb.learn.scaling import Scaling
     from loomdb.learn.trainer import TrainConfig
 
-    uid = engine.scalar("SELECT uid FROM loom.indexes WHERE name = 'pix'")
+    uid = engine.scalar(f"SELECT uid FROM loom.indexes WHERE name = '{index}'")
     prob = Problem([f"x{i}" for i in range(5)], Scaling("none", np.zeros(5), np.ones(5)), [0, 1])
     W, b = np.zeros((5, 1)), np.zeros(1)
     cfg = TrainConfig(kind="logistic", optimizer="nesterov")
@@ -183,12 +183,12 @@ def _epoch_statement(engine, shards):
         "parts": 1,
         "uid": uid,
         "version": 1,
-        "index": "pix",
+        "index": index,
         "shards": shards,
     }
     job = shard_state.pack([start.to_record({"read": read})])
-    sql = parallel_epochs.query('loom_data."pix"', shards, 10, 1, job, 2)  # runs of 2
-    return parallel_epochs.settings(shards), sql
+    sql = parallel_epochs.query(f'loom_data."{index}"', shards, stop, 1, job, 2)  # runs of 2
+    return parallel_epochs.settings(shards, stop, 1), sql
 
 
 def _nodes(plan):
@@ -218,6 +218,27 @@ def test_postgres_plans_whole_shards_into_parallel_workers(pg, shards):
     assert gather["Workers Launched"] == shards - 1
     scans = [n for n in nodes if n["Node Type"] == "Seq Scan"]
     assert len(scans) == shards and not any(n["Parallel Aware"] for n in scans)
+
+
+def test_a_shards_sort_stays_in_memory_whatever_the_sessions_work_mem(pg):
+    """The sort under a shard's groups holds all the shard's stored rows: the statement sets
+    ``work_mem`` to hold them, so a session's small setting does not spill it to disk (with
+    the default 4 MB a 5M-row dense shard spilled 2 MB every epoch)."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(4000, 5))
+    pg.load("w", X, (X[:, 1] > 0).astype(float))
+    pg.scalar("SELECT loom_create_index('wix', 'w', 'y', '{\"batch_size\": 2}')")
+    settings, sql = _epoch_statement(pg, 2, "wix", 2000)  # 2,000 stored rows a shard
+    pg.rows('ANALYZE loom_data."wix"')
+    pg.rows("SET work_mem = '64kB'")
+    with pg.conn.transaction():
+        for name, value in settings.items():
+            pg.rows(f"SELECT set_config('{name}', '{value}', true)")
+        plan = pg.scalar(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}")[0]["Plan"]
+    sorts = [n for n in _nodes(plan) if n["Node Type"] == "Sort"]
+    spaces = [s.get("Sort Space Type") for n in sorts for s in [n, *n.get("Workers", [])]]
+    assert len(sorts) == 2 and "Disk" not in spaces and spaces.count("Memory") == 2, spaces
+    assert pg.scalar("SELECT current_setting('work_mem')") == "64kB"
 
 
 def test_shards_run_in_the_workers_and_the_model_does_not_care_who_ran_them(pg):

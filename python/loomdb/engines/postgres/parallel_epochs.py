@@ -22,7 +22,10 @@ the statement runs with ``min_parallel_table_scan_size`` (and the index one) at 
 which leaves a parallel append of whole subqueries as the only parallel plan, with
 ``max_parallel_workers_per_gather = n − 1`` (the leader is the n-th process), free parallel
 setup and tuples, and hash aggregation off (a sorted group keeps one run in memory, not the
-shard).  The settings are set for the statement and put back after it.  The planner
+shard).  The sort under a shard's group holds every stored row of the shard (a payload out of
+line is a pointer in it, one stored inline at most about 2 kB): ``work_mem`` is set to hold it
+(``sort_kb``), where the default 4 MB spilled a 5M-row dense shard's 2 MB to disk.  The
+settings are set for the statement and put back after it.  The planner
 prefers the parallel plan by the rows it expects each process to aggregate, so the storage
 table is analysed once per train first (``analyze``; a table laid out in this transaction has
 no statistics, and one shard estimated at one row makes the plans cost the same).  Every process
@@ -45,11 +48,21 @@ from loomdb.errors import LoomDataError, LoomError, LoomFormatError
 from loomdb.store.names import literal
 
 LARGEST_SCAN_SIZE = "715827882"  # the most min_parallel_*_scan_size accepts (8 kB blocks)
+SORT_ROW_BYTES = 2048  # a sorted stored row at most: an inline payload and the row's fields
+SORT_KB = (4096, 256 * 1024)  # work_mem for the shards' sorts: PostgreSQL's default, and a cap
 
 
-def settings(shards: int) -> dict[str, str]:
-    """The planner settings of the epoch's statement."""
+def sort_kb(shards: int, stop: int, parts: int) -> int:
+    """``work_mem`` (kB) that sorts the largest shard's stored rows in memory: minibatches
+    ``[0, stop)`` dealt to ``shards``, parts ``0 … parts`` each."""
+    rows = -(-int(stop) // int(shards)) * (int(parts) + 1)
+    return min(max(SORT_KB[0], -(-rows * SORT_ROW_BYTES // 1024)), SORT_KB[1])
+
+
+def settings(shards: int, stop: int, parts: int) -> dict[str, str]:
+    """The planner settings of the epoch's statement over minibatches ``[0, stop)``."""
     return {
+        "work_mem": f"{sort_kb(shards, stop, parts)}kB",
         "max_parallel_workers_per_gather": str(shards - 1),
         "parallel_setup_cost": "0",
         "parallel_tuple_cost": "0",
@@ -103,15 +116,16 @@ def analyze(plpy: Any, relation: str) -> None:
     plpy.execute(f"ANALYZE {relation}")
 
 
-def run(plpy: Any, sql: str, shards: int) -> bytes | None:
-    """Run the epoch's statement under its settings; the aggregate's state (None: no rows)."""
-    names = list(settings(shards))
+def run(plpy: Any, sql: str, values: dict[str, str]) -> bytes | None:
+    """Run the epoch's statement under its ``settings``; the aggregate's state (None: no
+    rows)."""
+    names = list(values)
     current = ", ".join(
         f"pg_catalog.current_setting({literal(k)}) AS s{i}" for i, k in enumerate(names)
     )
     before = plpy.execute(f"SELECT {current}")[0]
     previous = {k: before[f"s{i}"] for i, k in enumerate(names)}
-    plpy.execute(set_sql(settings(shards)))
+    plpy.execute(set_sql(values))
     try:
         with threadpool_limits(limits=1, user_api="blas"):  # the leader's shard, like a worker's
             rows = plpy.execute(sql)

@@ -355,7 +355,9 @@ class PlpyDatabase:
             if relation not in self._analyzed:  # once per call of a loomdb function
                 parallel_epochs.analyze(self.plpy, relation)
                 self._analyzed.add(relation)
-            return parallel_epochs.run(self.plpy, sql, shards)
+            return parallel_epochs.run(
+                self.plpy, sql, parallel_epochs.settings(shards, stop, parts)
+            )
 
     def _scans_from_the_start(self) -> None:
         """Start this transaction's table scans at the first page.  A source read numbers the
