@@ -247,3 +247,21 @@ def test_training_on_an_index_of_a_renamed_table_says_to_build_it_again(pts):
         """SELECT loom_train('m', NULL, 'y', '{"index": "pts_w", "epochs": 1}')"""
     )
     assert json.loads(trained[0])["rows"] == ROWS
+
+
+def test_a_source_named_in_another_case_finds_its_index_as_the_engine_reads_names(pts):
+    """The index pts_w was found by its source's text as written: train_mlweaving('PTS', …)
+    said "table PTS has no mlweaving index" and loom_train('m', 'PTS', …, {"index": "pts_w"})
+    "was built on 'pts', not 'PTS'", though both engines read PTS as pts (PostgreSQL folds the
+    unquoted name; DuckDB's names ignore case, quoted ones too)."""
+    (trained,) = front(pts, "CREATE INDEX m ON train_mlweaving('PTS', 1, 4)")
+    assert json.loads(trained[0])["rows"] == ROWS
+    on_index = """SELECT loom_train('{model}', '{source}', 'y', '{{"index": "pts_w"}}')"""
+    (trained,) = pts.rows(on_index.format(model="m2", source="Pts"))
+    assert json.loads(trained[0])["rows"] == ROWS
+    quoted = on_index.format(model="m3", source='"PTS"')
+    if pts.name == "duckdb":
+        assert json.loads(pts.rows(quoted)[0][0])["rows"] == ROWS
+    else:  # a quoted name is kept as written: another table
+        with pytest.raises(pts.errors, match="was built on 'pts', not '\"PTS\"'"):
+            pts.rows(quoted)

@@ -81,7 +81,7 @@ def fit_record(
     started = time.perf_counter() - (0.0 if shared is None else shared[1])
     laid = _layout(db, p, source, label, what) if shared is None else shared[0]
     try:
-        _check_layout(p, laid, source, label)
+        _check_layout(p, laid, source, label, db.dialect)
         laid_out = time.perf_counter()
         model, history, used, report = _fit(db, name, p, laid, what, cluster, metric)
     finally:
@@ -157,9 +157,11 @@ def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) 
     return layout.scratch(db, source, label or "", opts, p.cache_bytes, what, quiet, shared, split)
 
 
-def _check_layout(p: Plan, laid: layout.Layout, source: str | None, label: str | None) -> None:
+def _check_layout(
+    p: Plan, laid: layout.Layout, source: str | None, label: str | None, dialect: str
+) -> None:
     if p.opts["index"]:
-        p.check_index(laid.info, source, label)
+        p.check_index(laid.info, source, label, dialect)
     p.check_layout(laid)
 
 

@@ -41,7 +41,7 @@ from loomdb.errors import (
 )
 from loomdb.seams import IndexInfo, ModelRecord
 from loomdb.store.db import Queryable
-from loomdb.store.names import NAME_PATTERN, check_name, quote_ident
+from loomdb.store.names import NAME_PATTERN, check_name, quote_ident, same_source
 
 SCHEMA = "loom"
 DATA_SCHEMA = "loom_data"  # storage tables: a schema of their own, nothing of loomdb's code in it
@@ -685,13 +685,15 @@ def delete_index(db: Queryable, name: str) -> None:
 
 
 def index_for(db: Queryable, source: str, fmt: str) -> str | None:
-    """The newest index of format ``fmt`` built on ``source`` (as written), if any."""
+    """The newest index of format ``fmt`` built on ``source``, if any: on the table ``source``
+    names by the engine's rules (``names.same_source``: ``'PTS'`` finds an index built on
+    ``pts``), however either was spelled."""
     rows = db.query(
-        f"SELECT name FROM {SCHEMA}.indexes WHERE source = $1 AND format = $2 "
-        "ORDER BY built_at DESC LIMIT 1",
-        [source, fmt],
+        f"SELECT name, source FROM {SCHEMA}.indexes WHERE format = $1 ORDER BY built_at DESC",
+        [fmt],
     )
-    return rows[0][0] if rows else None
+    found = [n for n, s in rows if isinstance(s, str) and same_source(s, source, db.dialect)]
+    return found[0] if found else None
 
 
 # -- settings ----------------------------------------------------------------------------------

@@ -64,6 +64,19 @@ def relation(source: object, dialect: str) -> str:
     return "(" + checked_query(text, dialect) + ") AS loom_source"
 
 
+def same_source(a: str, b: str, dialect: str) -> bool:
+    """Whether sources ``a`` and ``b`` name the same relation by the engine's rules for names:
+    on PostgreSQL an unquoted part folded to lower case (``'PTS'`` is ``pts``, ``'"PTS"'``
+    another table), on DuckDB every part compared whatever its case, quoted or not.  A query
+    is the same source only as the same text; a schema is not filled in (``main.t`` is not
+    ``t``)."""
+    a, b = a.strip().rstrip(";").strip(), b.strip().rstrip(";").strip()
+    if not (QUALIFIED.match(a) and QUALIFIED.match(b)):
+        return a == b
+    left, right = relation(a, dialect), relation(b, dialect)
+    return left.lower() == right.lower() if dialect == "duckdb" else left == right
+
+
 # Clauses a source query may not hold: it is read, never written through.
 _WRITES = ("Insert", "Update", "Delete", "Merge", "Command", "Create", "Drop", "Alter", "Into")
 
