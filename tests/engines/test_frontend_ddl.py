@@ -265,3 +265,46 @@ def test_a_source_named_in_another_case_finds_its_index_as_the_engine_reads_name
     else:  # a quoted name is kept as written: another table
         with pytest.raises(pts.errors, match="was built on 'pts', not '\"PTS\"'"):
             pts.rows(quoted)
+
+
+def test_a_schema_qualified_name_of_a_loomdb_index_is_refused_not_passed_on(pts):
+    """DROP INDEX main.pts_w (public.pts_w) reached the engine: "does not exist", and with IF
+    EXISTS nothing dropped and no word said; an index of the engine's own of that qualified
+    name is still the engine's to drop."""
+    schema = "main" if pts.name == "duckdb" else "public"
+    for verb in ("DROP INDEX", "DROP INDEX IF EXISTS", "REINDEX INDEX"):
+        with pytest.raises(LoomSyntaxError, match="pts_w belongs to no schema") as caught:
+            front(pts, f"{verb} {schema}.pts_w")
+        assert caught.value.hint == f"write {verb.replace(' IF EXISTS', '')} pts_w"
+    assert indexes(pts) == ["pts_w"]
+    pts.rows("CREATE INDEX pts_w ON pts (b)")  # the engine's own index, named like loomdb's
+    front(pts, f"DROP INDEX {schema}.pts_w")
+    assert indexes(pts) == ["pts_w"]
+    assert not pts.rows(
+        "SELECT 1 FROM duckdb_indexes() WHERE index_name = 'pts_w'"
+        if pts.name == "duckdb"
+        else "SELECT 1 FROM pg_class WHERE relname = 'pts_w'"
+    )
+
+
+def test_duckdb_reindex_table_rebuilds_the_tables_loomdb_index():
+    """REINDEX TABLE pts was DuckDB's parser error: PostgreSQL's rebuilds the table's indexes;
+    here its one loomdb index is rebuilt, and a table with several is refused naming each."""
+    from support.engines import DuckEngine
+
+    duck = DuckEngine()
+    try:
+        duck.rows(POINTS)
+        front(duck, "CREATE INDEX pts_w ON pts USING toc (a, b) WITH (label = y)")
+        uid = duck.rows("SELECT uid FROM loom.indexes")
+        (rebuilt,) = front(duck, "REINDEX TABLE PTS")
+        assert json.loads(rebuilt[0])["name"] == "pts_w"
+        assert duck.rows("SELECT uid FROM loom.indexes") != uid
+        front(duck, "CREATE INDEX pts_d ON pts USING dense (a) WITH (label = y)")
+        with pytest.raises(LoomSyntaxError, match="2 loomdb indexes") as caught:
+            front(duck, "REINDEX TABLE pts")
+        assert "REINDEX INDEX pts_d; REINDEX INDEX pts_w" in (caught.value.hint or "")
+        with pytest.raises(LoomSyntaxError, match="DuckDB has no REINDEX"):
+            front(duck, "REINDEX SCHEMA main")
+    finally:
+        duck.close()

@@ -57,11 +57,6 @@ def loom_call(function: str, *args: str | None, dialect: str) -> str:
     return exp.select(call).sql(dialect=dialect, normalize_functions=False)
 
 
-def qualified_name(table: exp.Table) -> str:
-    """``schema.table`` as written, without quotes (what the catalog compares names with)."""
-    return ".".join(part.name for part in table.parts)
-
-
 def table_text(table: exp.Table, dialect: str) -> str:
     """A table reference as SQL text: ``s.t``, or ``"My T"`` where the user quoted it."""
     bare = exp.Table(**{k: table.args.get(k) for k in ("this", "db", "catalog")})

@@ -10,11 +10,20 @@ from typing import Protocol
 
 
 class Catalog(Protocol):
-    """The four questions the rewrites need answered."""
+    """The questions the rewrites need answered."""
 
     def index_name(self, name: str) -> str | None:
         """The loomdb index ``name`` (as the engine reads it in the statement) names, spelled as the
         catalog records it, or None when it names none."""
+        ...
+
+    def engine_index(self, schema: str, name: str) -> bool:
+        """Whether the engine itself has an index ``schema.name`` (as the engine reads both)."""
+        ...
+
+    def indexes_on(self, table: str) -> list[str]:
+        """The loomdb indexes built on ``table`` (SQL text, as written in the statement) that
+        the front-end rebuilds: not those PostgreSQL holds as index relations."""
         ...
 
     def index_for(self, table: str, format: str) -> str | None:

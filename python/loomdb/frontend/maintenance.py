@@ -5,15 +5,25 @@ No paper section.
 
     DROP INDEX [IF EXISTS] [CONCURRENTLY] name   →  SELECT loom_drop_index('name')
     REINDEX INDEX [CONCURRENTLY] name            →  SELECT loom_reindex('name')
+    REINDEX TABLE [CONCURRENTLY] table           →  SELECT loom_reindex('its index')   (DuckDB)
 
 Only names the catalog knows as loomdb indexes are rewritten; every other statement passes
 through unchanged, so the engine drops its own indexes.  ``DROP INDEX IF EXISTS`` of a name that
 is no loomdb index therefore reaches the engine as written, which does nothing (or drops its own
 index of that name); that is why ``loom_drop_index`` takes the name alone.  ``CONCURRENTLY`` is
 accepted and ignored (a loomdb index is dropped or rebuilt in one transaction); ``CASCADE``, and
-several names in one statement of which one is loomdb's, are refused.  Names are read as the
-engine reads them (``calls.token_name``: on PostgreSQL unquoted ones folded to lower case; quotes
-removed, a schema kept as ``s.name``); the catalog decides what matches and passes the name as
+several names in one statement of which one is loomdb's, are refused.  A loomdb index belongs
+to no schema: ``DROP INDEX main.w`` or ``REINDEX INDEX main.w`` of loomdb index ``w`` is refused
+with the statement to write (it reached the engine, which found no index ``main.w`` or, with
+``IF EXISTS``, did nothing), unless the engine has an index of that qualified name.
+
+DuckDB has no ``REINDEX`` (its parser's error came back): there ``REINDEX TABLE t`` rebuilds the
+loomdb index built on ``t`` (found as ``names.same_source`` reads table names); a table with
+several is refused, naming each (one per statement, as ``DROP INDEX``), and so is one with none,
+like every other ``REINDEX`` that names no loomdb index.  On PostgreSQL those pass through.
+
+Names are read as the engine reads them (``calls.token_name``: on PostgreSQL unquoted ones
+folded to lower case; quotes removed); the catalog decides what matches and passes the name as
 it spells it (on DuckDB, whose identifiers ignore case, ``DROP INDEX WI`` drops ``wi``).
 
 sqlglot cannot parse ``REINDEX`` (PostgreSQL's tokenizer keeps its tail as one string), so that
@@ -27,9 +37,23 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomSyntaxError
-from loomdb.frontend.calls import loom_call, qualified_name, token_name
+from loomdb.frontend.calls import loom_call, token_name
 from loomdb.frontend.catalog import Catalog
 from loomdb.frontend.script import tokenize
+
+
+def _ours(parts: list[str], verb: str, catalog: Catalog) -> str | None:
+    """The loomdb index a name (its parts) names, or None; a schema-qualified name of one is
+    refused, unless the engine has an index of that qualified name (the engine's to judge)."""
+    found = catalog.index_name(parts[-1]) if parts else None
+    if found is None or len(parts) == 1:
+        return found
+    if catalog.engine_index(parts[-2], parts[-1]):
+        return None
+    raise LoomSyntaxError(
+        f"{verb} {'.'.join(parts)}: loomdb index {found} belongs to no schema",
+        hint=f"write {verb} {found}",
+    )
 
 
 def drop_index_call(tree: exp.Drop, dialect: str, catalog: Catalog | None) -> str | None:
@@ -37,8 +61,8 @@ def drop_index_call(tree: exp.Drop, dialect: str, catalog: Catalog | None) -> st
     if str(tree.args.get("kind") or "").upper() != "INDEX" or catalog is None:
         return None
     tables = tree.args.get("tables") or [tree.this]
-    names = [qualified_name(t) for t in tables if isinstance(t, exp.Table)]
-    ours = [found for n in names if (found := catalog.index_name(n)) is not None]
+    names = [[p.name for p in t.parts] for t in tables if isinstance(t, exp.Table)]
+    ours = [found for n in names if (found := _ours(n, "DROP INDEX", catalog)) is not None]
     if not ours:
         return None
     if len(tables) > 1:
@@ -54,7 +78,7 @@ def drop_index_call(tree: exp.Drop, dialect: str, catalog: Catalog | None) -> st
     return loom_call("loom_drop_index", ours[0], dialect=dialect)
 
 
-def _drop_names(tokens: list[Token], dialect: str) -> list[str]:
+def _drop_names(tokens: list[Token], dialect: str) -> list[list[str]]:
     """The names ``DROP INDEX [CONCURRENTLY] [IF EXISTS] a, s.b [CASCADE]`` lists, read from
     its tokens (sqlglot cannot parse several names); a name that is not one is left out."""
     words = [t.text.upper() for t in tokens]
@@ -63,7 +87,7 @@ def _drop_names(tokens: list[Token], dialect: str) -> list[str]:
         if words[start : start + len(skip)] == skip:
             start += len(skip)
     end = len(tokens) - (words[-1:] in (["CASCADE"], ["RESTRICT"]))
-    names: list[str] = []
+    names: list[list[str]] = []
     part: list[Token] = []
     for token in [*tokens[start:end], None]:
         if token is None or token.token_type == TokenType.COMMA:
@@ -77,9 +101,12 @@ def _drop_names(tokens: list[Token], dialect: str) -> list[str]:
 
 def refuse_several_drops(tokens: list[Token], dialect: str, catalog: Catalog | None) -> None:
     """Refuse a ``DROP INDEX`` of several names one of which is a loomdb index: the engine
-    would drop the others and leave it (or, with ``IF EXISTS``, skip it without a word)."""
+    would drop the others and leave it (or, with ``IF EXISTS``, skip it without a word); and
+    one of a schema-qualified loomdb index (``_ours``)."""
+    if catalog is None:
+        return
     names = _drop_names(tokens, dialect)
-    ours = [f for n in names if catalog is not None and (f := catalog.index_name(n)) is not None]
+    ours = [f for n in names if (f := _ours(n, "DROP INDEX", catalog)) is not None]
     if len(names) > 1 and ours:
         raise LoomSyntaxError(
             f"DROP INDEX names several indexes and {ours[0]} is a loomdb index",
@@ -87,29 +114,66 @@ def refuse_several_drops(tokens: list[Token], dialect: str, catalog: Catalog | N
         )
 
 
-def _name(tokens: list[Token], dialect: str) -> str | None:
-    """``a`` or ``s.a`` from name tokens (identifiers separated by dots), else None."""
+def _name(tokens: list[Token], dialect: str) -> list[str] | None:
+    """The parts of ``a`` or ``s.a`` from name tokens (identifiers separated by dots), as the
+    engine reads them, else None."""
     parts, dots = tokens[0::2], tokens[1::2]
     if not parts or len(tokens) % 2 == 0 or any(d.token_type != TokenType.DOT for d in dots):
         return None
     if any(p.token_type in (TokenType.STRING, TokenType.NUMBER) for p in parts):
         return None
-    return ".".join(token_name(p, dialect) for p in parts)
+    return [token_name(p, dialect) for p in parts]
+
+
+def _no_reindex(what: str, hint: str) -> LoomSyntaxError:
+    return LoomSyntaxError(f"DuckDB has no REINDEX: {what}", hint=hint)
+
+
+def _reindex_table(table: str, dialect: str, catalog: Catalog) -> str | None:
+    """``REINDEX TABLE table``: on DuckDB the ``loom_reindex`` call of its one loomdb index
+    (several or none refused); on PostgreSQL None, the engine's own statement."""
+    if dialect != "duckdb":
+        return None
+    ours = catalog.indexes_on(table)
+    if len(ours) == 1:
+        return loom_call("loom_reindex", ours[0], dialect=dialect)
+    if ours:
+        raise _no_reindex(
+            f"table {table} has {len(ours)} loomdb indexes ({', '.join(ours)})",
+            hint="rebuild them one per statement: "
+            + "; ".join(f"REINDEX INDEX {name}" for name in ours),
+        )
+    raise _no_reindex(
+        f"table {table} has no loomdb index to rebuild",
+        hint="SELECT name, source FROM loom.indexes lists loomdb's indexes",
+    )
 
 
 def reindex_call(
     statement: str, tokens: list[Token], dialect: str, catalog: Catalog | None
 ) -> str | None:
-    """The ``loom_reindex`` call for ``REINDEX INDEX name`` of a loomdb index, else None."""
+    """The ``loom_reindex`` call for ``REINDEX INDEX name`` of a loomdb index, or (DuckDB)
+    ``REINDEX TABLE t`` of a table with one; else None, or on DuckDB a LoomSyntaxError."""
     if catalog is None or not tokens:
         return None
+    text = statement[tokens[0].end + 1 :]
     try:
-        tail = tokenize(statement[tokens[0].end + 1 :], dialect)
+        tail = tokenize(text, dialect)
     except TokenError:
         return None
-    words = [t.text.upper() for t in tail[:2]]
-    if not words or words[0] != "INDEX":
+    kind = tail[0].text.upper() if tail else ""
+    rest = tail[2:] if [t.text.upper() for t in tail[1:2]] == ["CONCURRENTLY"] else tail[1:]
+    parts = _name(rest, dialect) if rest else None
+    if kind == "INDEX" and parts is not None:
+        found = _ours(parts, "REINDEX INDEX", catalog)
+        if found is not None:
+            return loom_call("loom_reindex", found, dialect=dialect)
+    elif kind == "TABLE" and parts is not None:
+        return _reindex_table(text[rest[0].start : rest[-1].end + 1], dialect, catalog)
+    if dialect != "duckdb":
         return None
-    name = _name(tail[2:] if words[1:] == ["CONCURRENTLY"] and len(tail) > 2 else tail[1:], dialect)
-    found = catalog.index_name(name) if name is not None else None
-    return loom_call("loom_reindex", found, dialect=dialect) if found is not None else None
+    raise _no_reindex(
+        f"{statement.strip()[:80]!r} names no loomdb index",
+        hint="loomdb rebuilds its own indexes: REINDEX INDEX name or REINDEX TABLE table "
+        "(SELECT name, source FROM loom.indexes lists them)",
+    )

@@ -684,16 +684,41 @@ def delete_index(db: Queryable, name: str) -> None:
     db.execute(f"DELETE FROM {SCHEMA}.indexes WHERE name = $1", [name])
 
 
-def index_for(db: Queryable, source: str, fmt: str) -> str | None:
-    """The newest index of format ``fmt`` built on ``source``, if any: on the table ``source``
-    names by the engine's rules (``names.same_source``: ``'PTS'`` finds an index built on
-    ``pts``), however either was spelled."""
+def indexes_on(db: Queryable, source: str, fmt: str | None = None) -> list[str]:
+    """The indexes (of format ``fmt``, or any) built on ``source``, newest first: on the table
+    ``source`` names by the engine's rules (``names.same_source``: ``'PTS'`` finds an index
+    built on ``pts``), however either was spelled."""
     rows = db.query(
-        f"SELECT name, source FROM {SCHEMA}.indexes WHERE format = $1 ORDER BY built_at DESC",
-        [fmt],
+        f"SELECT name, source, format FROM {SCHEMA}.indexes ORDER BY built_at DESC, name"
     )
-    found = [n for n, s in rows if isinstance(s, str) and same_source(s, source, db.dialect)]
+    return [
+        str(n)
+        for n, s, f in rows
+        if (fmt is None or f == fmt) and isinstance(s, str) and same_source(s, source, db.dialect)
+    ]
+
+
+def index_for(db: Queryable, source: str, fmt: str) -> str | None:
+    """The newest index of format ``fmt`` built on ``source`` (:func:`indexes_on`), if any."""
+    found = indexes_on(db, source, fmt)
     return found[0] if found else None
+
+
+def engine_index(db: Queryable, schema: str, name: str) -> bool:
+    """Whether the engine has an index relation ``schema.name`` of its own (DuckDB's names
+    compared whatever their case; PostgreSQL's as given, already folded)."""
+    if db.dialect == "duckdb":
+        query = (
+            "SELECT 1 FROM duckdb_indexes() WHERE lower(schema_name) = lower($1) "
+            "AND lower(index_name) = lower($2)"
+        )
+    else:
+        query = (
+            "SELECT 1 FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n "
+            "ON n.oid = c.relnamespace WHERE n.nspname::pg_catalog.text = $1 "
+            "AND c.relname::pg_catalog.text = $2 AND c.relkind IN ('i', 'I')"
+        )
+    return bool(db.query(query, [schema, name]))
 
 
 # -- settings ----------------------------------------------------------------------------------

@@ -27,6 +27,13 @@ class DbCatalog:
         found = catalog.index_spelled(self.db, name)
         return found if found and catalog.index_relation(self.db, found) is None else None
 
+    def engine_index(self, schema: str, name: str) -> bool:
+        return catalog.engine_index(self.db, schema, name)
+
+    def indexes_on(self, table: str) -> list[str]:
+        found = catalog.indexes_on(self.db, table)
+        return [n for n in found if catalog.index_relation(self.db, n) is None]
+
     def index_for(self, table: str, format: str) -> str | None:
         return catalog.index_for(self.db, table, format)
 
