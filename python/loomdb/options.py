@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -244,11 +245,29 @@ def _depth(value: Any, level: int = 0) -> int:
     return level
 
 
+# a numeric constant as SQL writes it, sign included (PostgreSQL's reloptions keep a decimal's
+# text as written: ``.5``, ``5.``, ``1e-3``, ``-.5``), which JSON does not read in every form
+_SQL_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def sql_number(text: str) -> int | float | None:
+    """The number ``text`` writes as a SQL numeric constant (an int without a point or an
+    exponent), or None when it is not one."""
+    if not _SQL_NUMBER.fullmatch(text):
+        return None
+    plain = text.lstrip("+-").isdigit()
+    return int(text) if plain else float(text)
+
+
 def with_value(text: str) -> Any:
-    """A ``WITH (name = value)`` value's text as an index's options read it: as JSON (``64``,
-    ``0.5``, ``true``, ``null``, ``{"a": …}``), else the text itself.  psql's access methods
-    read every reloption so, and the SQL front-end reads a string or a bare word so, so one
-    statement means the same on both engines."""
+    """A ``WITH (name = value)`` value's text as an index's options read it: a number as SQL
+    writes one (``64``, ``.5``, ``5.``, ``1e-3``, ``-2``), else as JSON (``true``, ``null``,
+    ``{"a": …}``), else the text itself.  psql's access methods read every reloption so, and
+    the SQL front-end reads a string or a bare word so, so one statement means the same on
+    both engines."""
+    number = sql_number(text)
+    if number is not None:
+        return number
     try:
         return json.loads(text, parse_constant=lambda c: text)
     except ValueError:

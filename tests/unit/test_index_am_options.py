@@ -3,11 +3,13 @@ operator classes' types, the extension SQL, and what the installer says when too
 
 from __future__ import annotations
 
+import json
 import re
 import stat
 from importlib import resources
 
 import pytest
+import sqlglot
 
 from loomdb.engines.postgres import extension, index_am, index_am_install
 from loomdb.engines.postgres.dialect import BOOL_OID, NUMERIC_OIDS
@@ -110,3 +112,24 @@ def test_present_tools_are_not_reported(tmp_path):
     if index_am_install.shutil.which("make") is None:
         pytest.skip("make is not installed here")
     assert index_am_install.missing_tools(_fake_pg_config(tmp_path, headers=True)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [(".5", 0.5), ("5.", 5.0), ("1e-3", 0.001), ("-2", -2), ("-.5", -0.5), ("+2", 2), ("1E3", 1e3)],
+)
+def test_with_numbers_read_as_numbers_in_psql_and_through_the_front_end(text, number):
+    """PostgreSQL keeps a decimal constant's text as written in the reloption (``x=.5``), which
+    JSON does not read: psql's access methods took ``.5``, ``5.`` and ``-.5`` as text where the
+    front-end read the same statement's constant as a number, and its string ``'.5'`` as text."""
+    from loomdb.frontend import process
+
+    psql = with_value(text)  # what index_am.options reads of the reloption "seed=<text>"
+    assert psql == number and type(psql) is type(number)
+    for written in (text, f"'{text}'"):
+        for dialect in ("duckdb", "postgres"):
+            sql = f"CREATE INDEX i ON t USING toc (a) WITH (label = y, seed = {written})"
+            (call,) = process(sql, dialect)
+            options = sqlglot.parse_one(call, read=dialect).expressions[0].expressions[3]
+            front = json.loads(options.this)["seed"]
+            assert front == psql and type(front) is type(psql), (written, dialect)

@@ -20,6 +20,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomSyntaxError
+from loomdb.options import sql_number
 
 # dialects whose unquoted names the engine folds to lower case
 FOLDS = ("postgres",)
@@ -64,10 +65,9 @@ def table_text(table: exp.Table, dialect: str) -> str:
 
 
 def _number(text: str) -> int | float:
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
+    """A numeric literal's value, read as a WITH value's text is (``options.sql_number``)."""
+    number = sql_number(text)
+    return number if number is not None else float(text)
 
 
 def literal_value(node: exp.Expression, what: str) -> Any:
