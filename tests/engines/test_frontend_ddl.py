@@ -141,6 +141,19 @@ def test_infer_mlweaving_keeps_what_its_table_is_written_with(engine, query, exp
     assert front(engine, query) == [expected]
 
 
+def test_infer_mlweaving_leaves_the_rest_of_its_statement_as_written(engine):
+    """The front-end ran sqlglot's regenerated statement: on PostgreSQL the prefix operator
+    ``@`` (absolute value, on both engines) became ``$(a - 100)`` and the statement failed."""
+    engine.rows(POINTS)
+    engine.rows("""SELECT loom_train('m', 'pts', 'y', '{"epochs": 1}')""")
+    query = (
+        "SELECT max(@ (a - 100)) AS far, count(prediction) FROM infer_mlweaving(m, 'pts') AS p "
+        "WHERE @ (a - {rows}) < {rows} - 1"
+    )
+    ((far, predicted),) = front(engine, query.format(rows=ROWS))
+    assert (far, predicted) == (98, ROWS - 1)  # a = 1 is 39 from 40: left out
+
+
 def test_infer_mlweaving_refuses_what_a_table_function_cannot_take(engine):
     engine.rows(POINTS)
     engine.rows("""SELECT loom_train('m', 'pts', 'y', '{"epochs": 1}')""")

@@ -219,7 +219,7 @@ INFER = [
     (
         "SELECT count(*) FROM (SELECT * FROM infer_mlweaving(m, 't1', 2)) AS q",
         "postgres",
-        """SELECT COUNT(*) FROM (SELECT *, loom_predict('m', ARRAY["a", "b""c"]) AS """
+        """SELECT count(*) FROM (SELECT *, loom_predict('m', ARRAY["a", "b""c"]) AS """
         """prediction FROM t1) AS q""",
     ),
     (
@@ -240,6 +240,40 @@ INFER = [
 @pytest.mark.parametrize(("sql", "dialect", "expected"), INFER)
 def test_infer_mlweaving_adds_a_prediction_column(sql, dialect, expected):
     assert one(sql, dialect) == expected
+
+
+PREDICTING = """(SELECT *, loom_predict('m', {array}["a", "b""c"]) AS prediction FROM t1{sample})"""
+
+
+@pytest.mark.parametrize(
+    ("sql", "dialect", "before", "clause", "after", "sample"),
+    [
+        # sqlglot's regenerated statement made PostgreSQL's prefix @ (absolute value) $a
+        ("SELECT @ a, x::int", "postgres", "", " AS infer_mlweaving", " WHERE @ a > 1", ""),
+        # and a DuckDB sample of 10 rows one of 10 percent's spelling (RESERVOIR (10 ROWS))
+        ("SELECT p.x  ,  @a", "duckdb", "", " p", " -- note\nLIMIT 1", " TABLESAMPLE 10 ROWS"),
+        (
+            "SELECT /* keep */ count(*) FILTER (WHERE prediction > 0)",
+            "postgres",
+            "",
+            " AS q(a, b, lab, pred)",
+            "",
+            " TABLESAMPLE BERNOULLI (50) REPEATABLE (7)",
+        ),
+        ("WITH c AS (SELECT 1) SELECT *", "duckdb", "c, ", " AS x", " USING (id)", ""),
+    ],
+)
+def test_infer_mlweaving_keeps_the_rest_of_the_statement_as_written(
+    sql, dialect, before, clause, after, sample
+):
+    """Only the infer_mlweaving(…) clause is replaced; every other token stays as written."""
+    alias = clause.replace(" AS infer_mlweaving", "")
+    join = " JOIN " if "USING" in after else ""
+    call = f"infer_mlweaving(m, 't1'){alias}{sample}"
+    statement = f"{sql} FROM {before}{join}{call}{after}".replace("c,  JOIN", "c JOIN")
+    array = "ARRAY" if dialect == "postgres" else ""
+    expected = statement.replace(call, PREDICTING.format(array=array, sample=sample) + clause)
+    assert one(statement, dialect) == expected
 
 
 # ---------------------------------------------------------------- pass-through

@@ -29,6 +29,10 @@ Where loomdb departs from DoppioDB, and why:
   a bare ``SELECT * FROM infer_mlweaving(…)``, at the top or nested, becomes the flat query
   (unless its alias renames columns, ``AS p(a, b)``).  ``TABLESAMPLE`` samples the table's rows;
   what else a table may be written with (``ONLY``, ``WITH ORDINALITY``) is refused.
+* Only that clause's text is replaced (``_splice``); the rest of the statement, alias and
+  sample included, reaches the engine as written.  sqlglot's regenerated statement altered what
+  it does not carry through: PostgreSQL's prefix ``@ a`` became ``$a``, a DuckDB sample's
+  spelling changed.
 """
 
 from __future__ import annotations
@@ -38,9 +42,10 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomNotFoundError, LoomStateError, LoomSyntaxError
-from loomdb.frontend.calls import literal_value, loom_call, string_value
+from loomdb.frontend.calls import fold_names, literal_value, loom_call, string_value
 from loomdb.frontend.catalog import Catalog
 from loomdb.frontend.create_index import create_properties
 
@@ -158,17 +163,24 @@ def _predicting_select(call: exp.Anonymous, dialect: str, catalog: Catalog | Non
     return exp.select(exp.Star(), exp.alias_(predict, "prediction")).from_(table)
 
 
-def _table_clauses(call: exp.Table, query: exp.Select) -> None:
-    """Carry what ``infer_mlweaving(…)`` is written with onto ``query``: a ``TABLESAMPLE``
-    samples its table's rows; anything else a table function cannot take is refused."""
+def _refuse_table_clauses(call: exp.Table) -> None:
+    """Refuse what ``infer_mlweaving(…)`` is written with that a table function cannot take
+    (``ONLY``, ``WITH ORDINALITY``…); a ``TABLESAMPLE`` samples its table's rows."""
     extra = [k for k, v in call.args.items() if v and k not in ("this", "alias", "sample")]
     if extra:
         raise LoomSyntaxError(
             f"{INFER} takes no {extra[0].upper().replace('_', ' ')}",
             hint=f"write {FORMS[INFER]}",
         )
-    if sample := call.args.get("sample"):
-        query.args["from_"].this.set("sample", sample.pop())
+
+
+def _is_bare(select: Any) -> bool:
+    """Whether ``select`` is ``SELECT * FROM x`` and nothing else."""
+    if not isinstance(select, exp.Select):
+        return False
+    rest = [k for k, v in select.args.items() if v and k not in ("expressions", "from", "from_")]
+    stars = select.expressions
+    return not rest and len(stars) == 1 and isinstance(stars[0], exp.Star)
 
 
 def _bare_select_star(table: exp.Table) -> exp.Select | None:
@@ -179,15 +191,105 @@ def _bare_select_star(table: exp.Table) -> exp.Select | None:
         return None
     from_ = table.parent
     select = from_.parent if isinstance(from_, exp.From) else None
-    if not isinstance(select, exp.Select):
-        return None
-    rest = [k for k, v in select.args.items() if v and k not in ("expressions", "from", "from_")]
-    stars = select.expressions
-    return select if not rest and len(stars) == 1 and isinstance(stars[0], exp.Star) else None
+    return select if isinstance(select, exp.Select) and _is_bare(select) else None
 
 
-def infer_query(tree: exp.Expression, dialect: str, catalog: Catalog | None) -> str:
-    """``tree`` with every ``infer_mlweaving(…)`` table replaced by the predicting query."""
+# tokens after infer_mlweaving(…)'s closing parenthesis that may still be its clause: an alias
+# with its columns, a sample (a longer one is not looked for)
+_CLAUSE_TOKENS = 256
+
+
+def _reads_as(piece: str, call: exp.Table, dialect: str) -> bool:
+    """Whether ``SELECT * FROM piece`` is that and only that, its table clause ``call``."""
+    try:
+        read = sqlglot.parse_one(f"SELECT * FROM {piece}", read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return False
+    return _is_bare(read) and fold_names(read.args["from_"].this, [], dialect) == call
+
+
+def _clause_end(
+    call: exp.Table, text: str, tokens: list[Token], span: tuple[int, int], dialect: str
+) -> int:
+    """The index of the last token of the table clause ``call`` (``infer_mlweaving(…)``, its
+    alias, its sample), whose call takes ``tokens[first : close + 1]``: the longest run of
+    tokens, within its parentheses and before a comma there, that sqlglot reads as that very
+    clause (a shorter one may read so too: DuckDB's ``TABLESAMPLE 10`` is ``… 10 ROWS``)."""
+    (first, close), found, depth = span, None, 0
+    for last in range(close, min(len(tokens), close + _CLAUSE_TOKENS)):
+        kind = tokens[last].token_type
+        if last > close:
+            depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
+        if depth < 0 or (depth == 0 and kind in (TokenType.COMMA, TokenType.SEMICOLON)):
+            break
+        piece = text[tokens[first].start : tokens[last].end + 1]
+        if depth == 0 and _reads_as(piece, call, dialect):
+            found = last
+    if found is None:
+        raise LoomSyntaxError(
+            f"cannot tell where {INFER}(…) ends in {text[:80]!r}", hint=f"write {FORMS[INFER]}"
+        )
+    return found
+
+
+def _sample_start(tokens: list[Token], after: int, last: int) -> int:
+    """The index of the token that begins a sample clause (``TABLESAMPLE``, DuckDB's ``USING
+    SAMPLE``) among ``tokens[after + 1 : last + 1]``, or ``last + 1`` when there is none."""
+    for i in range(after + 1, last + 1):
+        kind, following = tokens[i].token_type, tokens[i + 1].text.upper() if i < last else ""
+        if kind == TokenType.TABLE_SAMPLE or (kind == TokenType.USING and following == "SAMPLE"):
+            return i
+    return last + 1
+
+
+_SELECT_STAR_FROM = [TokenType.SELECT, TokenType.STAR, TokenType.FROM]
+
+
+def _splice(
+    call: exp.Table, text: str, tokens: list[Token], dialect: str, catalog: Catalog | None
+) -> tuple[int, int, str]:
+    """``(start, end, replacement)``: the span of ``text`` the call's clause (or the bare
+    ``SELECT * FROM`` it is all of) takes, and the predicting query to write there, with the
+    alias and sample as written."""
+    where = call.this.meta.get("start")
+    first = next((i for i, t in enumerate(tokens) if t.start == where), None)
+    if first is None:
+        raise LoomSyntaxError(
+            f"cannot tell where {INFER}(…) begins in {text[:80]!r}", hint=f"write {FORMS[INFER]}"
+        )
+    close = _matching_paren(tokens, first + 1)
+    last = _clause_end(call, text, tokens, (first, close), dialect)
+    sample = _sample_start(tokens, close, last)
+    query = _predicting_select(call.this, dialect, catalog).sql(
+        dialect=dialect, normalize_functions=False
+    )
+    if sample <= last:
+        query += " " + text[tokens[sample].start : tokens[last].end + 1]
+    kinds = [t.token_type for t in tokens[max(first - 3, 0) : first]]
+    if _bare_select_star(call) is not None and kinds == _SELECT_STAR_FROM:
+        return tokens[first - 3].start, tokens[last].end + 1, query
+    alias = text[tokens[close + 1].start : tokens[sample - 1].end + 1] if sample > close + 1 else ""
+    return tokens[first].start, tokens[last].end + 1, f"({query}) {alias or 'AS ' + INFER}"
+
+
+def _matching_paren(tokens: list[Token], opening: int) -> int:
+    depth = 0
+    for i in range(opening, len(tokens)):
+        depth += (tokens[i].token_type == TokenType.L_PAREN) - (
+            tokens[i].token_type == TokenType.R_PAREN
+        )
+        if depth == 0:
+            return i
+    return len(tokens) - 1
+
+
+def infer_query(
+    tree: exp.Expression, statement: str, tokens: list[Token], dialect: str, catalog: Catalog | None
+) -> str:
+    """``statement`` with every ``infer_mlweaving(…)`` table replaced by the predicting query
+    (a subquery named by its alias, or by the function), its other text as written: sqlglot's
+    regenerated statement altered what it does not carry through (PostgreSQL's ``@ a`` became
+    ``$a``, a sample's ``ROWS`` was dropped)."""
     calls = [
         t
         for t in tree.find_all(exp.Table)
@@ -198,14 +300,8 @@ def infer_query(tree: exp.Expression, dialect: str, catalog: Catalog | None) -> 
             f"{INFER} is a table function: use it in FROM", hint=f"write {FORMS[INFER]}"
         )
     for call in calls:
-        query = _predicting_select(call.this, dialect, catalog)
-        _table_clauses(call, query)
-        bare = _bare_select_star(call)
-        if bare is tree:
-            tree = query
-        elif bare is not None:
-            bare.replace(query)
-        else:
-            alias = call.args.get("alias")
-            call.replace(query.subquery(alias.pop() if alias is not None else INFER))
-    return tree.sql(dialect=dialect, normalize_functions=False)
+        _refuse_table_clauses(call)
+    spans = [_splice(call, statement, tokens, dialect, catalog) for call in calls]
+    for start, end, replacement in sorted(spans, reverse=True):
+        statement = statement[:start] + replacement + statement[end:]
+    return statement

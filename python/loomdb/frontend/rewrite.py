@@ -192,5 +192,5 @@ def rewrite(statement: str, dialect: str, catalog: Catalog | None = None) -> str
         refuse_qualified_options(statement, tokens)
         out = _create(tree, dialect, catalog)
     else:
-        out = infer_query(tree, dialect, catalog)
+        out = infer_query(tree, statement, tokens, dialect, catalog)
     return out or statement
