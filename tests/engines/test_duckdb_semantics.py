@@ -654,3 +654,25 @@ print("again:", b.execute("SELECT loom_predict('m', [1.0]) IS NOT NULL").fetchal
     lines = done.stdout.splitlines()
     assert lines[0].startswith("refused: use that connection"), done.stdout
     assert lines[1:] == ["raw: CatalogException", "again: [(True,)]"], done.stdout
+
+
+def test_registering_an_equipped_connection_again_keeps_it_as_it_is(tmp_path):
+    """``loomdb.register(con.duckdb)`` of a loomdb connection's own DuckDB connection, or a
+    raw connection registered twice, failed with DuckDB's "loom_train is not an scalar
+    function": the functions were created again where its TEMP macros of those names stood."""
+    con = loomdb.connect(str(tmp_path / "r.duckdb"), progress=False)
+    con.execute("CREATE TABLE t AS SELECT i::DOUBLE AS x, (i % 2)::DOUBLE AS y FROM range(50) r(i)")
+    assert loomdb.register(con.duckdb, progress=False) is con.duckdb
+    train = "SELECT loom_train('{}', 't', 'y', '{{\"epochs\": 1}}')"
+    assert json.loads(con.duckdb.execute(train.format("m1")).fetchall()[0][0])["rows"] == 50
+    con.execute("BEGIN")  # the loomdb connection's state is still the one its macros pass
+    with pytest.raises(loomdb.LoomStateError, match="inside an open transaction"):
+        con.execute(train.format("m2")).fetchall()
+    con.execute("ROLLBACK")
+    con.close()
+    raw = duckdb.connect()
+    for _ in range(2):
+        loomdb.register(raw, progress=False)
+    raw.execute("CREATE TABLE t AS SELECT i::DOUBLE AS x, (i % 2)::DOUBLE AS y FROM range(50) r(i)")
+    assert json.loads(raw.execute(train.format("m")).fetchall()[0][0])["model"] == "m"
+    raw.close()

@@ -203,7 +203,10 @@ def register(
     con: duckdb.DuckDBPyConnection, progress: bool = True
 ) -> tuple[ConnectionState, Instance]:
     """Create loomdb's catalog in ``con``'s database (if writable), register every function
-    (once per database), and equip ``con`` with its macros."""
+    (once per database), and equip ``con`` with its macros.  A connection already equipped
+    (registered before, or a loomdb connection's ``.duckdb``) keeps its functions, macros and
+    state: registering the functions again failed on its TEMP macros' names ("loom_train is
+    not an scalar function")."""
     read_only = _read_only(con)
     try:
         if not read_only:
@@ -215,6 +218,10 @@ def register(
     instance = _instances.get(identity)
     if instance is None:
         instance = _instances[identity] = Instance(identity, read_only)
+    known = instance.equipped.get(con)
+    if known is not None:  # this very connection again (a loomdb connection's .duckdb): as is
+        known.progress = progress
+        return known, instance
     state = ConnectionState(identity, read_only, progress)
     _refuse_a_second_registration(con, instance)
     instance.add(con, state)

@@ -76,10 +76,13 @@ class Instance:
         self.states: dict[int, ConnectionState] = {}
         self.default = ConnectionState(identity, read_only)
         self.owner: weakref.ref[Any] | None = None  # the connection that registered the functions
+        # each connection equipped with macros, and its state (what registering it again finds)
+        self.equipped: weakref.WeakKeyDictionary[Any, ConnectionState] = weakref.WeakKeyDictionary()
 
     def add(self, con: Any, state: ConnectionState) -> None:
         self.connections = [r for r in self.connections if r() is not None] + [weakref.ref(con)]
         self.states[state.token] = state
+        self.equipped[con] = state
 
     def cursor(self) -> Any:
         """A cursor on any live connection of this database (a connection of its own)."""
