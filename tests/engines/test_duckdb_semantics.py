@@ -424,6 +424,40 @@ def test_ctrl_c_in_a_script_stops_a_train_with_loomdbs_error_and_writes_nothing(
     con.close()
 
 
+CTRL_C_READ_SCRIPT = """
+import signal, sys
+import loomdb
+con = loomdb.connect(sys.argv[1])
+con.execute("CREATE TABLE t AS SELECT i::DOUBLE AS a, (i % 2)::DOUBLE AS y FROM range(500000) r(i)")
+late = ("SELECT i, CASE WHEN i = 150000 THEN loom_train('m', 't', 'y', "
+        "'{\\"epochs\\": 100000, \\"tol\\": 0}') END FROM range(200000) r(i)")
+rel = con.sql(late)
+rows = rel.to_arrow_reader(1000) if sys.argv[2] == "reader" else rel.iter_rows()
+print("reading", file=sys.stderr, flush=True)
+try:
+    for _ in rows:
+        pass
+except loomdb.LoomInterrupted as e:
+    print("stopped:", e, file=sys.stderr)
+print("handler restored:", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+"""
+
+
+@pytest.mark.parametrize("read", ["reader", "iter_rows"])
+def test_ctrl_c_while_a_reader_is_read_stops_the_train_it_runs(tmp_path, read):
+    """A relation's ``to_arrow_reader`` and ``iter_rows`` return before their rows are read,
+    and the reads ran without the connection's Ctrl-C handler: the train in a later row ran on
+    (or Python's KeyboardInterrupt broke it) instead of stopping with LoomInterrupted."""
+    path = str(tmp_path / "r.duckdb")
+    code, out, rest = ctrl_c_once(
+        [sys.executable, "-c", CTRL_C_READ_SCRIPT, path, read], "loom_train m: "
+    )
+    assert code == 0, rest
+    assert "stopped: interrupted: the " in rest and " was cancelled" in rest, rest
+    assert "Traceback" not in rest and "KeyboardInterrupt" not in rest, rest
+    assert out == "handler restored: True\n"
+
+
 def test_a_relation_read_after_an_interrupt_runs(con):
     """An interrupt stops the statement it meets; a relation's later read was refused too (the
     mark stayed set until the next ``execute``)."""

@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import functools
 import os
-import signal
-import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import duckdb
 import pyarrow as pa
 
+from loomdb.engines.duckdb import ctrl_c
 from loomdb.engines.duckdb.database import DuckDatabase, translate
 from loomdb.engines.duckdb.functions import (
     equip,
@@ -59,7 +58,9 @@ def raise_loom(error: Exception) -> NoReturn:
     loomdb UDF's own error (LoomOptionError…, found through the number its text carries),
     ``LoomInterrupted`` for a cancelled statement, ``LoomStateError`` for a closed connection,
     else ``error`` itself."""
-    if isinstance(error, duckdb.InterruptException):
+    if isinstance(error, duckdb.InterruptException) or (
+        isinstance(error, (pa.ArrowException, OSError)) and str(error).startswith("INTERRUPT Error")
+    ):  # an Arrow reader of DuckDB's stream gets DuckDB's interrupt as Arrow's error
         raise LoomInterrupted("interrupted: the statement was cancelled") from error
     if isinstance(error, duckdb.ConnectionException) and "closed" in str(error):
         raise LoomStateError(
@@ -86,27 +87,9 @@ def loom_errors(con: Connection | None = None) -> Iterator[None]:
             raise_loom(e)
 
 
-@contextmanager
-def ctrl_c_interrupts(con: Connection | None) -> Iterator[None]:
-    """While the body runs, SIGINT (Ctrl-C) calls ``con.interrupt()``: a train stops within a
-    batch with LoomInterrupted, nothing written.  Python's KeyboardInterrupt would reach only
-    the main thread, which waits in DuckDB while a UDF runs on a worker thread (the signal went
-    unseen, or broke a UDF the main thread ran).  Only on the main thread (no other may set a
-    handler) and where SIGINT's handler is Python's default (a caller's own, or an enclosing
-    call's, stays); the previous handler is restored afterwards."""
-    if (
-        con is None
-        or threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield
-        return
-    interrupt = con.interrupt
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupt())
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+def ctrl_c_interrupts(con: Connection | None) -> Any:
+    """While the body runs, Ctrl-C (SIGINT) calls ``con.interrupt()`` (``ctrl_c.interrupts``)."""
+    return ctrl_c.interrupts(con)
 
 
 def _translated(call: Callable[..., Any], con: Connection | None = None) -> Callable[..., Any]:
@@ -126,20 +109,24 @@ def _translated(call: Callable[..., Any], con: Connection | None = None) -> Call
 
 def _wrapped(value: Any, con: Connection | None = None) -> Any:
     """A relation as a :class:`Relation` (of ``con``), a reader or a generator raising loomdb's
-    errors."""
+    errors (and, with ``con``, answering Ctrl-C as ``con.interrupt()`` while each is read)."""
     if isinstance(value, _RELATIONS):
         return Relation(value, con)
     if isinstance(value, pa.RecordBatchReader):
-        return pa.RecordBatchReader.from_batches(value.schema, _rows(value))
+        return pa.RecordBatchReader.from_batches(value.schema, _rows(value, con, True))
     if isinstance(value, Iterator):
-        return _rows(value)
+        return _rows(value, con)
     return value
 
 
-def _rows(batches: Iterator[Any]) -> Iterator[Any]:
-    """``batches`` (a reader's record batches, ``iter_rows``' rows) raising loomdb's errors."""
+def _rows(batches: Iterable[Any], con: Connection | None = None, arrow: bool = False) -> Any:
+    """``batches`` (a reader's record batches, ``iter_rows``' rows) raising loomdb's errors.
+    They are read after the call that made them returned: Ctrl-C interrupts ``con`` while
+    each is read (``ctrl_c.read``; an Arrow reader's batch on a thread of its own, since
+    Arrow waits for DuckDB's stream in C, where no signal handler runs)."""
+    fetch = ctrl_c.in_a_thread if arrow and con is not None else next
     try:
-        yield from batches
+        yield from ctrl_c.read(iter(batches), con, fetch)
     except Exception as e:
         raise_loom(e)
 
@@ -276,7 +263,7 @@ def _fetch(name: str) -> Callable[..., Any]:
     def fetch(self: Connection, *args: Any, **kwargs: Any) -> Any:
         try:
             with ctrl_c_interrupts(self):
-                return _wrapped(method(self.duckdb, *args, **kwargs))
+                return _wrapped(method(self.duckdb, *args, **kwargs), self)
         except Exception as e:
             raise_loom(e)
 
