@@ -266,8 +266,12 @@ def test_a_source_named_in_another_case_finds_its_index_as_the_engine_reads_name
     """The index pts_w was found by its source's text as written: train_mlweaving('PTS', …)
     said "table PTS has no mlweaving index" and loom_train('m', 'PTS', …, {"index": "pts_w"})
     "was built on 'pts', not 'PTS'", though both engines read PTS as pts (PostgreSQL folds the
-    unquoted name; DuckDB's names ignore case, quoted ones too)."""
+    unquoted name; DuckDB's names ignore case, quoted ones too); so did 'main.pts' (or
+    'public.pts', as psql's CREATE INDEX … USING records its table) for an index on 'pts'."""
     (trained,) = front(pts, "CREATE INDEX m ON train_mlweaving('PTS', 1, 4)")
+    assert json.loads(trained[0])["rows"] == ROWS
+    ((schema,),) = pts.rows("SELECT current_schema()")  # and named with its schema
+    (trained,) = front(pts, f"CREATE INDEX m1 ON train_mlweaving('{schema}.pts', 1, 4)")
     assert json.loads(trained[0])["rows"] == ROWS
     on_index = """SELECT loom_train('{model}', '{source}', 'y', '{{"index": "pts_w"}}')"""
     (trained,) = pts.rows(on_index.format(model="m2", source="Pts"))

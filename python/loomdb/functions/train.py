@@ -81,7 +81,7 @@ def fit_record(
     started = time.perf_counter() - (0.0 if shared is None else shared[1])
     laid = _layout(db, p, source, label, what) if shared is None else shared[0]
     try:
-        _check_layout(p, laid, source, label, db.dialect)
+        _check_layout(p, laid, source, label, db)
         laid_out = time.perf_counter()
         model, history, used, report = _fit(db, name, p, laid, what, cluster, metric)
     finally:
@@ -158,10 +158,10 @@ def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) 
 
 
 def _check_layout(
-    p: Plan, laid: layout.Layout, source: str | None, label: str | None, dialect: str
+    p: Plan, laid: layout.Layout, source: str | None, label: str | None, db: Any
 ) -> None:
     if p.opts["index"]:
-        p.check_index(laid.info, source, label, dialect)
+        p.check_index(laid.info, source, label, db)
     p.check_layout(laid)
 
 

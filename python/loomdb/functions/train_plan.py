@@ -21,9 +21,8 @@ from loomdb.learn.model import class_text
 from loomdb.learn.optimizers import AUTOMATIC_STEP, DEFAULT_LR
 from loomdb.learn.schedules import DEFAULT_DECAY
 from loomdb.seams import IndexInfo
-from loomdb.store import budget, formats, layout
+from loomdb.store import budget, catalog, formats, layout
 from loomdb.store.formats.base import Format
-from loomdb.store.names import same_source
 
 # Every format defaults to z-score, mlweaving too: its stored min–max values get the map folded
 # on top (Scaling.over_minmax), so the model is dense's at 32 bits.  Its own min–max map as the
@@ -98,10 +97,8 @@ class Plan:
             )
         return safe
 
-    def check_index(
-        self, info: IndexInfo, source: str | None, label: str | None, dialect: str
-    ) -> None:
-        if source and not same_source(source, info.source, dialect):
+    def check_index(self, info: IndexInfo, source: str | None, label: str | None, db: Any) -> None:
+        if source and not catalog.same_source(db, source, info.source):
             raise LoomOptionError(
                 f"index '{info.name}' was built on {info.source!r}, not {source!r}",
                 hint="pass the index's source (or NULL) as the source argument",

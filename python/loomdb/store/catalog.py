@@ -41,7 +41,8 @@ from loomdb.errors import (
 )
 from loomdb.seams import IndexInfo, ModelRecord
 from loomdb.store.db import Queryable
-from loomdb.store.names import NAME_PATTERN, check_name, quote_ident, same_source
+from loomdb.store.names import NAME_PATTERN, check_name, is_table_name, quote_ident, relation
+from loomdb.store.names import same_source as same_name
 
 SCHEMA = "loom"
 DATA_SCHEMA = "loom_data"  # storage tables: a schema of their own, nothing of loomdb's code in it
@@ -684,17 +685,45 @@ def delete_index(db: Queryable, name: str) -> None:
     db.execute(f"DELETE FROM {SCHEMA}.indexes WHERE name = $1", [name])
 
 
+def _relation_id(db: Queryable, source: str) -> Any:
+    """What table ``source`` names here and now, with the schema filled in as the engine fills
+    it (PostgreSQL: its OID by ``to_regclass``, None where there is none; DuckDB: its lower-case
+    parts under the current schema); None for a query."""
+    text = source.strip().rstrip(";").strip()
+    if not is_table_name(text):
+        return None
+    if db.dialect == "postgres":
+        rows = db.query(
+            "SELECT pg_catalog.to_regclass($1::pg_catalog.text)::pg_catalog.oid", [text]
+        )
+        return rows[0][0] if rows else None
+    parts = relation(text, db.dialect).lower()[1:-1].split('"."')  # "a"."b" → a, b
+    if len(parts) == 1:
+        parts.insert(0, str(db.query("SELECT current_schema()")[0][0]).lower())
+    return tuple(parts)
+
+
+def same_source(db: Queryable, a: str, b: str) -> bool:
+    """Whether sources ``a`` and ``b`` name the same relation: as the engine reads names
+    (``names.same_source``: ``'PTS'`` is ``pts``), or as the same table once its schema is
+    filled in (``'pts'`` is ``'public.pts'``, which psql's ``CREATE INDEX … USING`` records)."""
+    if same_name(a, b, db.dialect):
+        return True
+    left = _relation_id(db, a)
+    return left is not None and left == _relation_id(db, b)
+
+
 def indexes_on(db: Queryable, source: str, fmt: str | None = None) -> list[str]:
     """The indexes (of format ``fmt``, or any) built on ``source``, newest first: on the table
-    ``source`` names by the engine's rules (``names.same_source``: ``'PTS'`` finds an index
-    built on ``pts``), however either was spelled."""
+    ``source`` names (:func:`same_source`: ``'PTS'`` finds an index built on ``pts``, and
+    ``'pts'`` one built on ``'public.pts'``), however either was spelled."""
     rows = db.query(
         f"SELECT name, source, format FROM {SCHEMA}.indexes ORDER BY built_at DESC, name"
     )
     return [
         str(n)
         for n, s, f in rows
-        if (fmt is None or f == fmt) and isinstance(s, str) and same_source(s, source, db.dialect)
+        if (fmt is None or f == fmt) and isinstance(s, str) and same_source(db, s, source)
     ]
 
 

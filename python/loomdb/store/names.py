@@ -68,8 +68,8 @@ def same_source(a: str, b: str, dialect: str) -> bool:
     """Whether sources ``a`` and ``b`` name the same relation by the engine's rules for names:
     on PostgreSQL an unquoted part folded to lower case (``'PTS'`` is ``pts``, ``'"PTS"'``
     another table), on DuckDB every part compared whatever its case, quoted or not.  A query
-    is the same source only as the same text; a schema is not filled in (``main.t`` is not
-    ``t``)."""
+    is the same source only as the same text.  By name alone: ``catalog.same_source`` also
+    fills a schema in (``public.t`` is ``t``)."""
     a, b = a.strip().rstrip(";").strip(), b.strip().rstrip(";").strip()
     if not (QUALIFIED.match(a) and QUALIFIED.match(b)):
         return a == b
