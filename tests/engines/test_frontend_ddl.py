@@ -325,3 +325,24 @@ def test_duckdb_reindex_table_rebuilds_the_tables_loomdb_index():
             front(duck, "REINDEX SCHEMA main")
     finally:
         duck.close()
+
+
+def test_duckdb_a_script_rewrites_each_statement_once_the_one_before_ran():
+    """``con.execute`` rewrote a script's next statement before running the one before it (to
+    know which was last): DROP INDEX of the index the script had just created reached DuckDB
+    ("Index with name w does not exist"), and train_mlweaving found no index."""
+    from support.engines import DuckEngine
+
+    duck = DuckEngine()
+    try:
+        duck.rows(POINTS)
+        script = "CREATE INDEX w ON pts USING toc (a, b) WITH (label = y); DROP INDEX w; "
+        assert front(duck, script + "SELECT count(*) FROM loom.indexes") == [(0,)]
+        (trained,) = front(
+            duck,
+            "CREATE INDEX w ON create_mlweaving('pts', 'y'); "
+            "CREATE INDEX m ON train_mlweaving('pts', 1)",
+        )
+        assert json.loads(trained[0])["rows"] == ROWS
+    finally:
+        duck.close()

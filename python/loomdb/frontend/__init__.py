@@ -7,7 +7,8 @@ each (:mod:`.rewrite`): loomdb's own forms — ``CREATE INDEX … USING mlweavin
 (:mod:`.maintenance`) — become calls of loomdb's SQL functions; every other statement is
 returned exactly as written.  ``statements`` does the same lazily, rewriting each statement only
 when the one before it has run (a script may create the index its next statement drops); the
-DuckDB connection and ``loomdb sql`` use it.
+DuckDB connection and ``loomdb sql`` use it, or ``pieces`` and ``rewritten`` where the caller
+must know which statement is the last before running the others.
 """
 
 from __future__ import annotations
@@ -19,16 +20,27 @@ from loomdb.frontend.rewrite import may_claim, rewrite
 from loomdb.frontend.script import DIALECTS, plain, split
 
 
+def pieces(sql: str, dialect: str) -> list[str]:
+    """The statements of ``sql`` as written, none rewritten yet: pass each to :func:`rewritten`
+    just before it runs (a script may create the index its next statement drops).  One plain
+    statement (``script.plain``: no semicolon, comment or backslash) is itself, stripped,
+    without tokenizing it."""
+    if dialect in DIALECTS and plain(sql):
+        return [stripped] if (stripped := sql.strip()) else []
+    return split(sql, dialect)
+
+
+def rewritten(piece: str, dialect: str, catalog: Catalog | None = None) -> str:
+    """One statement of :func:`pieces` rewritten; one that names no form of loomdb's
+    (``rewrite.may_claim``) is itself, without tokenizing it."""
+    return rewrite(piece, dialect, catalog) if may_claim(piece) else piece
+
+
 def statements(sql: str, dialect: str, catalog: Catalog | None = None) -> Iterator[str]:
-    """The statements to run, each rewritten just before it is handed out.  One plain
-    statement that names no form of loomdb's (``script.plain``, ``rewrite.may_claim``) is
-    handed out as ``split`` and ``rewrite`` would give it, stripped, without tokenizing it."""
-    if dialect in DIALECTS and plain(sql) and not may_claim(sql):
-        if stripped := sql.strip():
-            yield stripped
-        return
-    for statement in split(sql, dialect):
-        yield rewrite(statement, dialect, catalog)
+    """The statements to run, each rewritten just before it is handed out (:func:`pieces`,
+    :func:`rewritten`)."""
+    for piece in pieces(sql, dialect):
+        yield rewritten(piece, dialect, catalog)
 
 
 def process(sql: str, dialect: str, catalog: Catalog | None = None) -> list[str]:
@@ -36,4 +48,4 @@ def process(sql: str, dialect: str, catalog: Catalog | None = None) -> list[str]
     return list(statements(sql, dialect, catalog))
 
 
-__all__ = ["Catalog", "process", "rewrite", "split", "statements"]
+__all__ = ["Catalog", "pieces", "process", "rewrite", "rewritten", "split", "statements"]

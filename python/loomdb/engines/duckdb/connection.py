@@ -298,21 +298,22 @@ class Connection:
             self.state.in_transaction = False
 
     def _run(self, sql: str, last: Any) -> Any:
-        """Run every statement but the last, then ``last(statement)`` on the last one."""
-        from loomdb.engines.duckdb.frontend_catalog import statements
+        """Run every statement but the last, then ``last(statement)`` on the last one; each is
+        rewritten once the one before it has run (a script may create the index its next
+        statement drops: the next one was rewritten before it ran, so DROP INDEX reached
+        DuckDB and train_mlweaving found no index)."""
+        from loomdb.engines.duckdb.frontend_catalog import pieces
 
-        pending = None
         self.state.interrupted.clear()
         with loom_errors(self):
-            for statement in statements(self, sql):
-                if pending is not None:
-                    self._track(pending)
-                    self.duckdb.execute(pending).fetchall()  # results stream: finish each one
-                pending = statement
-            if pending is None:
-                return None
-            self._track(pending)
-            return last(pending)
+            raw, rewrite = pieces(self, sql)
+            for i, piece in enumerate(raw):
+                statement = rewrite(piece)
+                self._track(statement)
+                if i == len(raw) - 1:
+                    return last(statement)
+                self.duckdb.execute(statement).fetchall()  # results stream: finish each one
+            return None
 
     def each(self, sql: str) -> Iterator[Connection]:
         """Run a script statement by statement, yielding this connection holding each one's

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from loomdb.frontend import statements as rewritten
+from loomdb import frontend
 from loomdb.store.sql_catalog import DbCatalog
 
 
 def statements(conn: Any, sql: str) -> Iterator[str]:
-    return rewritten(sql, "duckdb", DbCatalog(conn.database()))
+    return frontend.statements(sql, "duckdb", DbCatalog(conn.database()))
+
+
+def pieces(conn: Any, sql: str) -> tuple[list[str], Callable[[str], str]]:
+    """The statements of ``sql`` not yet rewritten, and what rewrites one just before it runs
+    (the catalog opened when a statement first needs it)."""
+    catalog: list[DbCatalog] = []
+
+    def rewrite(piece: str) -> str:
+        if not frontend.may_claim(piece):
+            return piece
+        if not catalog:
+            catalog.append(DbCatalog(conn.database()))
+        return frontend.rewritten(piece, "duckdb", catalog[0])
+
+    return frontend.pieces(sql, "duckdb"), rewrite
