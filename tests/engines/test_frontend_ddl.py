@@ -154,6 +154,21 @@ def test_infer_mlweaving_leaves_the_rest_of_its_statement_as_written(engine):
     assert (far, predicted) == (98, ROWS - 1)  # a = 1 is 39 from 40: left out
 
 
+def test_infer_mlweaving_inside_explain_or_prepare_is_rewritten(engine):
+    """sqlglot reads EXPLAIN and PREPARE as a word and a string: the query they wrap reached the
+    engine as written ("Table Function with name infer_mlweaving does not exist")."""
+    engine.rows(POINTS)
+    engine.rows("""SELECT loom_train('m', 'pts', 'y', '{"epochs": 1}')""")
+    prepared = (
+        "PREPARE q AS SELECT count(prediction) FROM infer_mlweaving(m, 'pts') WHERE a > $1; "
+        "EXECUTE q(10)"
+    )
+    assert front(engine, prepared) == [(ROWS - 10,)]
+    explain = "EXPLAIN VERBOSE" if engine.name == "postgres" else "EXPLAIN"  # output columns
+    plan = front(engine, f"{explain} SELECT * FROM infer_mlweaving(m, 'pts') WHERE a > 1")
+    assert ("loom_predict" if engine.name == "postgres" else "prediction") in str(plan)
+
+
 def test_infer_mlweaving_refuses_what_a_table_function_cannot_take(engine):
     engine.rows(POINTS)
     engine.rows("""SELECT loom_train('m', 'pts', 'y', '{"epochs": 1}')""")

@@ -242,6 +242,24 @@ def test_infer_mlweaving_adds_a_prediction_column(sql, dialect, expected):
     assert one(sql, dialect) == expected
 
 
+@pytest.mark.parametrize("dialect", BOTH)
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        "EXPLAIN ",
+        "EXPLAIN ANALYZE VERBOSE ",
+        "EXPLAIN (ANALYZE, COSTS off) ",
+        "PREPARE q (int) AS ",
+    ],
+)
+def test_infer_mlweaving_inside_explain_or_prepare_is_rewritten(wrapper, dialect):
+    """sqlglot reads EXPLAIN and PREPARE as a word and a string: infer_mlweaving passed."""
+    query = "SELECT * FROM infer_mlweaving(m, 't1') WHERE a > 1"
+    assert one(wrapper + query, dialect) == wrapper + one(query, dialect)
+    for other in ("EXPLAIN CREATE INDEX i ON t USING toc (a) WITH (label = y)", "EXPLAIN"):
+        assert one(other, dialect) == other  # the engine's to judge
+
+
 PREDICTING = """(SELECT *, loom_predict('m', {array}["a", "b""c"]) AS prediction FROM t1{sample})"""
 
 

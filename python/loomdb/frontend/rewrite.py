@@ -161,6 +161,37 @@ def _create(tree: exp.Expression, dialect: str, catalog: Catalog | None) -> str 
     return create_index_call(tree, fmt, dialect) if fmt is not None else None
 
 
+# statements sqlglot keeps as a command word and a string, which wrap a statement of their own
+_WRAPPERS = {"EXPLAIN": ("ANALYZE", "ANALYSE", "VERBOSE"), "PREPARE": ()}
+
+
+def _wrapped_start(statement: str, tokens: list[Token], dialect: str) -> int | None:
+    """Where the query ``EXPLAIN [ANALYZE | VERBOSE | (…)]`` or ``PREPARE name [(…)] AS`` wraps
+    begins in ``statement``, when it holds ``infer_mlweaving(…)``; else None."""
+    word = tokens[0].text.upper() if tokens and tokens[0].token_type == TokenType.COMMAND else ""
+    if word not in _WRAPPERS:
+        return None
+    start = tokens[0].end + 1
+    try:
+        tail = tokenize(statement[start:], dialect)
+    except TokenError:
+        return None
+    depth, first = 0, None
+    for i, token in enumerate(tail):
+        kind = token.token_type
+        option = kind == TokenType.L_PAREN or token.text.upper() in _WRAPPERS[word]
+        if word == "EXPLAIN" and depth == 0 and not option:
+            first = i
+            break
+        depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
+        if word == "PREPARE" and depth == 0 and kind == TokenType.ALIAS:
+            first = i + 1
+            break
+    if first is None or first >= len(tail) or claim(tail[first:]) != "infer":
+        return None
+    return start + tail[first].start
+
+
 def rewrite(statement: str, dialect: str, catalog: Catalog | None = None) -> str:
     """The statement to run instead of ``statement``, or ``statement`` itself, unchanged.
 
@@ -177,6 +208,9 @@ def rewrite(statement: str, dialect: str, catalog: Catalog | None = None) -> str
     except TokenError:
         return statement  # not readable as SQL: the engine reports it
     form = claim(tokens)
+    inner = _wrapped_start(statement, tokens, dialect) if form is None else None
+    if inner is not None:  # EXPLAIN or PREPARE of a query with infer_mlweaving: rewrite that
+        return statement[:inner] + rewrite(statement[inner:], dialect, catalog)
     if form is None:
         return statement
     if form == "reindex":
