@@ -361,3 +361,24 @@ def test_duckdb_a_script_rewrites_each_statement_once_the_one_before_ran():
         assert json.loads(trained[0])["rows"] == ROWS
     finally:
         duck.close()
+
+
+def test_duckdb_sql_runs_loomdbs_ddl_now_as_duckdb_runs_its_own():
+    """``con.sql`` returns a relation that runs when read: ``con.sql("CREATE INDEX … USING
+    toc …")`` (rewritten into a call) built nothing until read, and the next statement's
+    ``DROP INDEX`` reached DuckDB ("Index with name w does not exist")."""
+    from support.engines import DuckEngine
+
+    duck = DuckEngine()
+    try:
+        duck.rows(POINTS)
+        assert duck.con.sql("CREATE INDEX w ON pts USING toc (a, b) WITH (label = y)") is None
+        assert indexes(duck) == ["w"]
+        assert duck.con.sql("REINDEX INDEX w") is None
+        assert duck.con.sql("DROP INDEX w") is None
+        assert indexes(duck) == []
+        duck.rows("""SELECT loom_train('m', 'pts', 'y', '{"epochs": 1}')""")
+        predicted = duck.con.sql("SELECT count(*) FROM infer_mlweaving(m, 'pts')")
+        assert predicted.fetchall() == [(ROWS,)]  # a query stays a relation
+    finally:
+        duck.close()

@@ -272,6 +272,16 @@ def _fetch(name: str) -> Callable[..., Any]:
     return fetch
 
 
+_DDL = {"CREATE", "DROP", "REINDEX"}
+
+
+def _ddl_rewritten(piece: str, statement: str) -> bool:
+    """Whether the front-end rewrote DDL (``CREATE INDEX … USING``, ``DROP INDEX``, DoppioDB's
+    forms…) into ``statement``, a call of loomdb's that DuckDB would run only when read."""
+    words = piece.split(None, 1)
+    return statement != piece and bool(words) and words[0].upper() in _DDL
+
+
 class Connection:
     """A DuckDB connection whose statements pass through loomdb's SQL front-end."""
 
@@ -297,11 +307,13 @@ class Connection:
         elif first in CLOSE:
             self.state.in_transaction = False
 
-    def _run(self, sql: str, last: Any) -> Any:
+    def _run(self, sql: str, last: Any, lazy: bool = False) -> Any:
         """Run every statement but the last, then ``last(statement)`` on the last one; each is
         rewritten once the one before it has run (a script may create the index its next
         statement drops: the next one was rewritten before it ran, so DROP INDEX reached
-        DuckDB and train_mlweaving found no index)."""
+        DuckDB and train_mlweaving found no index).  ``lazy`` (``sql``: a relation runs when
+        read): a last statement that was DDL of loomdb's runs now all the same, as DuckDB runs
+        its own DDL, and gives None."""
         from loomdb.engines.duckdb.frontend_catalog import pieces
 
         self.state.interrupted.clear()
@@ -310,7 +322,7 @@ class Connection:
             for i, piece in enumerate(raw):
                 statement = rewrite(piece)
                 self._track(statement)
-                if i == len(raw) - 1:
+                if i == len(raw) - 1 and not (lazy and _ddl_rewritten(piece, statement)):
                     return last(statement)
                 self.duckdb.execute(statement).fetchall()  # results stream: finish each one
             return None
@@ -338,8 +350,10 @@ class Connection:
 
     def sql(self, sql: str) -> Relation | None:
         """The last statement as a relation that runs when read (None for one that returns
-        no rows, as DuckDB's ``sql``); its reads raise loomdb's errors."""
-        return _wrapped(self._run(sql, self.duckdb.sql), self)
+        no rows, as DuckDB's ``sql``, and for loomdb's DDL, which runs now as DuckDB's own
+        does: ``con.sql("CREATE INDEX … USING toc …")`` built nothing until read); its reads
+        raise loomdb's errors."""
+        return _wrapped(self._run(sql, self.duckdb.sql, lazy=True), self)
 
     # A result streams: its fetches run UDFs too.  Each is DuckDB's own in a try (no copy).
     def fetchone(self) -> Any:
