@@ -26,7 +26,6 @@ from typing import Any
 from loomdb.distributed import worker
 from loomdb.distributed.options import REMOTE, ClusterSpec
 from loomdb.errors import LoomError, LoomStateError
-from loomdb.learn.trainer import Diverged
 
 POLL_S = 0.25  # how often a waiting driver checks for cancel and lost workers
 CONNECT_S = 30  # waiting for a scheduler, and for a LocalCluster's workers
@@ -130,7 +129,7 @@ class DaskWorkers:
 def _result(w: str, future: Any) -> Any:
     try:
         return future.result(timeout=POLL_S)
-    except (LoomError, TimeoutError, Diverged):  # a divergence: the trainer restarts
+    except (LoomError, TimeoutError):
         raise
     except Exception as e:
         name = type(e).__name__

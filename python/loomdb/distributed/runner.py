@@ -236,26 +236,7 @@ class Runner(CpuBackend):
         offsets = b - scaling.shift @ Weff
         seed = self.step_no & 0xFFFFFFFF
         self.step_no += 1
-        for _ in range(MAX_RETRIES + 1):
-            groups = self.assign.shares(batches)
-            down = {w: self._down(Weff, offsets, nums, seed) for w, nums in groups.items()}
-            calls = {
-                w: (worker.compute, (self.key, nums, down[w], _seed(seed, nums[0])))
-                for w, nums in groups.items()
-            }
-            sent = time.perf_counter()
-            try:
-                results = self.workers.map(calls, self.check)
-                break
-            except Lost as e:
-                self.retries += 1
-                self._survive(e)
-        else:
-            raise LoomStateError(
-                f"cluster '{self.settings.cluster.text}' lost workers {MAX_RETRIES + 1} times "
-                "in one step; the train stopped and nothing was stored",
-                hint="check the workers' memory and logs, then train again",
-            )
+        groups, down, results, sent = self._gather(batches, Weff, offsets, seed)
         back = time.perf_counter()
         gW, gb, loss, got_rows, sizes, slowest = self._sum(groups, results)
         gW = self.problem.scaling.scale[:, None] * gW
@@ -276,6 +257,32 @@ class Runner(CpuBackend):
         tally["messages"] += 2 * len(groups)
         tally["worker_s"] += slowest
         tally["driver_s"] += (sent - started) + (time.perf_counter() - back)
+
+    def _gather(self, batches: list[int], Weff: np.ndarray, offsets: np.ndarray, seed: int):
+        """A step's shares computed by the workers holding them, retried on the workers left
+        when one is lost: (groups, the models sent down, the results, when they were sent)."""
+        for _ in range(MAX_RETRIES + 1):
+            groups = self.assign.shares(batches)
+            down = {w: self._down(Weff, offsets, nums, seed) for w, nums in groups.items()}
+            calls = {
+                w: (worker.compute, (self.key, nums, down[w], _seed(seed, nums[0])))
+                for w, nums in groups.items()
+            }
+            sent = time.perf_counter()
+            try:
+                results = self.workers.map(calls, self.check)
+            except Lost as e:
+                self.retries += 1
+                self._survive(e)
+                continue
+            if any(up is worker.DIVERGED for up, _ in results.values()):
+                raise Diverged("the gradient became non-finite on a worker")
+            return groups, down, results, sent
+        raise LoomStateError(
+            f"cluster '{self.settings.cluster.text}' lost workers {MAX_RETRIES + 1} times "
+            "in one step; the train stopped and nothing was stored",
+            hint="check the workers' memory and logs, then train again",
+        )
 
     def _survive(self, lost: Lost) -> None:
         """Hand a lost worker's minibatches to those left (losing more on the way is lost

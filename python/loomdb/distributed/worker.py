@@ -12,8 +12,10 @@ step 1–3 (``learn/trainer.py``) up to the gradient, on the columns the share h
 3. ``Xᵀ·G`` at the held columns and ``ΣG``: the driver applies the scale, the shift and L2.
 
 A gradient that is not finite (margins overflowed at too large a step) is the trainer's
-divergence (``Diverged``, which Dask hands back as itself): the driver restarts at a smaller
-step, as one process would, rather than the codec refusing to encode it.
+divergence: the share answers ``DIVERGED`` instead of a message, and the driver raises
+``Diverged`` and restarts at a smaller step, as one process would, rather than the codec
+refusing to encode it.  It is an answer, not an exception: a task that raises is logged by
+the Dask worker as an ERROR ("Compute Failed"), and this one is handled.
 
 The functions are module-level so Dask ships them by reference: workers need loomdb.
 """
@@ -31,7 +33,6 @@ import numpy as np
 from loomdb.distributed import messages
 from loomdb.learn.problem import Problem
 from loomdb.learn.step_kernels import KIND_CODES, residuals
-from loomdb.learn.trainer import Diverged
 from loomdb.seams import Batch
 from loomdb.store.storage import Stored
 
@@ -65,6 +66,7 @@ class Partition:
 
 
 _PARTS: dict[str, Partition] = {}
+DIVERGED = None  # a share's answer in place of a gradient that is not finite
 _LOCK = threading.Lock()
 
 
@@ -118,8 +120,9 @@ def columns_of(part: Partition, numbers: list[int]) -> np.ndarray:
     return cols[0] if len(cols) == 1 else np.unique(np.concatenate(cols))
 
 
-def compute(key: str, numbers: list[int], down: bytes, seed: int) -> tuple[bytes, float]:
-    """One share's step: the encoded gradient message, and the seconds it took here."""
+def compute(key: str, numbers: list[int], down: bytes, seed: int) -> tuple[bytes | None, float]:
+    """One share's step: the encoded gradient message (``DIVERGED`` where the gradient is
+    not finite), and the seconds it took here."""
     from loomdb.accel import registry
 
     started = time.perf_counter()
@@ -140,14 +143,14 @@ def compute(key: str, numbers: list[int], down: bytes, seed: int) -> tuple[bytes
         with np.errstate(over="ignore", invalid="ignore"):  # the driver's guard judges
             Z = backend.margins(held.batch, Weff) + offsets
             value, G, batch_gsum = residuals(kind, Z, held.T, held.sw, float(widest))
+            g = backend.gradient(held.batch, G)
         total += value
         gsum += batch_gsum
-        g = backend.gradient(held.batch, G)
         acc = g if acc is None else acc + g
         rows += held.batch.rows
     assert acc is not None
     if not (np.isfinite(acc).all() and np.isfinite(gsum).all()):  # no codec takes NaN/Inf
-        raise Diverged("the gradient became non-finite on a worker")
+        return DIVERGED, time.perf_counter() - started
     up = messages.pack_gradient(cols, acc[cols], total, rows, gsum, spec.up, seed)
     return up, time.perf_counter() - started
 
