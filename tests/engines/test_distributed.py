@@ -209,6 +209,10 @@ def test_compress_model_sends_the_model_through_the_codec(engine, address):
         ({"cluster": "inprocess", "cache_mb": 8}, "'cache_mb'"),
         ({"cluster": "inprocess", "skip": "random", "skip_fraction": 0.5}, "'skip'"),
         ({"cluster": "inprocess", "scans": "adaptive"}, "'scans'"),
+        ({"cluster": "inprocess", "step_timeout_s": 5}, "'step_timeout_s' bounds the wait"),
+        ({"cluster": "local:2", "step_timeout_s": 0}, "'step_timeout_s' option must be"),
+        ({"cluster": "local:2", "step_timeout_s": "10"}, "'step_timeout_s' option must be"),
+        ({"step_timeout_s": 10}, "applies to distributed training only"),
     ],
 )
 def test_what_the_distributed_path_cannot_honour_is_refused(engine, options, says):
@@ -231,6 +235,47 @@ def test_a_distributed_train_records_no_cache_mb(engine):
     assert options["cluster"] == "inprocess" and "cache_mb" not in options
     again = {k: options[k] for k in ("cluster", "compress", "cache_mb") if k in options}
     train(engine, "again", src, again)
+
+
+def _slow_compute(seconds: float) -> None:
+    """On a worker: every share's step takes ``seconds`` more (a worker alive but hung)."""
+    import time
+
+    from loomdb.distributed import worker
+
+    original = worker.compute
+
+    def slow(*args):
+        time.sleep(seconds)
+        return original(*args)
+
+    slow.original = original  # type: ignore[attr-defined]
+    worker.compute = slow
+
+
+def _restore_compute() -> None:
+    from loomdb.distributed import worker
+
+    worker.compute = getattr(worker.compute, "original", worker.compute)
+
+
+def test_a_worker_that_hangs_fails_the_train_after_step_timeout_s(engine, address, cluster):
+    """A worker that stops answering without dying stays in the scheduler; the driver waits
+    'step_timeout_s' for a step's share, then fails clearly and stores nothing."""
+    src = dense_table(engine)
+    train(engine, "answered", src, {"cluster": address, "step_timeout_s": 30})  # imports done
+    assert record(engine, "answered")[0]["step_timeout_s"] == 30
+    client = cluster[1]
+    hung = sorted(client.scheduler_info()["workers"])[0]
+    client.run(_slow_compute, 8.0, workers=[hung])
+    try:
+        with pytest.raises(engine.errors) as info:
+            train(engine, "hung", src, {"cluster": address, "step_timeout_s": 2})
+    finally:
+        client.run(_restore_compute, workers=[hung])
+    assert f"{hung} did not answer within 2 s" in str(info.value)
+    assert "step_timeout_s" in hint_of(info.value)
+    assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'hung'") == 0
 
 
 def test_an_adaptive_precision_is_refused(engine):

@@ -36,7 +36,7 @@ def flaky(monkeypatch):
     made: list[Flaky] = []
 
     def use(gone: list[str], at: int) -> list[Flaky]:
-        def open_workers(_spec):
+        def open_workers(_spec, _timeout_s):
             made.append(Flaky(gone, at))
             return made[-1]
 

@@ -4,8 +4,9 @@ scheduler.  No paper section (SketchML runs on Spark; loomdb on Dask's ``distrib
 Every kind answers ``map(calls, check)``: run ``fn(*args)`` on each named worker and return
 the results by worker, polling ``check`` (the caller's cancel) while it waits.  A worker that
 goes away (its process killed, its connection lost) raises :class:`Lost` naming it; the runner
-hands its minibatches to the workers left and retries the step.  An error a task raised on
-purpose (a ``LoomError``) comes back as itself.
+hands its minibatches to the workers left and retries the step.  One that does not answer a
+task within ``step_timeout_s`` (alive, but hung) fails the train with a ``LoomStateError``.
+An error a task raised on purpose (a ``LoomError``) comes back as itself.
 
 ``local:N`` starts N worker processes (one thread each) on 127.0.0.1 with Dask's TLS and a
 throwaway certificate (``Security.temporary``): the scheduler's port would otherwise run any
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loomdb.distributed import worker
-from loomdb.distributed.options import REMOTE, ClusterSpec
+from loomdb.distributed.options import REMOTE, STEP_TIMEOUT_S, ClusterSpec
 from loomdb.errors import LoomError, LoomStateError
 
 POLL_S = 0.25  # how often a waiting driver checks for cancel and lost workers
@@ -61,9 +62,11 @@ class InProcess:
 class DaskWorkers:
     """The workers of a Dask scheduler, each task pinned to the worker holding its data."""
 
-    def __init__(self, client: Any, cluster: Any = None):
+    def __init__(self, client: Any, cluster: Any = None, timeout_s: float = STEP_TIMEOUT_S):
         self.client, self.cluster = client, cluster
         self.kind = "dask"
+        self.timeout_s = timeout_s  # the longest wait for a worker's answer to one task
+        self.hung: set[str] = set()  # workers that did not answer within it
         self.workers = sorted(client.scheduler_info()["workers"])
         if not self.workers:
             self.close()
@@ -83,24 +86,39 @@ class DaskWorkers:
         for f in futures.values():
             f.add_done_callback(lambda _f: finished.set())
         looked = time.monotonic()
+        deadline = looked + self.timeout_s
         out: dict[str, Any] = {}
         try:
             while len(out) < len(futures):
                 finished.clear()
                 for w, f in futures.items():
                     if w not in out and f.done():
-                        out[w] = self._fetch(w, f, check)
+                        out[w] = self._fetch(w, f, check, deadline)
                 if len(out) == len(futures):
                     break
                 check()
                 if time.monotonic() - looked >= POLL_S:
                     looked = time.monotonic()
                     self._look(futures)
+                    self._in_time(deadline, [w for w in futures if w not in out])
                 finished.wait(POLL_S)
             return out
         finally:
             for f in futures.values():
                 f.release()
+
+    def _in_time(self, deadline: float, waiting: list[str]) -> None:
+        """Refuse to wait past ``deadline`` for ``waiting`` workers: one that hangs without
+        dying stays in the scheduler, which would be waited on until the scheduler drops it."""
+        if time.monotonic() < deadline:
+            return
+        self.hung.update(waiting)
+        raise LoomStateError(
+            f"Dask worker(s) {', '.join(waiting)} did not answer within {self.timeout_s:g} s "
+            "('step_timeout_s'); the train stopped and nothing was stored",
+            hint="check those workers (a worker can hang without dying: its scheduler still "
+            'lists it), or give a larger {"step_timeout_s": …} if its steps take that long',
+        )
 
     def _look(self, futures: dict[str, Any]) -> None:
         """Raise ``Lost`` for workers gone from the scheduler or holding a lost result."""
@@ -109,14 +127,16 @@ class DaskWorkers:
         if gone:
             raise Lost(gone, "its process went away")
 
-    def _fetch(self, w: str, future: Any, check: Callable[[], None]) -> Any:
-        """A done task's result; a worker that dies before handing it over is lost."""
+    def _fetch(self, w: str, future: Any, check: Callable[[], None], deadline: float) -> Any:
+        """A done task's result; a worker that dies before handing it over is lost, one that
+        hangs past ``deadline`` is an error."""
         while True:
             try:
                 return _result(w, future)
             except TimeoutError:
                 check()
                 self._look({w: future})
+                self._in_time(deadline, [w])
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -141,7 +161,7 @@ def _result(w: str, future: Any) -> Any:
         ) from None
 
 
-def open_workers(spec: ClusterSpec) -> InProcess | DaskWorkers:
+def open_workers(spec: ClusterSpec, timeout_s: float = STEP_TIMEOUT_S) -> InProcess | DaskWorkers:
     if spec.kind == "inprocess":
         return InProcess()
     try:
@@ -153,7 +173,7 @@ def open_workers(spec: ClusterSpec) -> InProcess | DaskWorkers:
             'server\'s environment), or train without "cluster"',
         ) from None
     if spec.kind == "local":
-        workers = _local(distributed, spec.workers)
+        workers = _local(distributed, spec.workers, timeout_s)
     else:
         _reachable(spec)
         try:
@@ -163,7 +183,7 @@ def open_workers(spec: ClusterSpec) -> InProcess | DaskWorkers:
                 f"could not reach the Dask scheduler at {spec.address}: {e}",
                 hint="start it (dask scheduler) and its workers, or check the address",
             ) from None
-        workers = DaskWorkers(client)
+        workers = DaskWorkers(client, timeout_s=timeout_s)
     try:
         _check_versions(workers)
     except BaseException:
@@ -228,7 +248,7 @@ def _handshake(address: str) -> str | None:
     return why[0] or None
 
 
-def _local(distributed: Any, n: int) -> DaskWorkers:
+def _local(distributed: Any, n: int, timeout_s: float) -> DaskWorkers:
     from distributed.security import Security
 
     security = Security.temporary()
@@ -255,7 +275,7 @@ def _local(distributed: Any, n: int) -> DaskWorkers:
         if isinstance(e, Exception):
             raise _not_started(n, e) from None
         raise
-    return DaskWorkers(client, cluster)
+    return DaskWorkers(client, cluster, timeout_s)
 
 
 def _not_started(n: int, e: Exception) -> LoomStateError:

@@ -58,6 +58,8 @@ def used(settings: Distributed, report: dict[str, Any]) -> dict[str, Any]:
         "step_batches": report["step_batches"],
         "workers": report["workers"],
     }
+    if settings.cluster.kind != "inprocess":  # no worker to wait for in process
+        out["step_timeout_s"] = settings.step_timeout_s
     if settings.dsn is not None:
         out["dsn"] = redact(settings.dsn)
     return out

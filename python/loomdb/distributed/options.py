@@ -12,6 +12,9 @@ No paper section (the options choose among SketchML §4's codecs; the rest is lo
 * ``step_batches``: stored minibatches per step (default: one per worker).
 * ``dsn``: the workers read their partition from PostgreSQL with this connection string
   (an index's storage table, committed); without it the driver sends them the stored blobs.
+* ``step_timeout_s``: how long the driver waits for a Dask worker's answer to one task (a
+  step's share, a part of its partition) before the train fails: a worker that hangs without
+  dying stays in the scheduler, which would otherwise be waited on until it drops it.
 
 Who may use them: a ``cluster`` other than ``inprocess`` makes the database server start
 processes (``local``) or connect to an address the caller chose (``tcp``/``tls``, and ``dsn``):
@@ -35,6 +38,8 @@ _LOCAL = re.compile(r"local:([0-9]{1,3})")
 REMOTE = re.compile(r"(tcp|tls)://([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})")
 CLUSTERS_SETTING = "dask_clusters"
 DSN_SETTING = "dask_dsn"
+STEP_TIMEOUT_S = 600  # a worker's longest answer to one task (a step's share, a partition's part)
+MAX_STEP_TIMEOUT_S = 86400
 
 
 def _codecs() -> list[str]:
@@ -78,6 +83,12 @@ OPTIONS = Options(
         "stored minibatches per distributed step (default: one per worker)",
     ),
     Option("dsn", Text(), None, "workers read their partition from PostgreSQL with this DSN"),
+    Option(
+        "step_timeout_s",
+        Interval(False, 1, MAX_STEP_TIMEOUT_S),
+        None,
+        f"seconds a Dask worker may take to answer one task (default {STEP_TIMEOUT_S})",
+    ),
 )
 NAMES = tuple(OPTIONS.names())
 OPTIMIZERS = ("adam", "sgd")  # optimisers whose step needs nothing but the summed gradient
@@ -111,6 +122,7 @@ class Distributed:
     compress_model: str
     step_batches: int | None
     dsn: str | None
+    step_timeout_s: float = STEP_TIMEOUT_S
 
 
 def resolve(db: Any, given: dict[str, Any], opts: dict[str, Any]) -> Distributed | None:
@@ -130,6 +142,12 @@ def resolve(db: Any, given: dict[str, Any], opts: dict[str, Any]) -> Distributed
     _refuse_unhonoured(given, opts)
     if "optimizer" not in given:
         opts["optimizer"] = "adam"
+    if spec.kind == "inprocess" and opts["step_timeout_s"] is not None:
+        raise LoomOptionError(
+            "'step_timeout_s' bounds the wait for a Dask worker; 'inprocess' runs each step "
+            "in this call",
+            hint="leave 'step_timeout_s' out with 'inprocess'",
+        )
     if opts["dsn"] is not None:
         if spec.kind == "inprocess":
             raise LoomOptionError(
@@ -153,6 +171,7 @@ def resolve(db: Any, given: dict[str, Any], opts: dict[str, Any]) -> Distributed
         opts["compress_model"] or "none",
         opts["step_batches"],
         opts["dsn"],
+        STEP_TIMEOUT_S if opts["step_timeout_s"] is None else float(opts["step_timeout_s"]),
     )
 
 

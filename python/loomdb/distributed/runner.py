@@ -81,7 +81,7 @@ class Runner(CpuBackend):
     # -- lifecycle -------------------------------------------------------------------------
 
     def __enter__(self) -> Runner:
-        self.workers = open_workers(self.settings.cluster)
+        self.workers = open_workers(self.settings.cluster, self.settings.step_timeout_s)
         try:
             shares = self.settings.step_batches or len(self.workers.workers)
             self.plan = StepPlan(self.train_batches, shares)
@@ -107,7 +107,8 @@ class Runner(CpuBackend):
         workers, self.workers = self.workers, None
         try:
             if workers.kind == "inprocess" or workers.cluster is None:  # a cluster we keep
-                alive = [w for w in workers.workers if w not in self.lost]
+                gone = set(self.lost) | getattr(workers, "hung", set())  # not waited on again
+                alive = [w for w in workers.workers if w not in gone]
                 workers.map({w: (worker.drop, (self.key,)) for w in alive}, lambda: None)
         except Exception:
             pass  # best effort: a shared cluster forgets a train's partition when it restarts
