@@ -12,6 +12,7 @@ bytes each way and the compression ratio achieved.  No assertion reads a clock.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -235,6 +236,27 @@ def test_a_distributed_train_records_no_cache_mb(engine):
     assert options["cluster"] == "inprocess" and "cache_mb" not in options
     again = {k: options[k] for k in ("cluster", "compress", "cache_mb") if k in options}
     train(engine, "again", src, again)
+
+
+def test_the_driver_keeps_no_rows_whatever_cache_mbs_default(engine, caplog):
+    """'cache_mb' is refused with a cluster and not recorded, so the driver's layout of a
+    source does not depend on the engine's default: the rows go to a temporary table it
+    reads once to partition them (it had kept them in memory up to the default, and beyond
+    it advised the refused 'cache_mb')."""
+    caplog.set_level(logging.INFO, logger="loomdb.progress")
+    rows = 200_000 if engine.name == "duckdb" else 1500  # 11.2 MB: DuckDB's default below
+    if engine.name == "duckdb":  # a connection that reports progress, cache_mb's default 10
+        engine.con.close()
+        engine.con = loomdb.connect()
+        engine.rows("SET memory_limit = '40MB'")
+    src = dense_table(engine, n=rows)
+    opts = {"cluster": "inprocess", "compress": "none", "progress": True, "epochs": 1}
+    got = train(engine, "dist", src, opts)
+    said = getattr(engine, "notices", None)
+    said = [r.getMessage() for r in caplog.records] if said is None else said
+    assert not [m for m in said if "cache_mb" in m]
+    assert [m for m in said if "temporary table that the driver reads once" in m]
+    assert got["rows"] == rows and "cache_mb" not in record(engine, "dist")[0]
 
 
 def _slow_compute(seconds: float) -> None:

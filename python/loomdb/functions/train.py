@@ -154,7 +154,8 @@ def _layout(db: Any, p: Plan, source: str | None, label: str | None, what: str) 
     quiet = not p.opts["progress"]
     shared = train_parallel.in_database(db, p.opts)
     opts = p.layout_options
-    return layout.scratch(db, source, label or "", opts, p.cache_bytes, what, quiet, shared, split)
+    budget = None if p.opts["cluster"] is not None else p.cache_bytes  # None: in a table
+    return layout.scratch(db, source, label or "", opts, budget, what, quiet, shared, split)
 
 
 def _check_layout(

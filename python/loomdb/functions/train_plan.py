@@ -66,6 +66,10 @@ class Plan:
 
     @property
     def cache_bytes(self) -> int:
+        """What the train keeps in memory between epochs: nothing on a distributed train's
+        driver (``cache_mb`` is refused there: the workers keep the partitions)."""
+        if self.opts["cluster"] is not None:
+            return 0
         return int(self.opts["cache_mb"]) * budget.MB
 
     @property

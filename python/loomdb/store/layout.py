@@ -416,15 +416,17 @@ def scratch(
     source: str,
     label: str,
     opts: dict[str, Any],
-    budget: int,
+    budget: int | None,
     what: str,
     quiet: bool = False,
     shared: bool = False,
     split: Any = None,
 ) -> Layout:
     """A layout for one train: in memory when the raw rows fit ``budget`` bytes, else in a
-    temporary table (dropped with the session or by ``close``); ``shared``: always in a table
-    the engine's parallel workers can read (``storage.shared_scratch_relation``); of the rows
+    temporary table (dropped with the session or by ``close``); ``budget`` None: always in a
+    temporary table (a distributed train's driver, which reads it once to partition it and
+    keeps no rows, whatever ``cache_mb``'s default); ``shared``: always in a table the
+    engine's parallel workers can read (``storage.shared_scratch_relation``); of the rows
     ``split`` (a ``store.split.Split``) leaves for training where given."""
     fmt = formats.get(opts["format"])
     fmt.check(opts)
@@ -433,17 +435,13 @@ def scratch(
     info = _info("", prof, fmt, opts)
     progress = Progress(db, what, prof.rows, quiet)
     keyed = bool(opts.get("slimml"))
-    if not shared and prof.raw_bytes <= budget:
+    if not shared and budget is not None and prof.raw_bytes <= budget:
         kept: list[tuple] = []
         _lay_out(db, info, prof, fmt, opts, kept.extend, progress, checked=False)
         memory = MemoryRows(kept)
         return Layout(info, fmt.bind(info), memory.read, by_group=memory if keyed else None)
     if not shared:
-        progress.phase(
-            f"the rows take {in_mb(prof.raw_bytes)} MB, more than cache_mb ({in_mb(budget)}): they "
-            "go to a temporary table that every epoch reads back; "
-            f'"cache_mb": {math.ceil(prof.raw_bytes / MB)} or more keeps them in memory'
-        )
+        progress.phase(_why_a_table(prof.raw_bytes, budget))
     make = storage.shared_scratch_relation if shared else storage.scratch_relation
     relation = make(db, info.uid)
     storage.create(db, relation, keyed=keyed)
@@ -460,6 +458,20 @@ def scratch(
     )
     layout.close = lambda: db.execute(f"DROP TABLE IF EXISTS {relation}")
     return layout
+
+
+def _why_a_table(raw_bytes: int, budget: int | None) -> str:
+    """Progress's word on a scratch layout going to a temporary table."""
+    if budget is None:
+        return (
+            f"the rows ({in_mb(raw_bytes)} MB) go to a temporary table that the driver reads "
+            "once to send each worker its partition; it keeps no rows in memory"
+        )
+    return (
+        f"the rows take {in_mb(raw_bytes)} MB, more than cache_mb ({in_mb(budget)}): they "
+        "go to a temporary table that every epoch reads back; "
+        f'"cache_mb": {math.ceil(raw_bytes / MB)} or more keeps them in memory'
+    )
 
 
 class MemoryRows:
