@@ -237,6 +237,29 @@ def test_fidelity_options_are_honoured_or_refused(engine, folder):
         engine.scalar("SELECT loom_evaluate('ok', 'ph_text')")
 
 
+def test_a_corrupt_jpeg_predicts_null_with_or_without_scans(engine, folder):
+    """Junk before the EOI: Pillow decodes it without a word, jpegtran warns (what the loader
+    and a pcr index refuse).  Read at k scans it was NULL, read whole a class: NULL both ways,
+    and loom_evaluate skips it both ways."""
+    load(engine, folder)
+    create(engine)
+    train(engine, "ok", scans=2)
+    whole = folder / "bees" / sorted(p.name for p in (folder / "bees").glob("*.jpg"))[0]
+    junk = whole.read_bytes()
+    junk = (junk[:-2] + bytes(8) + junk[-2:]).hex()
+    cast = f"unhex('{junk}')" if engine.name == "duckdb" else f"decode('{junk}', 'hex')"
+    engine.rows(f"CREATE TABLE junk AS SELECT 1 AS label, {cast} AS image")
+    got = engine.rows(
+        "SELECT loom_predict_image('ok', image), loom_predict_image('ok', image, 2) FROM junk"
+    )
+    assert got == [(None, None)]
+    for options in ("{}", '{"scans": 2}'):
+        done = json.loads(engine.scalar(f"SELECT loom_evaluate('ok', 'junk', '{options}')"))
+        assert done["rows"] == 0 and done["skipped"] == 1
+    good = engine.rows("SELECT loom_predict_image('ok', image) FROM ph")
+    assert all(v in (0, 1) for (v,) in good)  # whole images still predict
+
+
 def test_an_unreadable_image_in_the_table_stops_the_layout_with_a_hint(engine, folder):
     load(engine, folder)
     blob = "BLOB" if engine.name == "duckdb" else "bytea"

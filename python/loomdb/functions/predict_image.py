@@ -7,7 +7,9 @@ default progression (jpegtran, as the index did), keeps k scans and appends an E
 sees the same feature vector (``imaging/pixels.py``) the index gave it at k.  Without k (or at
 k ≥ the image's scans) the original is decoded as it is: lossless transcoding gives exactly its
 pixels.  A NULL or unreadable image predicts NULL, like a row with a NaN feature; an image that
-cannot be evaluated is counted as skipped.
+cannot be evaluated is counted as skipped.  Unreadable is what a pcr index refuses, at every k:
+an image jpegtran does not transcode without a warning (corrupt data Pillow would decode
+silently) is NULL without k as with it.
 """
 
 from __future__ import annotations
@@ -47,11 +49,12 @@ def check_scans(scans: Any) -> int | None:
 
 
 def at_fidelity(image: bytes, scans: int | None) -> bytes:
-    """``image`` as read from a pcr record at ``scans`` scan groups (all when None)."""
-    if scans is None:
-        return image
+    """``image`` as read from a pcr record at ``scans`` scan groups (all when None).  Every
+    fidelity transcodes it first, which refuses what a pcr index would not lay out (truncated
+    or corrupt data, which Pillow decodes without a word): all scans give the original, whose
+    pixels the transcoding keeps exactly."""
     parts = jpeg_scans.split(transcode.progressive(image))
-    return image if scans >= len(parts) else jpeg_scans.join(parts[:scans])
+    return image if scans is None or scans >= len(parts) else jpeg_scans.join(parts[:scans])
 
 
 def features(images: Sequence[object], spec: dict[str, Any], scans: int | None) -> np.ndarray:
