@@ -260,6 +260,29 @@ def test_a_corrupt_jpeg_predicts_null_with_or_without_scans(engine, folder):
     assert all(v in (0, 1) for (v,) in good)  # whole images still predict
 
 
+def test_evaluating_an_index_of_another_image_size_says_so(engine, folder):
+    load(engine, folder)
+    create(engine)  # 16 × 16 gray
+    train(engine, "ok", scans=2)
+    create(engine, name="pi8", image_size=8, color="rgb")
+    with pytest.raises(engine.errors) as info:
+        engine.scalar("SELECT loom_evaluate_index('ok', 'pi8')")
+    said = str(info.value)
+    assert (
+        "index 'pi8' lays its images out at 8 × 8 rgb; model 'ok' learnt from 16 × 16 gray" in said
+    )
+    assert "image_size = 16, color = 'gray'" in said + hint_of(info.value)
+    engine.load("nums", np.eye(4), np.array([0, 1, 0, 1.0]), label="label")
+    engine.scalar("SELECT loom_train('num', 'nums', 'label', '{\"progress\": false}')")
+    with pytest.raises(engine.errors, match="index 'pi8' holds images .* learnt from feature"):
+        engine.scalar("SELECT loom_evaluate_index('num', 'pi8')")
+
+
+def hint_of(error: BaseException) -> str:
+    diag = getattr(error, "diag", None)
+    return (getattr(diag, "message_hint", None) or "") if diag is not None else ""
+
+
 def test_an_unreadable_image_in_the_table_stops_the_layout_with_a_hint(engine, folder):
     load(engine, folder)
     blob = "BLOB" if engine.name == "duckdb" else "bytea"

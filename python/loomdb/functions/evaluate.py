@@ -304,6 +304,41 @@ def _image_margins(db, name, model, label, source, rel, kinds, scans):
     return np.concatenate(Z), np.concatenate(y)
 
 
+def _check_features(model: Any, name: str, laid: Any, index: str) -> None:
+    """Refuse an index whose stored features are not the model's, saying how they differ: an
+    image model's by the image's size and colour, a model of columns by its columns."""
+    inputs = laid.fmt.inputs(laid.info.options)
+    learnt = model.inputs if (model.inputs or {}).get("kind") == "image" else None
+    if inputs is None and learnt is None:
+        if laid.fmt.features(laid.info) != model.features:
+            raise LoomOptionError(
+                f"index '{index}' holds columns {laid.info.columns[:5]}…, not the model's features",
+                hint="evaluate on an index built over the model's features",
+            )
+        return
+    if inputs is None or learnt is None:
+        what = "images (a pcr index)" if inputs is not None else f"columns {laid.info.columns[:5]}"
+        raise LoomOptionError(
+            f"index '{index}' holds {what}; model '{name}' learnt from "
+            + ("images" if learnt is not None else "feature columns"),
+            hint=f"evaluate on an index of what the model learnt from, or use "
+            f"loom_evaluate('{name}', source)",
+        )
+    got, want = (_image_shape(d) for d in (inputs, learnt))
+    if got != want:
+        raise LoomOptionError(
+            f"index '{index}' lays its images out at {got}; model '{name}' learnt from "
+            f"{want} images, so their features do not line up",
+            hint=f"evaluate on a pcr index built WITH (image_size = {learnt['size']}, color = "
+            f"'{learnt['color']}'), or use loom_evaluate('{name}', source), which decodes the "
+            "images at the model's own size",
+        )
+
+
+def _image_shape(inputs: dict[str, Any]) -> str:
+    return f"{inputs['size']} × {inputs['size']} {inputs['color']}"
+
+
 def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
     model = model_cache.load(db, name)
     laid = layout.open_index(db, check_name(index, "index"), allow_stale=True)
@@ -318,11 +353,7 @@ def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
             hint=f"evaluate on an index built WITH (label = {label}), or use "
             f"loom_evaluate('{name}', source)",
         )
-    if laid.fmt.features(laid.info) != model.features:
-        raise LoomOptionError(
-            f"index '{index}' holds columns {laid.info.columns[:5]}…, not the model's features",
-            hint="evaluate on an index built over the model's features",
-        )
+    _check_features(model, name, laid, index)
     engine = registry.get(backend or "cpu")
     W, b = model.folded()
     if isinstance(model, SparseLinearModel):  # over the index's observed columns
