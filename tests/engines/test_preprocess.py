@@ -181,6 +181,21 @@ def test_top_k_keeps_the_most_frequent_and_folds_the_rest_into_other(source):
     assert np.array_equal(in_sql, size.apply(order))
 
 
+def test_an_empty_source_with_text_features_is_called_empty(source):
+    """A source of no rows has no values in any column: 'hold only NULLs' sent the user to
+    the columns; the source is empty, as a train without preprocessing says."""
+    source.rows("CREATE TABLE pp_none AS SELECT color, x, y FROM pp WHERE y IS NULL")
+    for options in (
+        {"features": ["color", "x"]},
+        {"features": ["x"], "preprocess": {"x": {"impute": "mean"}}},
+    ):
+        sql = f"SELECT loom_train('pp_e', 'pp_none', 'y', '{json.dumps(options)}')"
+        message = _error(source, sql)
+        assert "pp_none is empty" in message and "only NULLs" not in message
+    sql = "SELECT loom_create_index('pp_ei', 'pp_none', 'y', '{\"features\": [\"color\"]}')"
+    assert "pp_none is empty" in _error(source, sql)
+
+
 def test_an_all_null_column_is_refused_at_train(source):
     source.rows(
         "CREATE TABLE pp_null AS SELECT color, CAST(NULL AS DOUBLE PRECISION) AS z, y FROM pp"

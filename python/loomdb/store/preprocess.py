@@ -85,10 +85,13 @@ def _filtered(where: str | None, condition: str) -> str:
 
 
 def check_not_empty(db: Database, rel: str, source: str, columns: Sequence[str]) -> None:
-    """Refuse a feature column that holds only NULLs: nothing could be learnt from it."""
+    """Refuse a feature column that holds only NULLs: nothing could be learnt from it.  A
+    source of no rows is left to ``source.count_rows``, which says that it is empty."""
     count = builtin("count", db.dialect)  # count("any"): never a role's count(the column type)
     counts = ", ".join(f"{count}({quote_ident(c)}) AS n{i}" for i, c in enumerate(columns))
-    row = db.query(f"SELECT {counts} FROM {rel}")[0]
+    rows, *row = db.query(f"SELECT {count}(*) AS n, {counts} FROM {rel}")[0]
+    if not rows:
+        return
     empty = [c for c, n in zip(columns, row) if not n]
     if empty:
         raise LoomDataError(
