@@ -710,3 +710,22 @@ def test_registering_an_equipped_connection_again_keeps_it_as_it_is(tmp_path):
     raw.execute("CREATE TABLE t AS SELECT i::DOUBLE AS x, (i % 2)::DOUBLE AS y FROM range(50) r(i)")
     assert json.loads(raw.execute(train.format("m")).fetchall()[0][0])["model"] == "m"
     raw.close()
+
+
+def test_a_call_after_use_of_another_database_is_refused_not_run_on_loomdbs_tables():
+    """USE makes another database the connection's default, which loomdb's own connection,
+    whose catalog is in its database, cannot follow: a source named there would have been
+    read from loomdb's database's table of that name."""
+    c = loomdb.connect(progress=False)
+    c.execute("CREATE TABLE t AS SELECT i::DOUBLE AS x, (i % 2)::DOUBLE AS y FROM range(100) r(i)")
+    c.execute("ATTACH ':memory:' AS other; CREATE TABLE other.t AS SELECT * FROM t LIMIT 10")
+    c.execute("USE other")
+    with pytest.raises(loomdb.LoomStateError) as info:
+        c.execute("SELECT loom_train('m', 't', 'y', '{\"epochs\": 1}')").fetchall()
+    assert "default database is 'other' (USE)" in str(info.value)
+    assert "other.t" in info.value.hint
+    with pytest.raises(loomdb.LoomStateError, match="'other'"):
+        c.execute("SELECT loom_train('m', 'SELECT * FROM t', 'y')").fetchall()
+    c.execute("USE memory; SELECT loom_train('m', 'other.t', 'y', '{\"epochs\": 1}')").fetchall()
+    assert json.loads(c.execute("SELECT loom_evaluate('m', 'other.t')").fetchone()[0])["rows"] == 10
+    c.close()

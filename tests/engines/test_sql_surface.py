@@ -324,3 +324,24 @@ def test_postgres_errors_name_loomdb_and_carry_the_sqlstate_and_hint(pg_dsn):
     assert diag.sqlstate == LoomOptionError.sqlstate and "epochs" in diag.message_hint
     assert missing.value.diag.message_primary == "loomdb: model 'no_such_model' does not exist"
     assert missing.value.diag.sqlstate == LoomNotFoundError.sqlstate
+
+
+def test_a_source_and_a_deployment_resolve_in_the_callers_schema(engine):
+    """Two tables named t, in the default schema and in s1: after the caller makes s1 its
+    schema, loomdb reads s1's t and deploys into s1, as the caller's own SELECT resolves t
+    (DuckDB's loomdb reads on a connection of its own, which kept the default schema: it
+    trained on the other t)."""
+    engine.load("t", np.arange(20.0).reshape(10, 2), np.arange(10.0) % 2)
+    engine.rows("CREATE SCHEMA s1")
+    engine.rows("CREATE TABLE s1.t AS SELECT x0, x1, x0 + x1 AS x2, y FROM t WHERE x0 > 12")
+    if engine.name == "duckdb":
+        engine.rows("SET schema = 's1'")
+    else:
+        engine.rows("SET search_path = s1, public")
+    assert engine.scalar("SELECT count(*) FROM t") == 3
+    done = json.loads(engine.scalar("SELECT loom_train('m', 't', 'y', '{\"epochs\": 2}')"))
+    assert done["rows"] == 3 and done["features"] == 3
+    assert json.loads(engine.scalar("SELECT loom_evaluate('m', 't')"))["rows"] == 3
+    deployed = json.loads(engine.scalar("SELECT loom_deploy('m')"))
+    assert deployed["functions"] == ["s1.predict_m(x0, x1, x2)"]
+    assert engine.scalar("SELECT count(s1.predict_m(x0, x1, x2)) FROM t") == 3

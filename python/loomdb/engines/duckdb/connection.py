@@ -44,6 +44,7 @@ from loomdb.store import catalog
 
 OPEN = {"BEGIN", "START"}
 CLOSE = {"COMMIT", "END", "ROLLBACK", "ABORT"}
+NAMESPACE = {"USE", "SET", "RESET"}  # statements that may change how names resolve
 
 
 #: DuckDB's relation classes (a relation waiting for aggregates is one too)
@@ -183,6 +184,13 @@ def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(rows and rows[0][0])
 
 
+def _database(con: duckdb.DuckDBPyConnection) -> str:
+    try:
+        return str(con.execute("SELECT current_database()").fetchall()[0][0])
+    except duckdb.Error as e:
+        raise translate(e) from None
+
+
 _instances: weakref.WeakValueDictionary[str, Instance] = weakref.WeakValueDictionary()
 
 
@@ -292,6 +300,7 @@ class Connection:
         parent: Connection | None = None,
     ):
         self.duckdb = con
+        self.home: str = parent.home if parent is not None else _database(con)  # loomdb's
         if parent is None:
             self.state, self.instance = register(con, progress)
         else:  # a cursor: the database's functions exist; it needs its own state and macros
@@ -301,11 +310,30 @@ class Connection:
             equip(con, self.state)
 
     def _track(self, statement: str) -> None:
+        """Note what ``statement`` changes of the connection's state loomdb follows (called
+        before it runs; a change of namespace is read before the next statement)."""
+        self._follow_namespace()
         first = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else ""
         if first in OPEN:
             self.state.in_transaction = True
         elif first in CLOSE:
             self.state.in_transaction = False
+        elif first in NAMESPACE:
+            self.state.namespace_changed = True
+
+    def _follow_namespace(self) -> None:
+        """After a USE/SET/RESET, read how this connection now resolves names, for loomdb's
+        own cursor to resolve a source's names as the caller does (it is idle now: the
+        statement before was fetched, and a USE or SET returns no rows)."""
+        state = self.state
+        if not state.namespace_changed:
+            return
+        state.namespace_changed = False
+        (database, path), *_ = self.duckdb.execute(
+            "SELECT current_database(), current_setting('search_path')"
+        ).fetchall()
+        state.elsewhere = None if database == self.home else database
+        state.search_path = "" if state.elsewhere is not None else str(path or "")
 
     def _run(self, sql: str, last: Any, lazy: bool = False) -> Any:
         """Run every statement but the last, then ``last(statement)`` on the last one; each is

@@ -323,6 +323,7 @@ class DuckDatabase:
             cur = own.cursor()
         try:
             with translated():
+                self.state.follow(cur)  # the source's names resolve as on the caller's
                 for rb in cur.sql(sql).to_arrow_reader(chunk):
                     if rb.num_rows:
                         yield rb

@@ -44,7 +44,7 @@ from loomdb.csr import CsrRows
 from loomdb.engines.calls import MAX_WIDTH, feature_rows, not_one_dimensional, vectorized
 from loomdb.engines.duckdb.database import TYPES, DuckDatabase
 from loomdb.engines.duckdb.state import ConnectionState, Instance
-from loomdb.errors import LoomDataError, LoomError, LoomOptionError
+from loomdb.errors import LoomDataError, LoomError, LoomOptionError, LoomStateError
 from loomdb.named_rows import NamedRows
 from loomdb.udfs import Arg, Udf, load, row_forms
 
@@ -454,7 +454,13 @@ def _scalar_fn(udf: Udf, instance: Instance, with_token: bool):
         values = _arguments(udf, args[:-1] if with_token else args)
         if udf.volatility == "volatile" and udf.name not in READ_ONLY:
             state.may_write(udf.name)
-        db = DuckDatabase(instance.cursor(), state)
+        cursor = instance.cursor()
+        try:
+            _follow(udf, state, cursor, values)
+        except BaseException:
+            cursor.close()
+            raise
+        db = DuckDatabase(cursor, state)
         try:
             out = udf.callable()(db, *values)
         finally:
@@ -466,6 +472,27 @@ def _scalar_fn(udf: Udf, instance: Instance, with_token: bool):
 
     names = [a.name for a in udf.args] + ["token"] if with_token else None
     return _guarded(fn, names)
+
+
+NAMING = ("source", "target")  # arguments naming the caller's relations
+
+
+def _follow(udf: Udf, state: ConnectionState, cursor: Any, values: list[Any]) -> None:
+    """Resolve names on loomdb's ``cursor`` as the calling connection does: its search path
+    (``SET schema``/``search_path``) is set there.  A default database that ``USE`` made
+    another than loomdb's cannot be followed (loomdb's catalog is in its own), so a call that
+    would resolve the caller's names there (a source, a load's target, a deployment's schema)
+    is refused rather than run on the tables of the same names in loomdb's database."""
+    names = [v for a, v in zip(udf.args, values) if a.name in NAMING and v is not None]
+    if state.elsewhere is not None and (names or udf.name == "loom_deploy"):
+        raise LoomStateError(
+            f"{udf.name} resolves names in loomdb's database, where its catalog is, but this "
+            f"connection's default database is {state.elsewhere!r} (USE): its tables of those "
+            "names would not be the ones read",
+            hint="USE the database loomdb was connected to again, and name the other "
+            f"database's tables with it ({state.elsewhere}.t, also in a SELECT source)",
+        )
+    state.follow(cursor)
 
 
 def _type(name: str) -> Any:

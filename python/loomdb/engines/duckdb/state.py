@@ -35,6 +35,12 @@ class ConnectionState:
     in_transaction: bool = False
     last_printed: float = 0.0
     token: int = field(default_factory=lambda: secrets.randbits(63))
+    #: how the calling connection resolves names, which loomdb's cursor follows: its
+    #: ``search_path`` after ``SET schema``/``SET search_path`` ("": DuckDB's default), and
+    #: the database ``USE`` made its default when that is not loomdb's (None: loomdb's)
+    search_path: str = ""
+    elsewhere: str | None = None
+    namespace_changed: bool = False  # a USE/SET/RESET ran: read the two again before the next
 
     def notice(self, message: str) -> None:
         if not self.progress:
@@ -46,6 +52,11 @@ class ConnectionState:
         if now - self.last_printed >= PRINT_EVERY_S:  # plain stderr: a line a second at most
             self.last_printed = now
             print(message, file=sys.stderr, flush=True)
+
+    def follow(self, cursor: Any) -> None:
+        """Make ``cursor`` (loomdb's own) resolve names as the calling connection does."""
+        if self.search_path:
+            cursor.execute("SET search_path = '" + self.search_path.replace("'", "''") + "'")
 
     def check_interrupt(self) -> None:
         if self.interrupted.is_set():
