@@ -120,6 +120,34 @@ def test_the_seed_chooses_the_split(engine):
     assert not np.array_equal(held_out(N, 0.25, 6), held)
 
 
+def test_a_warm_start_keeps_the_models_test_rows_out(engine):
+    """Continuing a model trained with a split trained on its test rows too (the split was
+    not carried, nor recorded): its test metrics then measured rows it had learnt.  The split
+    carries on as the standardisation does; another one, or a split of a model that trained
+    on every row, is refused."""
+    X, y = points(6)
+    engine.load("pts", X, y, columns=["a", "b", "c"])
+    first = train(engine, "m", "pts", test_fraction=0.3, seed=5)
+    held = int(held_out(N, 0.3, 5).sum())
+    again = train(engine, "m", "pts", warm_start=True)
+    assert again["options"]["split"] == first["options"]["split"]
+    assert again["rows_processed"] == N - held
+    assert evaluate(engine, "m", "pts", "test")["rows"] == held
+    for other, says in (
+        ({"seed": 6}, "with test_fraction 0.3 and seed 6: it was trained with test_fraction 0.3"),
+        ({"test_fraction": 0.2, "seed": 5}, "with test_fraction 0.2 and seed 5"),
+    ):
+        opts = json.dumps({**BASE, "warm_start": True, **other})
+        said = error_of(engine, f"SELECT loom_train('m', 'pts', 'y', '{opts}')")
+        assert f"cannot warm-start model 'm' {says}" in said
+    train(engine, "all", "pts")
+    opts = json.dumps({**BASE, "warm_start": True, "test_fraction": 0.3})
+    said = error_of(engine, f"SELECT loom_train('all', 'pts', 'y', '{opts}')")
+    assert "with a test split: it trained on every row" in said
+    versions = engine.rows("SELECT version FROM loom_model_versions('m')")
+    assert len(versions) == 2  # nothing written by the refused ones
+
+
 @pytest.mark.parametrize("kind", ["text", "boolean"])
 def test_a_split_column_names_the_test_rows(engine, kind):
     X, y = points(4)

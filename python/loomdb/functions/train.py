@@ -78,6 +78,8 @@ def fit_record(
     layout of :func:`open_layout` for this plan's :func:`layout_key`, and the seconds this
     train spent making it — used as it is and left open for the next train)."""
     cluster = _prepare(db, p)
+    if p.opts["warm_start"] and catalog.model_exists(db, name):
+        _continue_split(name, p, catalog.get_model(db, name).options.get("split"))
     started = time.perf_counter() - (0.0 if shared is None else shared[1])
     laid = _layout(db, p, source, label, what) if shared is None else shared[0]
     try:
@@ -413,6 +415,52 @@ def _warm_start(
 
 def _classes_shown(classes: list, names: list[str] | None) -> str:
     return ", ".join(class_shown(c, names) for c in classes)
+
+
+SPLIT_OPTIONS = ("test_fraction", "split_column")
+
+
+def _continue_split(name: str, p: Plan, recorded: Any) -> None:
+    """A warm start continues the model's test split, as its standardisation: the rows it
+    held out stay out (training on them would leave its test metrics measuring rows it
+    learnt); left out, the split is the model's (and so is the seed it hashes rows with),
+    and one that differs — or a split of a model that trained on every row — is refused."""
+    had = Split.recorded(name, {"split": recorded}) if isinstance(recorded, dict) else None
+    asked = Split.of(p.opts) if any(k in p.given for k in SPLIT_OPTIONS) else None
+    if had is None:
+        if asked is not None:
+            raise LoomOptionError(
+                f"cannot warm-start model '{name}' with a test split: it trained on every row, "
+                "the rows the split would hold out included",
+                hint="leave 'test_fraction' and 'split_column' out, or train it afresh with "
+                '{"replace": true}',
+            )
+        return
+    if p.opts["index"]:
+        raise LoomOptionError(
+            f"cannot warm-start model '{name}' on an index: it holds test rows out of its "
+            f"source ({_split_shown(had)}), and an index's rows include them",
+            hint='warm-start it on its source, or train afresh on the index with {"replace": true}',
+        )
+    if asked is None and "seed" in p.given and had.column is None:
+        asked = Split(fraction=had.fraction, seed=int(p.opts["seed"]))  # hashes other rows
+    if asked is not None and asked != had:
+        raise LoomOptionError(
+            f"cannot warm-start model '{name}' with {_split_shown(asked)}: it was trained with "
+            f"{_split_shown(had)}, so some of its test rows would be trained on",
+            hint="leave 'test_fraction', 'split_column' and 'seed' out to continue with the "
+            'model\'s own split, or train it afresh with {"replace": true}',
+        )
+    if had.column is not None:
+        p.opts["split_column"] = had.column
+    else:
+        p.opts["test_fraction"], p.opts["seed"] = had.fraction, had.seed
+
+
+def _split_shown(split: Split) -> str:
+    if split.column is not None:
+        return f"split_column {split.column!r}"
+    return f"test_fraction {split.fraction:g} and seed {split.seed}"
 
 
 def _continue_options(name: str, p: Plan, model: LinearModel, record: ModelRecord) -> None:
