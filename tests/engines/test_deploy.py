@@ -160,6 +160,29 @@ def test_bad_names_are_refused(engine):
         engine.scalar("SELECT loom_deploy('nope')")
 
 
+def test_a_schema_that_is_not_there_is_refused_with_a_hint(engine):
+    """A schema the database does not have was the engine's raw error; on DuckDB the name of
+    an attached database was taken as that database (its macro written there, the catalog's
+    row here: a transaction error)."""
+    _load(engine)
+    engine.scalar(TRAIN)
+    names = ["zz"] + (["other"] if engine.name == "duckdb" else [])
+    if engine.name == "duckdb":
+        engine.rows("ATTACH ':memory:' AS other")
+    for schema in names:
+        with pytest.raises(engine.errors) as info:
+            engine.scalar(f"""SELECT loom_deploy('m', '{{"schema": "{schema}"}}')""")
+        said = str(info.value) + (
+            getattr(getattr(info.value, "diag", None), "message_hint", "") or ""
+        )
+        assert f"schema '{schema}' does not exist in this database" in said
+        assert f"CREATE SCHEMA {schema} first" in said
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
+    engine.rows("CREATE SCHEMA zz")
+    made = json.loads(engine.scalar("""SELECT loom_deploy('m', '{"schema": "zz"}')"""))
+    assert made["functions"] == ["zz.predict_m(a, b, c)"]
+
+
 @pytest.mark.postgres
 def test_postgres_inlines_it_into_a_parallel_plan(request):
     from support.engines import PgEngine

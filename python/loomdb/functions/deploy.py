@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loomdb.errors import LoomOptionError, LoomStateError
+from loomdb.errors import LoomNotFoundError, LoomOptionError, LoomStateError
 from loomdb.functions import versions
 from loomdb.functions.predict import compilable, require_compilable
 from loomdb.functions.predict_sql import native_finite, predict_expression, proba_expression
@@ -70,7 +70,7 @@ def deploy(db: Any, name: str, options: str | None) -> str:
             return json.dumps({"model": name, "dropped": undeploy(db, name, owner)})
         chosen = None if opts["version"] is None else versions.choose(db, name, opts["version"])
         model = compilable(db, name)
-        schema = check_name(opts["schema"], "schema") if opts["schema"] else _current_schema(db)
+        schema = _schema(db, opts["schema"]) if opts["schema"] else _current_schema(db)
         function = check_name(opts["name"] or f"predict_{name}"[:63], "function")
         made = [_define(db, name, model, schema, function, "predict")]
         if opts["proba"]:
@@ -91,6 +91,31 @@ def require_owner(db: Any, name: str, verb: str) -> str | None:
             hint=f"ask its owner to {verb}",
         )
     return owner
+
+
+def _schema(db: Any, given: str) -> str:
+    """The ``schema`` option, refused unless it is a schema of this database (on DuckDB an
+    attached database's name is not: its macro would be written there, apart from the
+    catalog's row)."""
+    schema = check_name(given, "schema")
+    if db.dialect == "postgres":
+        sql = (
+            "SELECT pg_catalog.count(*) FROM pg_catalog.pg_namespace "
+            "WHERE nspname OPERATOR(pg_catalog.=) $1::pg_catalog.name"
+        )
+    else:
+        sql = (
+            "SELECT count(*) FROM information_schema.schemata "
+            "WHERE catalog_name = current_database() AND lower(schema_name) = lower($1)"
+        )
+    if not db.query(sql, [schema])[0][0]:
+        raise LoomNotFoundError(
+            f"schema '{schema}' does not exist in this database: loom_deploy cannot define "
+            "functions there",
+            hint=f"CREATE SCHEMA {schema} first, or leave 'schema' out to deploy into the "
+            "current schema",
+        )
+    return schema
 
 
 def _current_schema(db: Any) -> str:
