@@ -729,3 +729,21 @@ def test_a_call_after_use_of_another_database_is_refused_not_run_on_loomdbs_tabl
     c.execute("USE memory; SELECT loom_train('m', 'other.t', 'y', '{\"epochs\": 1}')").fetchall()
     assert json.loads(c.execute("SELECT loom_evaluate('m', 'other.t')").fetchone()[0])["rows"] == 10
     c.close()
+
+
+def test_arguments_of_types_no_form_takes_name_the_function_not_its_hidden_twin():
+    """DuckDB's binder error named the hidden function a loomdb connection's macro calls
+    (loom_drop_model__conn(…, BIGINT)) with the connection's token among the types."""
+    c = loomdb.connect(progress=False)
+    c.execute("CREATE TABLE t AS SELECT i::DOUBLE AS x, (i % 2)::DOUBLE AS y FROM range(100) r(i)")
+    c.execute("SELECT loom_train('m', 't', 'y', '{\"epochs\": 1}')").fetchall()
+    with pytest.raises(loomdb.LoomOptionError) as info:
+        c.execute("SELECT loom_drop_model('m', 1.5)").fetchall()
+    assert "loom_drop_model takes no arguments of types (STRING_LITERAL, DECIMAL(2,1))" in str(
+        info.value
+    )
+    assert "__conn" not in str(info.value)
+    assert "loom_drop_model(model text, version bigint)" in info.value.hint
+    with pytest.raises(loomdb.LoomOptionError, match="loom_weights takes no arguments"):
+        c.execute("SELECT * FROM loom_weights(1.5)").fetchall()
+    c.close()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ from loomdb.engines.duckdb.functions import (
 from loomdb.engines.duckdb.state import ConnectionState, Instance
 from loomdb.errors import LoomDatabaseError, LoomInterrupted, LoomOptionError, LoomStateError
 from loomdb.store import catalog
+from loomdb.udfs import load
 
 OPEN = {"BEGIN", "START"}
 CLOSE = {"COMMIT", "END", "ROLLBACK", "ABORT"}
@@ -70,8 +72,27 @@ def raise_loom(error: Exception) -> NoReturn:
         ) from error
     original = raised_in_udf(error)
     if original is None:
-        raise error
+        raise _misbound(error) or error
     raise original.with_traceback(None) from None
+
+
+_HIDDEN_CALL = re.compile(r"'(\w+)__conn\(([^']*), BIGINT\)'")
+
+
+def _misbound(error: Exception) -> LoomOptionError | None:
+    """A loomdb function called with arguments of types no form of it takes: DuckDB's binder
+    names the hidden twin a loomdb connection's macro calls (``loom_x__conn(…, BIGINT)``, the
+    token last); say it of the function the caller wrote, with its signature."""
+    found = _HIDDEN_CALL.search(str(error)) if isinstance(error, duckdb.BinderException) else None
+    udf = next((u for u in load() if found and u.name == found.group(1)), None)
+    if found is None or udf is None:
+        return None
+    signature = ", ".join(f"{a.name} {a.type}" for a in udf.args)
+    return LoomOptionError(
+        f"{udf.name} takes no arguments of types ({found.group(2)})",
+        hint=f"{udf.name}({signature}): cast each argument to its type, e.g. "
+        "CAST(x AS BIGINT) for a bigint, CAST(x AS VARCHAR) for text",
+    )
 
 
 @contextmanager
