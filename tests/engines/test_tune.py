@@ -103,6 +103,16 @@ def test_bad_candidates_are_refused_before_any_trial(points, options, match):
     assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'bad'") == 0
 
 
+def test_warm_start_is_refused_with_a_hint(points):
+    """The refusal said why but not what to do instead (no HINT, against the house rule)."""
+    engine = points
+    with pytest.raises(engine.errors) as info:
+        tune(engine, "w", lr=[0.1, 0.3], warm_start=True)
+    diag = getattr(info.value, "diag", None)
+    hint = diag.message_hint if diag is not None else getattr(info.value, "hint", None)
+    assert hint and "warm_start" in hint and "loom_train" in hint
+
+
 def test_a_diverging_candidate_is_recorded_as_failed_and_never_chosen(points):
     engine = points
     summary = tune(engine, "d", class_weight=[DIVERGES, "balanced"])

@@ -51,8 +51,12 @@ NOT_CANDIDATES = {
     "replace": "it says whether the kept model may replace one of its name",
     "progress": "it is not a hyperparameter",
 }
-REFUSED = {
-    "warm_start": "every trial trains from zero",
+REFUSED = {  # option: (why, what to do instead)
+    "warm_start": (
+        "every trial trains from zero",
+        'leave it out; to train the kept model on, call loom_train with {"warm_start": true} '
+        "after the tune",
+    ),
 }
 
 
@@ -95,9 +99,9 @@ def space(given: dict[str, Any]) -> Space:
     """Split ``loom_tune``'s options into the search's own, the shared and the searched."""
     own = SEARCH.parse({k: given[k] for k in SEARCH.names() if k in given})
     rest = {k: v for k, v in given.items() if k not in SEARCH.by_name}
-    for key, why in REFUSED.items():
+    for key, (why, instead) in REFUSED.items():
         if rest.get(key):
-            raise LoomOptionError(f"loom_tune does not take '{key}': {why}")
+            raise LoomOptionError(f"loom_tune does not take '{key}': {why}", hint=instead)
     lists: dict[str, list[Any]] = {}
     fixed: dict[str, Any] = {}
     for key, value in rest.items():
