@@ -173,11 +173,15 @@ def test_readme_example_runs_as_written(engine, name):
     for sql in example.before:
         engine.rows(sql.format(files=files))
     run = runner(engine, example)
-    for statement in split(example_sql(name, files), engine.name):
-        try:
-            run(statement)
-        except engine.errors as e:
-            pytest.fail(f"README, {example.section}: {statement}\nfailed: {e}")
+    try:
+        for statement in split(example_sql(name, files), engine.name):
+            try:
+                run(statement)
+            except engine.errors as e:
+                pytest.fail(f"README, {example.section}: {statement}\nfailed: {e}")
+    finally:
+        if engine.name == "postgres" and example.index_methods:  # DROP INDEX, not loom_drop_index
+            engine.rows("DROP SCHEMA IF EXISTS loomtest CASCADE")
 
 
 def test_duckdb_quick_start_runs_as_written(tmp_path, monkeypatch, capsys):
