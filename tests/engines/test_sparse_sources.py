@@ -222,9 +222,12 @@ def test_sparse_columns_are_inferred_or_named_and_nulls_skipped(engine):
     evaluated = json.loads(engine.scalar("SELECT loom_evaluate('i1', 'inf')"))
     assert evaluated["rows"] == 8 and evaluated["skipped"] == 1
     engine.rows("ALTER TABLE inf ADD COLUMN x double precision DEFAULT 1.5")
-    with pytest.raises(engine.errors, match="say which are the features"):
+    with pytest.raises(engine.errors, match="say which are the features") as info:
         train(engine, "i3", "inf", {"nulls": "skip"})  # numeric columns and arrays: ambiguous
-    assert train(engine, "i3", "inf", {"features": ["x"], "epochs": 1})["features"] == 1
+    diag = getattr(info.value, "diag", None)
+    hint = (diag.message_hint if diag is not None else getattr(info.value, "hint", None)) or ""
+    suggested = json.loads(hint[hint.index("{") : hint.index("}") + 1])  # was Python's ['x']
+    assert train(engine, "i3", "inf", {**suggested, "epochs": 1})["features"] == 1
 
 
 def test_the_zipf_generator_makes_the_same_table_on_both_engines(engine):

@@ -26,6 +26,7 @@ rank-one correction), so z-scoring a sparse source never densifies it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,11 +115,12 @@ def resolve(
             return None
         scalars = [c for c, k in available.items() if k in dense_source.USABLE and c != label]
         if scalars:
+            named = ", ".join(json.dumps(c) for c in scalars[:3]) + (", …" if scalars[3:] else "")
             raise LoomOptionError(
                 f"{source} has numeric columns ({', '.join(scalars[:5])}) and the array columns "
                 f"{ints[0]} and {nums[0]}: say which are the features",
-                hint=f'pass {{"features": [{", ".join(repr(c) for c in scalars[:3])}…]}} for '
-                f'the numeric columns, or {{"sparse": {{}}}} for the arrays',
+                hint=f'pass {{"features": [{named}]}} for the numeric columns, or '
+                f'{{"sparse": {{}}}} for the arrays',
             )
         return SparseSpec(ints[0], nums[0])
     indices = given.get("indices")
