@@ -17,6 +17,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+import loomdb
 from conftest import need
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +78,7 @@ def test_the_init_script_creates_loomdb_and_runs_the_demo(pg_dsn):
     try:
         done = subprocess.run(["sh", str(INIT)], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        assert "0.4.0" in done.stdout  # loom_version() in $POSTGRES_DB
+        assert loomdb.__version__ in done.stdout  # loom_version() in $POSTGRES_DB
         assert "compression_ratio" in done.stdout and "images_called_zero" in done.stdout
         assert "ERROR" not in done.stdout + done.stderr
     finally:

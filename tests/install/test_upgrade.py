@@ -15,9 +15,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
+import loomdb
+
 pytestmark = pytest.mark.postgres
 OLD = Path(__file__).resolve().parents[1] / "fixtures" / "extension" / "loomdb--0.1.0.sql"
-CURRENT = "0.4.0"
+CURRENT = loomdb.__version__
 
 
 def _from(pg_dsn: str, old: Path, check) -> None:
@@ -32,12 +34,16 @@ def _from(pg_dsn: str, old: Path, check) -> None:
         share = admin.execute("SELECT setting FROM pg_config WHERE name = 'SHAREDIR'").fetchone()
         assert share is not None
         old_script = Path(share[0]) / "extension" / old.name
+        there = old_script.read_text() if old_script.exists() else None
         old_script.write_text(old.read_text())
         admin.execute(f"CREATE DATABASE {database}")
     try:
         check(pg_dsn, database)
     finally:
-        old_script.unlink()
+        if there is None:
+            old_script.unlink()
+        else:  # an earlier install's script of that version: put back as it was
+            old_script.write_text(there)
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE {database}")
 
@@ -52,6 +58,10 @@ def test_a_0_2_0_catalog_is_upgraded(pg_dsn):
 
 def test_a_0_3_0_catalog_is_upgraded(pg_dsn):
     _from(pg_dsn, OLD.with_name("loomdb--0.3.0.sql"), upgraded_from_0_3_0)
+
+
+def test_a_0_4_0_catalog_is_upgraded(pg_dsn):
+    _from(pg_dsn, OLD.with_name("loomdb--0.4.0.sql"), upgraded_from_0_4_0)
 
 
 def upgraded(pg_dsn: str, database: str) -> None:
@@ -87,7 +97,7 @@ def upgraded(pg_dsn: str, database: str) -> None:
         conn.execute(f"ALTER EXTENSION loomdb UPDATE TO '{CURRENT}'")
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
         assert version.fetchone() == (CURRENT,)
-        assert _signatures(conn) == _fresh_signatures(pg_dsn)
+        _same_as_a_fresh_install(conn, pg_dsn)
         assert any("index old_ix is dropped" in n for n in notices), notices
         assert conn.execute("SELECT count(*) FROM loom.indexes").fetchone() == (0,)
         gone = conn.execute("SELECT to_regclass('loom.ix_old_ix')").fetchone()
@@ -136,26 +146,90 @@ def _the_0_1_0_calls_still_run(conn) -> None:
     assert conn.execute(left).fetchone() == (0,)
 
 
-SIGNATURES = """
-SELECT p.pronamespace = e.extnamespace, p.pronamespace::regnamespace::text, p.proname::text,
-       pg_catalog.pg_get_function_identity_arguments(p.oid), p.pronargdefaults
-FROM pg_catalog.pg_depend AS d
-JOIN pg_catalog.pg_extension AS e ON d.refobjid = e.oid AND e.extname = 'loomdb'
-JOIN pg_catalog.pg_proc AS p ON d.objid = p.oid
-WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e' AND p.proname !~ '^_'
-ORDER BY 1, 2, 3, 4
+# What an install makes, kind by kind, in words that do not depend on OIDs or on the order
+# things were made in: what an update leaves must read the same as a fresh install.  A kind's
+# rows are sorted; ACLs are sorted lists of their items.
+MEMBER = """
+WITH m AS (
+    SELECT d.classid, d.objid FROM pg_catalog.pg_depend AS d
+    JOIN pg_catalog.pg_extension AS e ON d.refobjid = e.oid AND e.extname = 'loomdb'
+    WHERE d.deptype = 'e'
+)
 """
+ACL = "(SELECT array_agg(a::text ORDER BY a::text) FROM unnest({}) AS a)"
+LOOM_SCHEMAS = "n.nspname = 'loom'"  # loom_data holds indexes' storage: users' data
+SCHEMA = {
+    "members": MEMBER
+    + "SELECT pg_catalog.pg_describe_object(m.classid, m.objid, 0) FROM m ORDER BY 1",
+    # by schema: the extension's (what a call by name chooses among) and loom's
+    "functions": MEMBER
+    + f"""SELECT p.pronamespace = e.extnamespace, p.oid::regprocedure::text,
+       CASE WHEN p.prokind = 'a' THEN (
+           SELECT concat_ws(' ', a.aggtransfn::regprocedure, a.aggfinalfn, a.aggcombinefn,
+                            a.aggserialfn, a.aggdeserialfn, a.aggtranstype::regtype)
+           FROM pg_catalog.pg_aggregate AS a WHERE a.aggfnoid = p.oid)
+       ELSE pg_catalog.pg_get_functiondef(p.oid) END,
+       p.proparallel, {ACL.format("p.proacl")}, pg_catalog.obj_description(p.oid, 'pg_proc')
+FROM m JOIN pg_catalog.pg_proc AS p
+    ON m.classid = 'pg_catalog.pg_proc'::regclass AND p.oid = m.objid
+CROSS JOIN pg_catalog.pg_extension AS e WHERE e.extname = 'loomdb' ORDER BY 1, 2""",
+    "schemas": f"""SELECT n.nspname, n.nspowner::regrole::text, {ACL.format("n.nspacl")},
+       pg_catalog.obj_description(n.oid, 'pg_namespace')
+FROM pg_catalog.pg_namespace AS n WHERE n.nspname IN ('loom', 'loom_data') ORDER BY 1""",
+    "relations": f"""SELECT c.oid::regclass::text, c.relkind, c.relrowsecurity,
+       c.relforcerowsecurity, {ACL.format("c.relacl")}
+FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+WHERE {LOOM_SCHEMAS} ORDER BY 1""",
+    "columns": f"""SELECT c.oid::regclass::text, a.attname,
+       pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull,
+       pg_catalog.pg_get_expr(d.adbin, d.adrelid)
+FROM pg_catalog.pg_attribute AS a
+JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p', 'v', 'm')
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE {LOOM_SCHEMAS} AND a.attnum > 0 AND NOT a.attisdropped ORDER BY 1, 2""",
+    "constraints": f"""SELECT k.conrelid::regclass::text, k.conname,
+       pg_catalog.pg_get_constraintdef(k.oid)
+FROM pg_catalog.pg_constraint AS k JOIN pg_catalog.pg_namespace AS n ON n.oid = k.connamespace
+WHERE {LOOM_SCHEMAS} ORDER BY 1, 2""",
+    "indexes": f"""SELECT i.indexrelid::regclass::text, pg_catalog.pg_get_indexdef(i.indexrelid)
+FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_class AS c ON c.oid = i.indrelid
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace WHERE {LOOM_SCHEMAS} ORDER BY 1""",
+    "policies": """SELECT schemaname, tablename, policyname, permissive, roles::text[], cmd, qual,
+       with_check
+FROM pg_catalog.pg_policies WHERE schemaname = 'loom' ORDER BY 1, 2, 3""",
+    "triggers": f"""SELECT t.tgrelid::regclass::text, t.tgname, pg_catalog.pg_get_triggerdef(t.oid)
+FROM pg_catalog.pg_trigger AS t JOIN pg_catalog.pg_class AS c ON c.oid = t.tgrelid
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+WHERE {LOOM_SCHEMAS} AND NOT t.tgisinternal ORDER BY 1, 2""",
+    "event triggers": """SELECT evtname, evtevent, evttags, evtfoid::regprocedure::text, evtenabled,
+       pg_catalog.obj_description(oid, 'pg_event_trigger')
+FROM pg_catalog.pg_event_trigger WHERE evtfoid::regprocedure::text LIKE 'loom.%'
+ORDER BY 1""",
+    "access methods": """SELECT a.amname, a.amtype, a.amhandler::regproc::text,
+       pg_catalog.obj_description(a.oid, 'pg_am'),
+       (SELECT array_agg(concat_ws(' ', o.opcname, o.opcintype::regtype, o.opcdefault,
+                                   o.opckeytype::regtype) ORDER BY o.opcname)
+        FROM pg_catalog.pg_opclass AS o WHERE o.opcmethod = a.oid)
+FROM pg_catalog.pg_am AS a WHERE a.amhandler::regproc::text LIKE 'loom.%' ORDER BY 1""",
+    "dumped tables": """SELECT array_agg(c::regclass::text ORDER BY c::regclass::text)
+FROM pg_catalog.pg_extension AS e, unnest(e.extconfig) AS c WHERE e.extname = 'loomdb'""",
+    "settings": "SELECT key, value FROM loom.settings ORDER BY 1",
+}
 
 
-def _signatures(conn) -> list[tuple]:
-    """The extension's functions but its internal ones (``loom._…``), by schema (the
-    extension's: what a call by name chooses among; loom: what a dumped view may name)."""
-    return conn.execute(SIGNATURES).fetchall()  # type: ignore[arg-type]
+def _schema(conn) -> dict[str, list[tuple]]:
+    return {kind: conn.execute(query).fetchall() for kind, query in SCHEMA.items()}
 
 
-def _fresh_signatures(pg_dsn: str) -> list[tuple]:
-    with psycopg.connect(pg_dsn) as fresh:  # where loomdb pg install ran CREATE EXTENSION
-        return _signatures(fresh)
+def _same_as_a_fresh_install(conn, pg_dsn: str) -> None:
+    """What the update left reads, kind by kind, as what CREATE EXTENSION made in the database
+    loomdb pg install ran in."""
+    with psycopg.connect(pg_dsn) as fresh:
+        expected = _schema(fresh)
+    got = _schema(conn)
+    for kind, rows in expected.items():
+        assert got[kind] == rows, kind
 
 
 def upgraded_from_0_2_0(pg_dsn: str, database: str) -> None:
@@ -189,7 +263,7 @@ def upgraded_from_0_2_0(pg_dsn: str, database: str) -> None:
         conn.execute("ALTER EXTENSION loomdb UPDATE")
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
         assert version.fetchone() == (CURRENT,)
-        assert _signatures(conn) == _fresh_signatures(pg_dsn)
+        _same_as_a_fresh_install(conn, pg_dsn)
         assert sorted(r[0] for r in conn.execute(methods)) == before  # never dropped
         assert conn.execute("SELECT loom_predict('old_m', ARRAY[1.0, 0.0])").fetchone() == (1.0,)
         trials = conn.execute("SELECT trial, score, metric FROM loom_trials('old_m')")
@@ -234,7 +308,7 @@ def upgraded_from_0_3_0(pg_dsn: str, database: str) -> None:
             conn.execute("ALTER EXTENSION loomdb UPDATE")
             version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
             assert version.fetchone() == (CURRENT,)
-            assert _signatures(conn) == _fresh_signatures(pg_dsn)
+            _same_as_a_fresh_install(conn, pg_dsn)
             roles = "SELECT name, owner_role::text FROM loom.models ORDER BY name"
             assert conn.execute(roles).fetchall() == [(f"m_{gone}", None), (f"m_{kept}", kept)]
             grants = "SELECT grantee, grantee_role::text FROM loom.grants ORDER BY grantee"
@@ -255,3 +329,84 @@ def upgraded_from_0_3_0(pg_dsn: str, database: str) -> None:
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             for role in (kept, gone):
                 admin.execute(f"DROP ROLE IF EXISTS {role}")  # type: ignore[arg-type]
+
+
+def upgraded_from_0_4_0(pg_dsn: str, database: str) -> None:
+    """The README's update of a released 0.4.0 (ALTER EXTENSION loomdb UPDATE) brings what
+    changed in its SQL since: the catalog and its models are kept, an index made by CREATE
+    INDEX … USING too, and an ALTER INDEX that leaves it unbuildable is refused now."""
+    with psycopg.connect(f"{pg_dsn} dbname={database}", autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION plpython3u")
+        conn.execute("CREATE EXTENSION loomdb VERSION '0.4.0'")
+        with psycopg.connect(pg_dsn) as main:  # where this server's loomdb environment is
+            settings = main.execute("SELECT key, value FROM loom.settings").fetchall()
+        for key, value in settings:
+            conn.execute("UPDATE loom.settings SET value = %s WHERE key = %s", [value, key])
+        conn.execute(
+            "CREATE TABLE t AS SELECT g::float8 AS a, (g % 3)::float8 AS b, (g % 2)::float8 AS y "
+            "FROM generate_series(1, 50) AS g"
+        )
+        conn.execute("SELECT loom_train('kept', 't', 'y', '{\"epochs\": 2}')")
+        predict = "SELECT loom_predict_proba('kept', ARRAY[a, b]) FROM t ORDER BY a"
+        before = conn.execute(predict).fetchall()
+        methods = conn.execute("SELECT amname FROM pg_am WHERE amname = 'dense'").fetchall()
+        if methods:
+            conn.execute("CREATE INDEX t_dense ON t USING dense (a, b) WITH (label = y)")
+        conn.execute("ALTER EXTENSION loomdb UPDATE")
+        version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
+        assert version.fetchone() == (CURRENT,)
+        _same_as_a_fresh_install(conn, pg_dsn)
+        assert conn.execute(predict).fetchall() == before
+        conn.execute("SELECT loom_train('dropped', 't', 'y', '{\"epochs\": 1}')")
+        conn.execute("SELECT loom_drop_model('dropped')")  # the default is no longer NULL
+        assert conn.execute("SELECT name FROM loom.models").fetchall() == [("kept",)]
+        if methods:  # the index survived the update, trains, and is guarded by the new trigger
+            conn.execute("SELECT loom_train('ix_m', NULL, NULL, '{\"index\": \"t_dense\"}')")
+            with pytest.raises(psycopg.Error, match="names no label column"):
+                conn.execute("ALTER INDEX t_dense RESET (label)")
+
+
+def test_loomdb_pg_install_updates_a_0_4_0_database_and_names_the_others(pg_dsn):
+    """The README's update: loomdb pg install again, into a database at 0.4.0, updates it in
+    place, keeping its model; another database of the server still at 0.4.0 (which now runs
+    this version's Python under 0.4.0's SQL) is named with the command that updates it."""
+    from support import pgserver
+
+    if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
+        pytest.skip("the server was not made by the tests: not installing into it again")
+    _from(pg_dsn, OLD.with_name("loomdb--0.4.0.sql"), installed_over_0_4_0)
+
+
+def installed_over_0_4_0(pg_dsn: str, database: str) -> None:
+    from loomdb.engines.postgres import install, server_setup
+
+    other = f"{database}_other"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {other}")  # type: ignore[arg-type]
+    try:
+        for name in (database, other):
+            with psycopg.connect(f"{pg_dsn} dbname={name}", autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION loomdb VERSION '0.4.0' CASCADE")
+        with psycopg.connect(f"{pg_dsn} dbname={database}", autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO loom.models (name, uid, kind, coefficients, intercept, "
+                "feature_names, classes, standardization, options, history, version) VALUES "
+                "('kept', 'u1', 'logistic', '[[1.5], [-2.0]]', '[0.25]', '[\"a\", \"b\"]', "
+                '\'[0.0, 1.0]\', \'{"method": "none", "shift": [0.0, 0.0], '
+                "\"scale\": [1.0, 1.0]}', '{}', '[]', 1)"
+            )
+        lines: list[str] = []
+        done = install.install(f"{pg_dsn} dbname={database}", log=lines.append)
+        assert (done["action"], done["extension_version"]) == ("updated", CURRENT)
+        assert done["outdated"].get(other) == "0.4.0"
+        there = server_setup.describe_dsn(f"{pg_dsn} dbname={other}")
+        assert any(f'loomdb pg install --dsn "{there}"' in line for line in lines), lines
+        with psycopg.connect(f"{pg_dsn} dbname={database}", autocommit=True) as conn:
+            _same_as_a_fresh_install(conn, pg_dsn)
+            assert conn.execute("SELECT loom_predict('kept', ARRAY[1.0, 0.0])").fetchone() == (1.0,)
+        with psycopg.connect(f"{pg_dsn} dbname={other}", autocommit=True) as conn:
+            conn.execute("ALTER EXTENSION loomdb UPDATE")  # what the line says, in SQL
+            _same_as_a_fresh_install(conn, pg_dsn)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {other} WITH (FORCE)")  # type: ignore[arg-type]

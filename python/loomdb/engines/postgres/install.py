@@ -200,7 +200,24 @@ def install(
         "index_methods": methods,
         "native_predict": native,
         "server_loomdb_file": found["loomdb"],
+        "outdated": _name_outdated(dsn, version, log),
     }
+
+
+def _name_outdated(dsn: str, version: str, log: Log) -> dict[str, str]:
+    """Say which other databases of the server hold an older loomdb, and how to update each:
+    the environment they import loomdb from now runs this version's Python."""
+    outdated, unread = server_setup.outdated_databases(dsn, version)
+    for name, held in outdated.items():
+        there = server_setup.describe_dsn(server_setup.in_database(dsn, name))
+        log(
+            f"database {name} holds loomdb {held}, but the server's loomdb environment is now "
+            f'{version}: update it with loomdb pg install --dsn "{there}" '
+            "(or, as a superuser, ALTER EXTENSION loomdb UPDATE in it)"
+        )
+    for name, why in unread.items():
+        log(f"database {name} could not be checked for an older loomdb: {why}")
+    return outdated
 
 
 def _server_pg_config(server: server_setup.ServerInfo) -> str | None:
@@ -296,6 +313,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"  CREATE INDEX USING  {methods}")
     print(f"  loom_predict        {'C' if done['native_predict'] else 'Python'}")
     print(f"  users: GRANT {extension.ROLE} TO <role>;  (see the README's 'Several users')")
+    for name, held in done["outdated"].items():
+        print(f"  to update           database {name} (loomdb {held}): see above")
     return 0
 
 

@@ -297,6 +297,34 @@ def create_extension(dsn: str, *, reinstall: bool = False) -> tuple[str, str]:
     return ("updated" if after != before else "already installed"), after
 
 
+def in_database(dsn: str, database: str) -> str:
+    """``dsn`` with its database replaced by ``database``."""
+    return make_conninfo(dsn, dbname=database)
+
+
+def outdated_databases(dsn: str, version: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The server's other databases whose loomdb extension is not at ``version``, with the
+    version each holds (they share the server's loomdb environment, which now runs
+    ``version``'s Python under their older SQL until each is updated); and those this role
+    could not look into, with what refused it."""
+    with connect(dsn) as conn:
+        names = conn.execute(
+            "SELECT datname FROM pg_catalog.pg_database WHERE datallowconn "
+            "AND datname OPERATOR(pg_catalog.<>) pg_catalog.current_database() ORDER BY 1"
+        ).fetchall()
+    outdated, unread = {}, {}
+    for (name,) in names:
+        try:
+            with psycopg.connect(in_database(dsn, name), autocommit=True) as conn:
+                held = _one(conn, "SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
+        except psycopg.Error as exc:
+            unread[name] = str(exc).strip()
+            continue
+        if held is not None and held != version:
+            outdated[name] = str(held)
+    return outdated, unread
+
+
 _CHECK = r"""
 import json, os, sys
 have = '%d.%d' % sys.version_info[:2]

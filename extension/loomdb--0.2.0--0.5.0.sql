@@ -1,22 +1,37 @@
--- loomdb 0.4.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
-\echo Use "CREATE EXTENSION loomdb" to load this file. \quit
+-- loomdb 0.5.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
+\echo Use "ALTER EXTENSION loomdb UPDATE" to load this file. \quit
+
+-- loomdb 0.2.0 → 0.5.0: what the catalog gains; the generator appends the catalog's tables
+-- (CREATE TABLE / ADD COLUMN IF NOT EXISTS), the multi-user rules (security.sql), the
+-- bootstrap, every function (CREATE OR REPLACE) and the access methods (made only where absent).
+--
+-- Models, versions, trials, grants, deployments and indexes are kept as they are; indexes made
+-- by CREATE INDEX … USING keep their access methods (never dropped here).
+--
+-- What the appended text creates without OR REPLACE is dropped first, to be made again: the
+-- bootstrap and the access methods' drop trigger (the row-level policies drop themselves).
+-- loom_trials and loom_weights return one more column (metric, class_name), which CREATE OR
+-- REPLACE cannot change.  Trials scored before 0.3.0 were scored by their validation loss.
+DROP FUNCTION IF EXISTS loom._bootstrap();
+DROP EVENT TRIGGER IF EXISTS loom_index_am_drop;
+DROP FUNCTION IF EXISTS loom_trials(text);
+DROP FUNCTION IF EXISTS loom_weights(text);
+ALTER TABLE loom.trials ADD COLUMN IF NOT EXISTS metric text;
+UPDATE loom.trials SET metric = 'validation loss' WHERE metric IS NULL;
 
 CREATE SCHEMA IF NOT EXISTS loom;
 CREATE SCHEMA IF NOT EXISTS loom_data;
 CREATE TABLE IF NOT EXISTS loom.models (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name));
 ALTER TABLE loom.models ADD COLUMN IF NOT EXISTS version integer;
+CREATE TABLE IF NOT EXISTS loom.model_versions (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name, version));
 CREATE TABLE IF NOT EXISTS loom.trials (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, trial integer, status text, options text, score double precision, seconds double precision, error text, created_at timestamptz, metric text, PRIMARY KEY (owner, model, trial));
 ALTER TABLE loom.trials ADD COLUMN IF NOT EXISTS metric text;
-CREATE TABLE IF NOT EXISTS loom.indexes (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, source text, label text, columns text, format text, format_version integer, options text, stats text, label_counts text, rows bigint, skipped bigint, batches bigint, bytes bigint, source_signature text, built_at timestamptz, PRIMARY KEY (name));
 CREATE TABLE IF NOT EXISTS loom.grants (model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, grantee text, granted_at timestamptz, PRIMARY KEY (owner, model, grantee));
 CREATE TABLE IF NOT EXISTS loom.deployments (schema_name text, function text, owner name NOT NULL DEFAULT current_user, model text NOT NULL CHECK (model ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), kind text, arity integer, deployed_at timestamptz, PRIMARY KEY (owner, schema_name, function));
 CREATE TABLE IF NOT EXISTS loom.settings (key text, value text, PRIMARY KEY (key));
-CREATE TABLE IF NOT EXISTS loom.model_versions (name text NOT NULL CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$'), owner name NOT NULL DEFAULT current_user, uid text, kind text, coefficients text, intercept text, feature_names text, classes text, standardization text, options text, history text, rows_processed bigint, rows_skipped bigint, timings text, storage_format text, backend text, source text, label text, report text, created_at timestamptz, version integer, PRIMARY KEY (name, version));
 INSERT INTO loom.settings (key, value) VALUES ('extra_path', ''), ('numba_cache_dir', '/var/lib/loomdb/venv/numba-cache'), ('venv', '/var/lib/loomdb/venv') ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
-SELECT pg_catalog.pg_extension_config_dump('loom.models', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.model_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.trials', '');
-SELECT pg_catalog.pg_extension_config_dump('loom.indexes', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.grants', '');
 SELECT pg_catalog.pg_extension_config_dump('loom.deployments', '');
 
@@ -143,7 +158,7 @@ REVOKE ALL ON FUNCTION loom._bootstrap() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom._bootstrap() TO loomdb_user;
 COMMENT ON FUNCTION loom._bootstrap() IS 'load loomdb into this session''s Python (called by every loomdb function once)';
 
-CREATE FUNCTION loom_train(model text, source text, label text, options text DEFAULT '{}') RETURNS text
+CREATE OR REPLACE FUNCTION loom_train(model text, source text, label text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_train', model, source, label, options)
@@ -152,7 +167,7 @@ REVOKE ALL ON FUNCTION loom_train(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_train(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_train(text, text, text, text) IS 'train a generalized linear model (linear, logistic, svm) on a table, view or SELECT; options are JSON; returns a JSON summary';
 
-CREATE FUNCTION loom_tune(model text, source text, label text, options text DEFAULT '{}') RETURNS text
+CREATE OR REPLACE FUNCTION loom_tune(model text, source text, label text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_tune', model, source, label, options)
@@ -161,7 +176,7 @@ REVOKE ALL ON FUNCTION loom_tune(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_tune(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_tune(text, text, text, text) IS 'search loom_train''s options (lists of candidates; grid or random), score each trial on a validation split (by its loss, or the ''metric'' option: accuracy, auc, rmse, mae) and keep the best as the model; returns a JSON summary';
 
-CREATE FUNCTION loom_trials(model text) RETURNS TABLE ("trial" integer, "status" text, "score" double precision, "seconds" double precision, "options" text, "error" text, "metric" text)
+CREATE OR REPLACE FUNCTION loom_trials(model text) RETURNS TABLE ("trial" integer, "status" text, "score" double precision, "seconds" double precision, "options" text, "error" text, "metric" text)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_trials', model)
@@ -170,7 +185,7 @@ REVOKE ALL ON FUNCTION loom_trials(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_trials(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_trials(text) IS 'the trials of the loom_tune that made a model: options, score (the validation loss unless the tune''s ''metric'' named another), seconds, failed trials with their error, and the metric that scored them';
 
-CREATE FUNCTION loom_predict(model text, features double precision[]) RETURNS double precision
+CREATE OR REPLACE FUNCTION loom_predict(model text, features double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict', model, features)
@@ -179,7 +194,7 @@ REVOKE ALL ON FUNCTION loom_predict(text, double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict(text, double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict(text, double precision[]) IS 'predict with a trained model: the class label for classifiers, the value for linear models';
 
-CREATE FUNCTION loom_predict_row(model text, input text) RETURNS double precision
+CREATE OR REPLACE FUNCTION loom_predict_row(model text, input text) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_row', model, input)
@@ -187,7 +202,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_row(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_row(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_row(text, text) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
-CREATE FUNCTION loom_predict_row(model text, input record) RETURNS double precision
+CREATE OR REPLACE FUNCTION loom_predict_row(model text, input record) RETURNS double precision
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_row(model, pg_catalog.to_jsonb(input)::pg_catalog.text);
@@ -196,7 +211,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_row(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_row(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_row(text, record) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
-CREATE FUNCTION loom_predict(model text, input record) RETURNS double precision
+CREATE OR REPLACE FUNCTION loom_predict(model text, input record) RETURNS double precision
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_row(model, pg_catalog.to_jsonb(input)::pg_catalog.text);
@@ -206,7 +221,7 @@ REVOKE ALL ON FUNCTION loom_predict(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict(text, record) IS 'loom_predict from a whole row (SELECT loom_predict(''m'', t) FROM t, or loom_predict_row): features bound by column name, other columns ignored; a missing or NULL feature column is an error';
 
-CREATE FUNCTION loom_predict_class(model text, features double precision[]) RETURNS text
+CREATE OR REPLACE FUNCTION loom_predict_class(model text, features double precision[]) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_class', model, features)
@@ -215,7 +230,7 @@ REVOKE ALL ON FUNCTION loom_predict_class(text, double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class(text, double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class(text, double precision[]) IS 'the predicted class as text: a text label''s class name, or a numeric class as loom_predict gives it (classifiers only)';
 
-CREATE FUNCTION loom_predict_class_row(model text, input text) RETURNS text
+CREATE OR REPLACE FUNCTION loom_predict_class_row(model text, input text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_class_row', model, input)
@@ -223,7 +238,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_class_row(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class_row(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class_row(text, text) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
-CREATE FUNCTION loom_predict_class_row(model text, input record) RETURNS text
+CREATE OR REPLACE FUNCTION loom_predict_class_row(model text, input record) RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_class_row(model, pg_catalog.to_jsonb(input)::pg_catalog.text);
@@ -232,7 +247,7 @@ $fn$;
 REVOKE ALL ON FUNCTION loom_predict_class_row(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class_row(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class_row(text, record) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
-CREATE FUNCTION loom_predict_class(model text, input record) RETURNS text
+CREATE OR REPLACE FUNCTION loom_predict_class(model text, input record) RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
 RETURN @extschema@.loom_predict_class_row(model, pg_catalog.to_jsonb(input)::pg_catalog.text);
@@ -242,7 +257,7 @@ REVOKE ALL ON FUNCTION loom_predict_class(text, record) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_class(text, record) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_class(text, record) IS 'loom_predict_class from a whole row (SELECT loom_predict_class(''m'', t) FROM t): features bound by column name';
 
-CREATE FUNCTION loom_predict_proba(model text, features double precision[]) RETURNS double precision
+CREATE OR REPLACE FUNCTION loom_predict_proba(model text, features double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_proba', model, features)
@@ -251,7 +266,7 @@ REVOKE ALL ON FUNCTION loom_predict_proba(text, double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_proba(text, double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_proba(text, double precision[]) IS 'probability of the positive class (binary logistic) or of the predicted class (one-vs-rest)';
 
-CREATE FUNCTION loom_predict_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
+CREATE OR REPLACE FUNCTION loom_predict_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_sparse', model, feature_indices, feature_values)
@@ -260,7 +275,7 @@ REVOKE ALL ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) F
 GRANT EXECUTE ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_sparse(text, bigint[], double precision[]) IS 'predict from a sparse row: values at 0-based column indices (a sparse source''s model, or a dense model''s feature positions)';
 
-CREATE FUNCTION loom_predict_proba_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
+CREATE OR REPLACE FUNCTION loom_predict_proba_sparse(model text, feature_indices bigint[], feature_values double precision[]) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_proba_sparse', model, feature_indices, feature_values)
@@ -269,7 +284,7 @@ REVOKE ALL ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precisio
 GRANT EXECUTE ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precision[]) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_proba_sparse(text, bigint[], double precision[]) IS 'loom_predict_proba from a sparse row: values at 0-based column indices';
 
-CREATE FUNCTION loom_predict_sql(model text) RETURNS text
+CREATE OR REPLACE FUNCTION loom_predict_sql(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_sql', model)
@@ -278,7 +293,7 @@ REVOKE ALL ON FUNCTION loom_predict_sql(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_sql(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_sql(text) IS 'the model compiled to a native SQL expression over its feature columns (what loom_predict computes); in PostgreSQL with loomdb''s C module it calls loom.finite (create it before pasting the expression into another database: see the README)';
 
-CREATE FUNCTION loom_predict_proba_sql(model text) RETURNS text
+CREATE OR REPLACE FUNCTION loom_predict_proba_sql(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_proba_sql', model)
@@ -287,7 +302,7 @@ REVOKE ALL ON FUNCTION loom_predict_proba_sql(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_proba_sql(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_proba_sql(text) IS 'the model''s probability compiled to a native SQL expression (what loom_predict_proba computes)';
 
-CREATE FUNCTION loom_deploy(model text, options text DEFAULT '{}') RETURNS text
+CREATE OR REPLACE FUNCTION loom_deploy(model text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_deploy', model, options)
@@ -296,7 +311,7 @@ REVOKE ALL ON FUNCTION loom_deploy(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_deploy(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_deploy(text, text) IS 'make the model a native SQL function of its feature columns (predict_<model>; a MACRO in DuckDB, an inlinable parallel-safe SQL function in PostgreSQL), redefined when the model is retrained; option version (a number, latest or best) makes that version the current model first';
 
-CREATE FUNCTION loom_evaluate(model text, source text, options text DEFAULT '{}') RETURNS text
+CREATE OR REPLACE FUNCTION loom_evaluate(model text, source text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_evaluate', model, source, options)
@@ -305,7 +320,7 @@ REVOKE ALL ON FUNCTION loom_evaluate(text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_evaluate(text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_evaluate(text, text, text) IS 'evaluate a model on a table, view or SELECT holding its features (or images) and label; options: {"scans": k} reads images at k scan groups, {"split": "test"} only the rows the model held out ("train": the others); returns JSON metrics';
 
-CREATE FUNCTION loom_predict_image(model text, image bytea, scans bigint DEFAULT NULL) RETURNS double precision
+CREATE OR REPLACE FUNCTION loom_predict_image(model text, image bytea, scans bigint DEFAULT NULL) RETURNS double precision
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_predict_image', model, image, scans)
@@ -314,7 +329,7 @@ REVOKE ALL ON FUNCTION loom_predict_image(text, bytea, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_predict_image(text, bytea, bigint) TO loomdb_user;
 COMMENT ON FUNCTION loom_predict_image(text, bytea, bigint) IS 'predict with a model trained on a pcr index from a JPEG image read at k scan groups (NULL: all); NULL for a NULL or unreadable image';
 
-CREATE FUNCTION loom_roc_curve(model text, source text) RETURNS TABLE ("threshold" double precision, "tpr" double precision, "fpr" double precision)
+CREATE OR REPLACE FUNCTION loom_roc_curve(model text, source text) RETURNS TABLE ("threshold" double precision, "tpr" double precision, "fpr" double precision)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_roc_curve', model, source)
@@ -323,7 +338,7 @@ REVOKE ALL ON FUNCTION loom_roc_curve(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_roc_curve(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_roc_curve(text, text) IS 'the ROC curve of a binary logistic or svm model on a table, view or SELECT: one row per distinct score (threshold on the probability scale for logistic, the margin for svm), after a first row at threshold infinity';
 
-CREATE FUNCTION loom_evaluate_index(model text, index text, backend text DEFAULT 'cpu') RETURNS text
+CREATE OR REPLACE FUNCTION loom_evaluate_index(model text, index text, backend text DEFAULT 'cpu') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_evaluate_index', model, index, backend)
@@ -332,7 +347,7 @@ REVOKE ALL ON FUNCTION loom_evaluate_index(text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_evaluate_index(text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_evaluate_index(text, text, text) IS 'evaluate a model on an index''s stored batches, computed on the stored form by a backend (A·w on TOC blobs); returns JSON metrics';
 
-CREATE FUNCTION loom_model_info(model text) RETURNS text
+CREATE OR REPLACE FUNCTION loom_model_info(model text) RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_model_info', model)
@@ -341,7 +356,7 @@ REVOKE ALL ON FUNCTION loom_model_info(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_model_info(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_model_info(text) IS 'everything the catalog knows of a model, as JSON';
 
-CREATE FUNCTION loom_weights(model text) RETURNS TABLE ("feature" text, "class" double precision, "weight" double precision, "weight_standardized" double precision, "rank" integer, "odds_ratio" double precision, "class_name" text)
+CREATE OR REPLACE FUNCTION loom_weights(model text) RETURNS TABLE ("feature" text, "class" double precision, "weight" double precision, "weight_standardized" double precision, "rank" integer, "odds_ratio" double precision, "class_name" text)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_weights', model)
@@ -350,7 +365,7 @@ REVOKE ALL ON FUNCTION loom_weights(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_weights(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_weights(text) IS 'a model''s coefficients as rows: in the features'' own units and as trained (standardised), ranked by magnitude per class, with odds ratios for logistic models; the intercept is feature ''(intercept)''; class_name: the class as text (a text label''s name)';
 
-CREATE FUNCTION loom_training_info(model text) RETURNS TABLE ("epoch" integer, "loss" double precision, "validation_loss" double precision, "precision" integer, "rows" bigint, "bytes" bigint, "seconds" double precision, "lr" double precision)
+CREATE OR REPLACE FUNCTION loom_training_info(model text) RETURNS TABLE ("epoch" integer, "loss" double precision, "validation_loss" double precision, "precision" integer, "rows" bigint, "bytes" bigint, "seconds" double precision, "lr" double precision)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_training_info', model)
@@ -359,7 +374,7 @@ REVOKE ALL ON FUNCTION loom_training_info(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_training_info(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_training_info(text) IS 'a model''s training history, one row per epoch: loss, validation loss, bits read (mlweaving), rows, bytes read, seconds, step size';
 
-CREATE FUNCTION loom_drop_model(model text, version bigint DEFAULT -9223372036854775807) RETURNS text
+CREATE OR REPLACE FUNCTION loom_drop_model(model text, version bigint DEFAULT -9223372036854775807) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_drop_model', model, version)
@@ -368,7 +383,7 @@ REVOKE ALL ON FUNCTION loom_drop_model(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_drop_model(text, bigint) TO loomdb_user;
 COMMENT ON FUNCTION loom_drop_model(text, bigint) IS 'remove a model (every version, its grants and trials) from the catalog, or with a version number only that old version (a NULL version is refused; the default, -9223372036854775807, stands for none given)';
 
-CREATE FUNCTION loom_model_versions(model text) RETURNS TABLE ("version" integer, "current" boolean, "created_at" timestamptz, "options" text, "loss" double precision, "validation_loss" double precision, "epochs" integer)
+CREATE OR REPLACE FUNCTION loom_model_versions(model text) RETURNS TABLE ("version" integer, "current" boolean, "created_at" timestamptz, "options" text, "loss" double precision, "validation_loss" double precision, "epochs" integer)
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_model_versions', model)
@@ -377,7 +392,7 @@ REVOKE ALL ON FUNCTION loom_model_versions(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_model_versions(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_model_versions(text) IS 'a model''s versions, oldest first: when each was trained, its options, its final loss and validation loss, and which one is current';
 
-CREATE FUNCTION loom_rollback(model text) RETURNS text
+CREATE OR REPLACE FUNCTION loom_rollback(model text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_rollback', model)
@@ -386,7 +401,7 @@ REVOKE ALL ON FUNCTION loom_rollback(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_rollback(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_rollback(text) IS 'make the version before the current one the model again (its deployed functions redefined)';
 
-CREATE FUNCTION loom_create_index(name text, source text, label text, options text DEFAULT '{}') RETURNS text
+CREATE OR REPLACE FUNCTION loom_create_index(name text, source text, label text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_create_index', name, source, label, options)
@@ -395,7 +410,7 @@ REVOKE ALL ON FUNCTION loom_create_index(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_create_index(text, text, text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_create_index(text, text, text, text) IS 'lay a table out for learning in a storage format (dense, toc, mlweaving); what CREATE INDEX ... USING runs';
 
-CREATE FUNCTION loom_drop_index(name text) RETURNS text
+CREATE OR REPLACE FUNCTION loom_drop_index(name text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_drop_index', name)
@@ -404,7 +419,7 @@ REVOKE ALL ON FUNCTION loom_drop_index(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_drop_index(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_drop_index(text) IS 'drop a loomdb index and its storage';
 
-CREATE FUNCTION loom_reindex(name text) RETURNS text
+CREATE OR REPLACE FUNCTION loom_reindex(name text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_reindex', name)
@@ -413,7 +428,7 @@ REVOKE ALL ON FUNCTION loom_reindex(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_reindex(text) TO loomdb_user;
 COMMENT ON FUNCTION loom_reindex(text) IS 'rebuild a loomdb index from its source with the same options';
 
-CREATE FUNCTION loom_simulate(index text, options text DEFAULT '{}') RETURNS text
+CREATE OR REPLACE FUNCTION loom_simulate(index text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u STABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_simulate', index, options)
@@ -422,7 +437,7 @@ REVOKE ALL ON FUNCTION loom_simulate(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_simulate(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_simulate(text, text) IS 'the MLWeaving engine''s simulated cycles, bytes, seconds and throughput for a job on an index, without training (JSON)';
 
-CREATE FUNCTION loom_backends() RETURNS text
+CREATE OR REPLACE FUNCTION loom_backends() RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_backends')
@@ -431,7 +446,7 @@ REVOKE ALL ON FUNCTION loom_backends() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_backends() TO loomdb_user;
 COMMENT ON FUNCTION loom_backends() IS 'the accelerator backends, each with whether it is usable here and, if not, why (JSON)';
 
-CREATE FUNCTION loom_version() RETURNS text
+CREATE OR REPLACE FUNCTION loom_version() RETURNS text
 LANGUAGE plpython3u IMMUTABLE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_version')
@@ -440,7 +455,7 @@ REVOKE ALL ON FUNCTION loom_version() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_version() TO loomdb_user;
 COMMENT ON FUNCTION loom_version() IS 'the loomdb version the server runs';
 
-CREATE FUNCTION loom_grant(model text, role text) RETURNS text
+CREATE OR REPLACE FUNCTION loom_grant(model text, role text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_grant', model, role)
@@ -449,7 +464,7 @@ REVOKE ALL ON FUNCTION loom_grant(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_grant(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_grant(text, text) IS 'let a role (or public) see and predict with a model you own (PostgreSQL; DuckDB has no roles)';
 
-CREATE FUNCTION loom_revoke(model text, role text) RETURNS text
+CREATE OR REPLACE FUNCTION loom_revoke(model text, role text) RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE STRICT AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_revoke', model, role)
@@ -458,7 +473,7 @@ REVOKE ALL ON FUNCTION loom_revoke(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION loom_revoke(text, text) TO loomdb_user;
 COMMENT ON FUNCTION loom_revoke(text, text) IS 'take back what loom_grant gave a role';
 
-CREATE FUNCTION loom_load(kind text, path text, target text, options text DEFAULT '{}') RETURNS text
+CREATE OR REPLACE FUNCTION loom_load(kind text, path text, target text, options text DEFAULT '{}') RETURNS text
 LANGUAGE plpython3u VOLATILE PARALLEL UNSAFE AS $fn$
 if 'loomdb' not in GD: plpy.execute('SELECT loom._bootstrap()')
 return GD['loomdb'].call(plpy, 'loom_load', kind, path, target, options)
@@ -805,3 +820,24 @@ COMMENT ON FUNCTION loom.superseded_drop_model_0_1_0(text) IS
     'loomdb 0.1.0''s loom_drop_model(text), kept for what calls it: loom_drop_model(model)';
 COMMENT ON FUNCTION loom.superseded_evaluate_0_1_0(text, text) IS
     'loomdb 0.1.0''s loom_evaluate(text, text), kept for what calls it: loom_evaluate(model, source)';
+
+-- An update from a version before 0.4.0, last: the rows it kept name their owner (and a grant
+-- its grantee) by name only.  Each gains the role of that name, where one exists now; a row
+-- whose role is gone keeps no role, and no role sees it but a superuser.
+DO $do$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['models', 'model_versions', 'trials', 'indexes', 'grants',
+                             'deployments', 'index_relations'] LOOP
+        IF pg_catalog.to_regclass('loom.' || t) IS NOT NULL THEN
+            EXECUTE format('UPDATE loom.%I AS x SET owner_role = r.oid::pg_catalog.regrole '
+                           'FROM pg_catalog.pg_roles AS r '
+                           'WHERE x.owner_role IS NULL AND r.rolname = x.owner', t);
+        END IF;
+    END LOOP;
+END
+$do$;
+UPDATE loom.grants AS g SET grantee_role = r.oid::pg_catalog.regrole
+FROM pg_catalog.pg_roles AS r
+WHERE g.grantee_role IS NULL AND g.grantee <> 'public' AND r.rolname = g.grantee;
