@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -170,6 +172,47 @@ def database_with_a_model(pg_dsn: str, name: str) -> Iterator[str]:
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+EPOCH_FUNCTIONS = (
+    "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE p.pronamespace = 'loom'::regnamespace "
+    "AND p.proname IN ('_epoch_step', '_epoch_combine') ORDER BY p.proname"
+)
+
+
+@pytest.mark.postgres
+def test_install_again_with_another_numba_cache_moves_the_parallel_epoch_too(pg_dsn):
+    """The parallel epoch's functions hold the server environment's paths in their bodies (their
+    workers cannot read loom.settings).  Installing again at the same version with another
+    --numba-cache-dir (or --venv, --source) pointed loom.settings at it but left those bodies
+    on the old paths; now they read as a fresh CREATE EXTENSION of the new files makes them."""
+    from support import pgserver
+
+    if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
+        pytest.skip("the server was not made by the tests: not installing into it again")
+    with psycopg.connect(pg_dsn) as conn:
+        settings = dict(conn.execute("SELECT key, value FROM loom.settings").fetchall())
+        share = conn.execute("SELECT setting FROM pg_config WHERE name = 'SHAREDIR'").fetchone()
+    parent = Path(tempfile.mkdtemp(prefix="loomdb-cache-"))
+    parent.chmod(0o755)  # the server's OS user goes through it to its cache
+    try:
+        with database_with_a_model(pg_dsn, "loom_resettle") as dsn:
+            done = pg_install.install(
+                dsn, numba_cache_dir=str(parent / "cache"), log=lambda line: None
+            )
+            assert done["action"] == "already installed"
+            with (
+                database_with_a_model(pg_dsn, "loom_resettle_fresh") as fresh_dsn,
+                psycopg.connect(fresh_dsn) as fresh,
+                psycopg.connect(dsn) as moved,
+            ):
+                made = fresh.execute(EPOCH_FUNCTIONS).fetchall()
+                assert str(parent / "cache") in made[0][0]
+                assert moved.execute(EPOCH_FUNCTIONS).fetchall() == made
+    finally:  # the extension files as the session's install wrote them
+        assert share is not None
+        extension.write(extension.files(settings), str(Path(share[0]) / "extension"))
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 STRIP_PCR = (  # an extension as made before the C module was built, for the pcr method

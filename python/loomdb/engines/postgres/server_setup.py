@@ -192,13 +192,17 @@ def reset_old_settings(dsn: str) -> list[str]:
 
 
 def write_settings(dsn: str, settings: dict[str, str]) -> None:
-    """Point an existing loomdb extension at ``settings`` (loom.settings, superuser-only)."""
+    """Point an existing loomdb extension at ``settings``: loom.settings (superuser-only), and
+    the parallel epoch's functions, whose bodies hold the paths (their workers cannot read the
+    table), made again from them in the same transaction."""
+    from loomdb.engines.postgres import epoch_install, extension
     from loomdb.engines.postgres.client import PsycopgDatabase
     from loomdb.store import catalog
 
     with connect(dsn) as conn, conn.transaction():
         for key, value in settings.items():
             catalog.put_setting(PsycopgDatabase(conn), key, value)
+        conn.execute(epoch_install.sql(settings, extension.ROLE))  # type: ignore[arg-type]
 
 
 def catalog_counts(dsn: str) -> dict[str, int]:
