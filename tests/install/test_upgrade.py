@@ -18,7 +18,8 @@ import pytest
 import loomdb
 
 pytestmark = pytest.mark.postgres
-OLD = Path(__file__).resolve().parents[1] / "fixtures" / "extension" / "loomdb--0.1.0.sql"
+REPO = Path(__file__).resolve().parents[2]
+OLD = REPO / "tests" / "fixtures" / "extension" / "loomdb--0.1.0.sql"
 CURRENT = loomdb.__version__
 
 
@@ -410,3 +411,35 @@ def installed_over_0_4_0(pg_dsn: str, database: str) -> None:
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {other} WITH (FORCE)")  # type: ignore[arg-type]
+
+
+def test_loomdb_pg_install_refuses_a_newer_database_before_writing(pg_dsn, tmp_path):
+    """A database holding a loomdb newer than this one (no update leads back) is refused up
+    front: the install used to replace the server's environment and extension files with this
+    older loomdb first, then fail at ALTER EXTENSION, leaving the newer SQL on the older code."""
+    from support import pgserver
+
+    if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
+        pytest.skip("the server was not made by the tests: not installing into it again")
+    newer = tmp_path / "loomdb--99.0.0.sql"  # this version's script, as a newer one
+    newer.write_text((REPO / "extension" / f"loomdb--{CURRENT}.sql").read_text())
+    _from(pg_dsn, newer, refused_over_a_newer_version)
+
+
+def refused_over_a_newer_version(pg_dsn: str, database: str) -> None:
+    from loomdb.engines.postgres import install
+    from loomdb.errors import LoomStateError
+
+    dsn = f"{pg_dsn} dbname={database}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION loomdb VERSION '99.0.0' CASCADE")
+        share = conn.execute("SELECT setting FROM pg_config WHERE name = 'SHAREDIR'").fetchone()
+    assert share is not None
+    control = Path(share[0]) / "extension" / "loomdb.control"
+    before = control.stat().st_mtime_ns
+    lines: list[str] = []
+    with pytest.raises(LoomStateError, match="holds loomdb 99.0.0") as refused:
+        install.install(dsn, log=lines.append)
+    assert "--reinstall" in refused.value.hint
+    assert control.stat().st_mtime_ns == before
+    assert not any("wrote" in line for line in lines), lines

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import loomdb
 from loomdb.engines.postgres import extension, index_am_install, server_setup
 from loomdb.engines.postgres.venv import (
     GPU_EXTRAS,
@@ -150,6 +151,8 @@ def install(
     server = server_setup.inspect_server(dsn)
     if reinstall and not drop_catalog:
         _refuse_losing_the_catalog(dsn)
+    if not reinstall:
+        _refuse_no_update(dsn)
     log(
         f"PostgreSQL {server.version} (OS user {server.os_user}), extensions in "
         f"{server.extension_dir}"
@@ -288,6 +291,21 @@ def _refuse_losing_the_catalog(dsn: str) -> None:
             hint="run loomdb pg install without --reinstall to update in place and keep them, "
             "or add --drop-catalog to drop them with the extension",
         )
+
+
+def _refuse_no_update(dsn: str) -> None:
+    """Refuse, before anything is written, a database whose loomdb this one cannot update (a
+    newer version): its server environment would be replaced by this older loomdb, and then
+    ALTER EXTENSION would fail."""
+    held = server_setup.extension_version(dsn)
+    if held is None or held == loomdb.__version__ or held in extension.UPGRADES_FROM:
+        return
+    raise LoomStateError(
+        f"the database holds loomdb {held}, which loomdb {loomdb.__version__} cannot update "
+        f"(it updates from {', '.join(extension.UPGRADES_FROM)})",
+        hint=f"run loomdb pg install from a loomdb {held} or newer (pip install it here), "
+        "or add --reinstall --drop-catalog to replace it with this version, losing its catalog",
+    )
 
 
 def _count(n: int, one: str, many: str) -> str:

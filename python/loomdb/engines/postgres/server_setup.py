@@ -266,6 +266,13 @@ def add_native(dsn: str) -> list[str]:
     return added
 
 
+def extension_version(dsn: str) -> str | None:
+    """The version of loomdb the database of ``dsn`` holds (None: not created there)."""
+    with connect(dsn) as conn:
+        held = _one(conn, "SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
+    return None if held is None else str(held)
+
+
 def create_extension(dsn: str, *, reinstall: bool = False) -> tuple[str, str]:
     """Create (or update, or drop and create) plpython3u and loomdb; return (action, version)."""
     query_version = "SELECT extversion FROM pg_extension WHERE extname = 'loomdb'"
