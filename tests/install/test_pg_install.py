@@ -153,6 +153,32 @@ def test_reinstall_refuses_to_drop_a_catalog_that_holds_a_model(pg_dsn):
             assert conn.execute("SELECT name FROM loom.models").fetchall() == [("kept",)]
 
 
+@pytest.mark.postgres
+def test_reinstall_with_drop_catalog_drops_the_indexes_too(pg_dsn):
+    """--reinstall --drop-catalog drops the indexes with the catalog, as it says: an index's
+    storage table in loom_data, and a CREATE INDEX … USING relation, kept DROP EXTENSION from
+    running, and the install was refused ("other objects depend on it").  The table stays."""
+    from support import pgserver
+
+    if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
+        pytest.skip("the server was not made by the tests: not installing into it again")
+    with database_with_a_model(pg_dsn, "loom_redrop") as dsn:
+        methods = server_setup.index_methods(dsn)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SELECT loom_create_index('ix', 't', 'y')")
+            if methods:
+                conn.execute("CREATE INDEX t_dense ON t USING dense (x) WITH (label = y)")
+        assert server_setup.catalog_counts(dsn)["indexes"] == (2 if methods else 1)
+        done = pg_install.install(dsn, reinstall=True, drop_catalog=True, log=lambda line: None)
+        assert done["action"] == "reinstalled"
+        assert server_setup.catalog_counts(dsn) == {"models": 0, "indexes": 0}
+        with psycopg.connect(dsn) as conn:
+            storage = "SELECT count(*) FROM pg_tables WHERE schemaname = 'loom_data'"
+            assert conn.execute(storage).fetchone() == (0,)
+            assert conn.execute("SELECT to_regclass('t_dense')").fetchone() == (None,)
+            assert conn.execute("SELECT count(*) FROM t").fetchone() == (40,)
+
+
 @contextlib.contextmanager
 def database_with_a_model(pg_dsn: str, name: str) -> Iterator[str]:
     """A new database of the server with loomdb and one model, ``kept``; its DSN, then gone."""

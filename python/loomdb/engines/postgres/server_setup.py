@@ -273,6 +273,29 @@ def extension_version(dsn: str) -> str | None:
     return None if held is None else str(held)
 
 
+# What a reinstall drops with the catalog before the extension, which they would keep from
+# being dropped: the index relations of loomdb's access methods (CREATE INDEX … USING; the drop
+# trigger removes their loomdb indexes), then the storage table of every loomdb index left
+# (loom_data.<its checked name>).  Anything else that depends on the extension still refuses.
+_DROP_INDEXES = """
+DO $do$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT c.oid::pg_catalog.regclass AS relation FROM pg_catalog.pg_class AS c
+             JOIN pg_catalog.pg_am AS a ON a.oid = c.relam
+             JOIN pg_catalog.pg_proc AS p ON p.oid = a.amhandler
+             WHERE c.relkind = 'i' AND p.pronamespace = 'loom'::pg_catalog.regnamespace LOOP
+        EXECUTE pg_catalog.format('DROP INDEX %s', r.relation);
+    END LOOP;
+    FOR r IN SELECT name FROM loom.indexes LOOP
+        EXECUTE pg_catalog.format('DROP TABLE IF EXISTS loom_data.%I', r.name);
+    END LOOP;
+END
+$do$
+"""
+
+
 def create_extension(dsn: str, *, reinstall: bool = False) -> tuple[str, str]:
     """Create (or update, or drop and create) plpython3u and loomdb; return (action, version)."""
     query_version = "SELECT extversion FROM pg_extension WHERE extname = 'loomdb'"
@@ -282,6 +305,7 @@ def create_extension(dsn: str, *, reinstall: bool = False) -> tuple[str, str]:
             before = _one(conn, query_version)
             with conn.transaction():
                 if before is not None and reinstall:
+                    conn.execute(_DROP_INDEXES)
                     conn.execute("DROP EXTENSION loomdb")
                 if before is None or reinstall:
                     conn.execute("CREATE EXTENSION loomdb")
@@ -291,7 +315,7 @@ def create_extension(dsn: str, *, reinstall: bool = False) -> tuple[str, str]:
         except psycopg.errors.DependentObjectsStillExist as exc:
             raise LoomStateError(
                 "cannot drop the loomdb extension: other objects depend on it",
-                hint="drop them first, or install without --reinstall",
+                hint="drop them first (the detail names them), or install without --reinstall",
                 detail=str(exc),
             ) from exc
         except psycopg.Error as exc:
