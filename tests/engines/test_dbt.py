@@ -295,41 +295,69 @@ TRAPS = [
     ("->>", "json", "json", "$1 OPERATOR(pg_catalog.->>) ($2 OPERATOR(pg_catalog.#>>) '{}')"),
 ]
 
+#: loomdb's functions the package calls, as lookalikes of the same signature another role puts
+#: in a schema earlier on the search_path: (name, arguments, returns)
+LOOKALIKES = [
+    ("loom_train", "text, text, text, text", "text"),
+    ("loom_predict", "text, double precision[]", "double precision"),
+    ("loom_predict_proba", "text, double precision[]", "double precision"),
+    ("loom_predict_sql", "text", "text"),
+    ("loom_predict_proba_sql", "text", "text"),
+    ("loom_evaluate", "text, text, text", "text"),
+    ("loom_drop_model", "text, bigint", "text"),
+]
+
+
+def plant(as_bob: psycopg.Connection, schema: str, pg_dsn: str) -> None:
+    """Another role's functions and operators where dbt's role would find them by name: in
+    ``schema``, first on its search_path, and (an overload leaning on no default) in public."""
+    as_bob.execute("CREATE TABLE ran (who text, what text)")
+    as_bob.execute("GRANT INSERT ON ran TO PUBLIC")
+
+    def record(what: str) -> str:
+        return f"INSERT INTO {schema}.ran VALUES (current_user, '{what}')"
+
+    # beside loomdb's own loom_evaluate(text, text, text DEFAULT '{}') and loom_drop_model(text,
+    # bigint DEFAULT …) in public, where schemas are writable by all up to PostgreSQL 14: a
+    # call leaning on the default was ambiguous (or bob's, were his schema first)
+    with psycopg.connect(f"{pg_dsn} user=postgres", autocommit=True) as admin:
+        admin.execute(f"GRANT CREATE ON SCHEMA public TO {as_bob.info.user}")  # type: ignore[arg-type]
+    for name, args in (("loom_evaluate", "text, text"), ("loom_drop_model", "text")):
+        as_bob.execute(
+            f"CREATE FUNCTION public.{name}({args}) RETURNS text LANGUAGE plpgsql "  # type: ignore[arg-type]
+            f"AS $$ BEGIN {record(name)}; RETURN NULL; END $$"
+        )
+    for name, args, returns in LOOKALIKES:
+        as_bob.execute(
+            f"CREATE FUNCTION {schema}.{name}({args}) RETURNS {returns} LANGUAGE plpgsql "  # type: ignore[arg-type]
+            f"AS $$ BEGIN {record(name)}; RETURN NULL; END $$"
+        )
+    for i, (op, left, right, body) in enumerate(TRAPS):
+        returns = "text" if op == "->>" else "boolean"
+        as_bob.execute(
+            f"CREATE FUNCTION trap_op{i}({left}, {right}) RETURNS {returns} "  # type: ignore[arg-type]
+            f"LANGUAGE plpgsql AS $$ BEGIN {record(f'operator {op}')}; RETURN {body}; END $$"
+        )
+        as_bob.execute(
+            f"CREATE OPERATOR {op} (LEFTARG = {left}, RIGHTARG = {right}, "  # type: ignore[arg-type]
+            f"FUNCTION = trap_op{i})"
+        )
+
 
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_macros_run_no_role_operator_on_postgres(tmp_path, pg_dsn):
-    """The package's SQL (metrics out of loom_evaluate's JSON, the evaluate data test's bound)
-    with another role's exact-match operators in a schema first on the dbt role's search_path,
-    where that role may create (CVE-2018-1058's pattern): none of them is chosen."""
+    """The package's SQL (loomdb's functions, metrics out of loom_evaluate's JSON, the evaluate
+    data test's bound) and the example's with another role's exact-match operators and
+    lookalike loom_* functions in a schema first on the dbt role's search_path, where that role
+    may create (CVE-2018-1058's pattern): none of them is run, by the build, a training
+    run-operation or drop_model."""
     alice, bob, schema = names("dbtsp")
     with two_roles(pg_dsn, alice, bob, schema, ("models", "model_versions", "deployments")) as (
         _,
         as_bob,
     ):
-        as_bob.execute("CREATE TABLE ran (who text, what text)")
-        as_bob.execute("GRANT INSERT ON ran TO PUBLIC")
-        # beside loomdb's own loom_evaluate(text, text, text DEFAULT '{}') in public, where
-        # schemas are writable by all up to PostgreSQL 14: a call leaning on the default was
-        # ambiguous (or bob's, were his schema first)
-        with psycopg.connect(f"{pg_dsn} user=postgres", autocommit=True) as admin:
-            admin.execute(f"GRANT CREATE ON SCHEMA public TO {bob}")  # type: ignore[arg-type]
-        as_bob.execute(
-            "CREATE FUNCTION public.loom_evaluate(text, text) RETURNS text LANGUAGE plpgsql "
-            f"AS $$ BEGIN INSERT INTO {schema}.ran VALUES (current_user, 'loom_evaluate'); "  # type: ignore[arg-type]
-            "RETURN NULL; END $$"
-        )
-        for i, (op, left, right, body) in enumerate(TRAPS):
-            returns = "text" if op == "->>" else "boolean"
-            as_bob.execute(
-                f"CREATE FUNCTION trap_op{i}({left}, {right}) RETURNS {returns} "  # type: ignore[arg-type]
-                f"LANGUAGE plpgsql AS $$ BEGIN INSERT INTO {schema}.ran VALUES "
-                f"(current_user, 'operator {op}'); RETURN {body}; END $$"
-            )
-            as_bob.execute(
-                f"CREATE OPERATOR {op} (LEFTARG = {left}, RIGHTARG = {right}, "  # type: ignore[arg-type]
-                f"FUNCTION = trap_op{i})"
-            )
+        plant(as_bob, schema, pg_dsn)
         env = {
             **pg_env(pg_dsn, schema),
             "PGUSER": alice,
@@ -340,15 +368,25 @@ def test_macros_run_no_role_operator_on_postgres(tmp_path, pg_dsn):
         project.dbt("deps")
         out = project.dbt("build")
         assert "ERROR=0" in out
+        other = f"{schema}_op"
+        args = {"model": other, "relation": f"{schema}.iris_training", "label": "species_id"}
+        out = project.dbt("run-operation", "loomdb.run_train", "--args", json.dumps(args))
+        assert '"rows": 120' in out
+        project.dbt("run-operation", "loomdb.drop_model", "--args", json.dumps({"model": other}))
         assert as_bob.execute("SELECT * FROM ran").fetchall() == []
         as_alice = connect(pg_dsn, alice, schema)
         try:
             [(accuracy,)] = as_alice.execute("SELECT accuracy FROM iris_metrics").fetchall()
             assert accuracy >= 0.85
-            as_alice.execute("SELECT 0.5::float8 < 0.9")  # the trap works where a query names it
+            assert as_alice.execute(
+                "SELECT count(*) FROM loom.models WHERE name = %s", [other]
+            ).fetchall() == [(0,)]
+            # the traps work where a query names them
+            as_alice.execute("SELECT 0.5::float8 < 0.9, loom_predict_sql('m')")
         finally:
             as_alice.close()
-        assert as_bob.execute("SELECT who, what FROM ran").fetchall() == [(alice, "operator <")]
+        ran = as_bob.execute("SELECT who, what FROM ran ORDER BY what").fetchall()
+        assert ran == [(alice, "loom_predict_sql"), (alice, "operator <")]
 
 
 def test_train_on_an_index_with_no_relation(target, tmp_path):

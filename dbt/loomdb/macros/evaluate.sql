@@ -5,7 +5,7 @@
     select {{ loomdb.metric(loomdb.evaluate('churn', ref('holdout')), 'accuracy') }} as accuracy
 -#}
 {% macro evaluate(model, relation, options={}) -%}
-  loom_evaluate({{ loomdb.literal(model) }}, {{ loomdb.literal(relation) }}, {{ loomdb.options_literal(options, 'loomdb.evaluate') }})
+  {{ loomdb.qualified('loom_evaluate') }}({{ loomdb.literal(model) }}, {{ loomdb.literal(relation) }}, {{ loomdb.options_literal(options, 'loomdb.evaluate') }})
 {%- endmacro %}
 
 {#-

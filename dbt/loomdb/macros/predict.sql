@@ -4,12 +4,12 @@
   `columns` are column names (or expressions) in the order the model was trained on.
 -#}
 {% macro predict(model, columns) -%}
-  loom_predict({{ loomdb.literal(model) }}, {{ loomdb.array(columns) }})
+  {{ loomdb.qualified('loom_predict') }}({{ loomdb.literal(model) }}, {{ loomdb.array(columns) }})
 {%- endmacro %}
 
 {#- P(positive class) for binary logistic models, P(predicted class) for one-vs-rest. -#}
 {% macro predict_proba(model, columns) -%}
-  loom_predict_proba({{ loomdb.literal(model) }}, {{ loomdb.array(columns) }})
+  {{ loomdb.qualified('loom_predict_proba') }}({{ loomdb.literal(model) }}, {{ loomdb.array(columns) }})
 {%- endmacro %}
 
 {#-
@@ -22,6 +22,6 @@
     {{ return("cast(null as double precision)") }}
   {%- endif -%}
   {%- set fn = "loom_predict_proba_sql" if proba else "loom_predict_sql" -%}
-  {%- set result = run_query("select " ~ fn ~ "(" ~ loomdb.literal(model) ~ ")") -%}
+  {%- set result = run_query("select " ~ loomdb.qualified(fn) ~ "(" ~ loomdb.literal(model) ~ ")") -%}
   {{ return(result.columns[0].values()[0]) }}
 {%- endmacro %}

@@ -10,6 +10,35 @@
   {%- endif -%}
 {%- endmacro %}
 
+{#- loomdb's function `name` as the package's SQL calls it.  On PostgreSQL it is qualified with the
+    schema the loomdb extension is installed in, read from the catalog when the SQL runs: called by
+    name alone, a function of the same signature that another role created in a schema earlier
+    on dbt's search_path would be the one run, as dbt's role (CVE-2018-1058's pattern).  DuckDB
+    registers loomdb's functions on dbt's connection, in no schema: called by name. -#}
+{% macro qualified(name) -%}
+  {{ return(adapter.dispatch('qualified', 'loomdb')(name)) }}
+{%- endmacro %}
+
+{% macro default__qualified(name) -%}
+  {{ return(name) }}
+{%- endmacro %}
+
+{% macro postgres__qualified(name) -%}
+  {%- if not execute -%}
+    {{ return(name) }}
+  {%- endif -%}
+  {%- set found = run_query("select n.nspname from pg_catalog.pg_extension e join pg_catalog.pg_namespace n on n.oid OPERATOR(pg_catalog.=) e.extnamespace where e.extname OPERATOR(pg_catalog.=) cast('loomdb' as pg_catalog.name)") -%}
+  {%- if found.rows | length == 0 -%}
+    {{ exceptions.raise_compiler_error("loomdb: the loomdb extension is not installed in this database, so " ~ name ~ " cannot be called (hint: a superuser runs loomdb pg install --dsn ... on the server's machine, and dbt's role is made a member of loomdb_user)") }}
+  {%- endif -%}
+  {{ return(loomdb.identifier(found.columns[0].values()[0]) ~ "." ~ name) }}
+{%- endmacro %}
+
+{#- A name as a quoted SQL identifier (double quotes doubled). -#}
+{% macro identifier(name) -%}
+  "{{ name | string | replace('"', '""') }}"
+{%- endmacro %}
+
 {#- A float as a double precision constant (comparisons with it are float8's own). -#}
 {% macro number(value) -%}
   cast({{ value }} as double precision)

@@ -31,7 +31,7 @@
 {%- endmacro %}
 
 {% macro default__train(model, relation, label, options) -%}
-  select loom_train({{ loomdb.literal(model) }}, {{ loomdb.literal(relation) }}, {{ loomdb.literal(label) }}, {{ loomdb.options_literal(options) }})
+  select {{ loomdb.qualified('loom_train') }}({{ loomdb.literal(model) }}, {{ loomdb.literal(relation) }}, {{ loomdb.literal(label) }}, {{ loomdb.options_literal(options) }})
 {%- endmacro %}
 
 {#-
@@ -68,10 +68,13 @@
   {% do log("loomdb: " ~ load_result('loomdb_train').table.columns[0].values()[0], info=true) %}
 {% endmacro %}
 
-{#- dbt run-operation loomdb.drop_model --args '{model: m}' (a model that does not exist: an error) -#}
+{#- dbt run-operation loomdb.drop_model --args '{model: m}': the model, every version (a model
+    that does not exist: an error).  The version is passed, as loom_drop_model's "none given"
+    (-9223372036854775807: the whole model), rather than left to its default: beside another
+    loom_drop_model(text) in loomdb's schema a call leaning on the default is ambiguous. -#}
 {% macro drop_model(model) %}
   {% call statement('loomdb_drop_model', auto_begin=loomdb.transactional()) %}
-    select loom_drop_model({{ loomdb.literal(model) }})
+    select {{ loomdb.qualified('loom_drop_model') }}({{ loomdb.literal(model) }}, cast(-9223372036854775807 as bigint))
   {% endcall %}
   {% do log("loomdb: dropped " ~ model, info=true) %}
 {% endmacro %}
