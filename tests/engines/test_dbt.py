@@ -287,12 +287,16 @@ def test_train_options_as_json_text_or_refused(target, tmp_path):
     assert still == "linear"
 
 
-#: operators whose pg_catalog version needs a cast of what the macros give them, planted by
-#: another role: (operator, left, right, the function's body)
+#: operators whose pg_catalog version needs a cast of what the macros (or the example) give
+#: them, planted by another role: (operator, left, right, the function's body)
 TRAPS = [
     ("<", "double precision", "numeric", "$1 OPERATOR(pg_catalog.<) $2::float8"),
     (">", "double precision", "numeric", "$1 OPERATOR(pg_catalog.>) $2::float8"),
     ("->>", "json", "json", "$1 OPERATOR(pg_catalog.->>) ($2 OPERATOR(pg_catalog.#>>) '{}')"),
+    # the example's species (a seed column) against its names
+    ("=", "character varying", "character varying", "$1::text OPERATOR(pg_catalog.=) $2::text"),
+    # accepted_values' constants against the predictions
+    ("=", "double precision", "integer", "$1 OPERATOR(pg_catalog.=) $2::float8"),
 ]
 
 #: loomdb's functions the package calls, as lookalikes of the same signature another role puts
