@@ -456,3 +456,27 @@ def test_an_empty_run_skips_training(target, tmp_path):
     project.dbt("run", "-s", "+iris_training")  # without --empty the hook trains again
     [(again,)] = query(f"SELECT uid FROM loom.models WHERE name = '{project.model}'")
     assert again != uid
+
+
+def test_an_empty_build_on_a_fresh_database(target, tmp_path):
+    """``dbt build --empty`` where no model was ever trained: every model builds without rows
+    and every test passes. The evaluate data test failed (no metric: loom_evaluate found no
+    model) and iris_predictions could not compile (loom_predict_sql found no model); now the
+    package logs what it skips, predictions have no rows and the metrics are NULL."""
+    name, env, query = target
+    project = Project(tmp_path, name, env)
+    project.model = f"{env['LOOMDB_DBT_SCHEMA']}_m"
+    project.dbt("deps")
+    out = project.dbt("build", "--empty")
+    assert "PASS=12 WARN=0 ERROR=0 SKIP=0" in out, out[-5000:]
+    for skipped in (
+        f"not training {project.model}",
+        f"not compiling {project.model}",
+        f"not evaluating {project.model}",
+        f"the evaluate test of {project.model} passes unevaluated",
+    ):
+        assert f"loomdb: --empty: {skipped}" in out
+    schema = f'"{project.schema}"'
+    assert query(f"SELECT count(*) FROM {schema}.iris_predictions") == [(0,)]
+    assert query(f"SELECT accuracy, metrics FROM {schema}.iris_metrics") == [(None, None)]
+    assert query(f"SELECT count(*) FROM loom.models WHERE name = '{project.model}'") == [(0,)]

@@ -5,6 +5,9 @@
     select {{ loomdb.metric(loomdb.evaluate('churn', ref('holdout')), 'accuracy') }} as accuracy
 -#}
 {% macro evaluate(model, relation, options={}) -%}
+  {%- if loomdb.skip_empty("not evaluating " ~ model ~ " (NULL metrics: no rows to evaluate on)") -%}
+    {{ return("cast(null as text)") }}
+  {%- endif -%}
   {{ loomdb.qualified('loom_evaluate') }}({{ loomdb.literal(model) }}, {{ loomdb.literal(relation) }}, {{ loomdb.options_literal(options, 'loomdb.evaluate') }})
 {%- endmacro %}
 
@@ -14,6 +17,7 @@
     data_tests:
       - loomdb.evaluate: {loomdb_model: churn, metric: accuracy, min_value: 0.9}
   (`options`: loom_evaluate's, e.g. {split: test}.)  A bound that is not a finite number (or its text) is refused when the test compiles.
+  Under --empty (no rows, no model trained) it passes without evaluating, and logs so.
 -#}
 {% test evaluate(model, loomdb_model, metric='accuracy', min_value=none, max_value=none, options={}) %}
   {%- if min_value is none and max_value is none -%}
@@ -21,6 +25,9 @@
   {%- endif -%}
   {%- set low = loomdb.bound(min_value, 'min_value') -%}
   {%- set high = loomdb.bound(max_value, 'max_value') -%}
+  {%- if loomdb.skip_empty("the evaluate test of " ~ loomdb_model ~ " passes unevaluated (no rows to evaluate on)") %}
+select cast(null as double precision) as {{ adapter.quote(metric) }} where false
+  {%- else %}
 with evaluated as (
   select {{ loomdb.metric(loomdb.evaluate(loomdb_model, model, options), metric) }} as {{ adapter.quote(metric) }}
 )
@@ -28,6 +35,7 @@ select * from evaluated
 where {{ adapter.quote(metric) }} is null
   {%- if low is not none %} or {{ adapter.quote(metric) }} < {{ loomdb.number(low) }}{% endif %}
   {%- if high is not none %} or {{ adapter.quote(metric) }} > {{ loomdb.number(high) }}{% endif %}
+  {%- endif %}
 {% endtest %}
 
 {#- The evaluate test's bound as a float: none stays none; anything but a finite number (or its

@@ -16,9 +16,10 @@
   The model compiled into native SQL over its own feature columns (loom_predict_sql), inlined
   when the model that uses it runs: no UDF call per row.  The model must exist by then (train
   it upstream: a post-hook on a model this one refs).  `proba=true`: loom_predict_proba_sql.
+  Under --empty (no rows to predict, and no model trained) NULL stands in for the expression.
 -#}
 {% macro predict_sql(model, proba=false) -%}
-  {%- if not execute -%}
+  {%- if not execute or loomdb.skip_empty("not compiling " ~ model ~ " (NULL in its place: no rows to predict)") -%}
     {{ return("cast(null as double precision)") }}
   {%- endif -%}
   {%- set fn = "loom_predict_proba_sql" if proba else "loom_predict_sql" -%}

@@ -39,6 +39,19 @@
   "{{ name | string | replace('"', '""') }}"
 {%- endmacro %}
 
+{#- Under dbt's --empty every ref and source renders without rows and the training hook trains
+    nothing, so there is nothing to train, evaluate or compile a model from: true, after logging
+    `what` (when the SQL runs), under --empty; false otherwise. -#}
+{% macro skip_empty(what) -%}
+  {%- if not flags.EMPTY -%}
+    {{ return(false) }}
+  {%- endif -%}
+  {%- if execute -%}
+    {%- do log("loomdb: --empty: " ~ what, info=true) -%}
+  {%- endif -%}
+  {{ return(true) }}
+{%- endmacro %}
+
 {#- A float as a double precision constant (comparisons with it are float8's own). -#}
 {% macro number(value) -%}
   cast({{ value }} as double precision)

@@ -14,10 +14,7 @@
   skips training and runs no statement (dbt runs no hook whose SQL is empty).
 -#}
 {% macro train(model, relation, label, options={}) -%}
-  {%- if flags.EMPTY -%}
-    {%- if execute -%}
-      {%- do log("loomdb: --empty: not training " ~ model ~ " (its relation has no rows)", info=true) -%}
-    {%- endif -%}
+  {%- if loomdb.skip_empty("not training " ~ model ~ " (its relation has no rows)") -%}
     {{ return('') }}
   {%- endif -%}
   {{ return(adapter.dispatch('train', 'loomdb')(model, relation, label, loomdb.train_options(options))) }}
