@@ -480,3 +480,22 @@ def test_an_empty_build_on_a_fresh_database(target, tmp_path):
     assert query(f"SELECT count(*) FROM {schema}.iris_predictions") == [(0,)]
     assert query(f"SELECT accuracy, metrics FROM {schema}.iris_metrics") == [(None, None)]
     assert query(f"SELECT count(*) FROM loom.models WHERE name = '{project.model}'") == [(0,)]
+
+
+def test_evaluate_test_honours_a_where_config(target, tmp_path):
+    """The evaluate data test with dbt's ``where`` config, which makes the tested relation a
+    subquery with an alias: loom_evaluate refused it ("source must be a table name or exactly
+    one SELECT statement"); it evaluates the rows the ``where`` keeps."""
+    project = Project(tmp_path, target[0], target[1])
+    project.dbt("deps")
+    project.dbt("build", "-s", "+iris_training", "+iris_holdout", "--exclude", "test_type:data")
+    for where, ok in (("species_id = 0", True), ("species_id >= 0", False)):
+        (project.dir / "models" / "where.yml").write_text(
+            "version: 2\nmodels:\n  - name: iris_holdout\n    data_tests:\n"
+            "      - loomdb.evaluate:\n          arguments:"
+            " {loomdb_model: \"{{ var('loomdb_model') }}\", metric: rows, min_value: 10,"
+            f' max_value: 10}}\n          config: {{where: "{where}"}}\n'
+        )
+        out = project.dbt("test", "-s", "iris_holdout", ok=ok)
+        # the 10 holdout rows of one species; all 30 are out of bounds, a failure, not an error
+        assert ("PASS=1" if ok else "FAIL 1 loomdb_evaluate_iris_holdout") in out, out[-3000:]

@@ -28,8 +28,10 @@
   {%- if loomdb.skip_empty("the evaluate test of " ~ loomdb_model ~ " passes unevaluated (no rows to evaluate on)") %}
 select cast(null as double precision) as {{ adapter.quote(metric) }} where false
   {%- else %}
+  {#- a test's `where` config makes `model` a subquery with an alias, which is no source: one SELECT from it is -#}
+  {%- set source = "select * from " ~ model if model is string else model %}
 with evaluated as (
-  select {{ loomdb.metric(loomdb.evaluate(loomdb_model, model, options), metric) }} as {{ adapter.quote(metric) }}
+  select {{ loomdb.metric(loomdb.evaluate(loomdb_model, source, options), metric) }} as {{ adapter.quote(metric) }}
 )
 select * from evaluated
 where {{ adapter.quote(metric) }} is null
