@@ -115,11 +115,11 @@ def resolve(
             return None
         scalars = [c for c, k in available.items() if k in dense_source.USABLE and c != label]
         if scalars:
-            named = ", ".join(json.dumps(c) for c in scalars[:3]) + (", …" if scalars[3:] else "")
+            listed = ", ".join(json.dumps(c) for c in scalars[:3]) + (", …" if scalars[3:] else "")
             raise LoomOptionError(
                 f"{source} has numeric columns ({', '.join(scalars[:5])}) and the array columns "
                 f"{ints[0]} and {nums[0]}: say which are the features",
-                hint=f'pass {{"features": [{named}]}} for the numeric columns, or '
+                hint=f'pass {{"features": [{listed}]}} for the numeric columns, or '
                 f'{{"sparse": {{}}}} for the arrays',
             )
         return SparseSpec(ints[0], nums[0])
