@@ -183,6 +183,15 @@ def test_a_schema_that_is_not_there_is_refused_with_a_hint(engine):
     assert made["functions"] == ["zz.predict_m(a, b, c)"]
 
 
+def test_loomdbs_catalog_schema_is_refused(engine):
+    """A deployed function in loomdb's own schema would sit among its catalog's objects."""
+    _load(engine)
+    engine.scalar(TRAIN)
+    with pytest.raises(engine.errors, match="loomdb's catalog schema"):
+        engine.scalar("""SELECT loom_deploy('m', '{"schema": "loom"}')""")
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
+
+
 @pytest.mark.postgres
 def test_postgres_inlines_it_into_a_parallel_plan(request):
     from support.engines import PgEngine

@@ -71,6 +71,7 @@ def deploy(db: Any, name: str, options: str | None) -> str:
         chosen = None if opts["version"] is None else versions.choose(db, name, opts["version"])
         model = compilable(db, name)
         schema = _schema(db, opts["schema"]) if opts["schema"] else _current_schema(db)
+        _refuse_catalog_schema(db, schema)
         function = check_name(opts["name"] or f"predict_{name}"[:63], "function")
         made = [_define(db, name, model, schema, function, "predict")]
         if opts["proba"]:
@@ -116,6 +117,16 @@ def _schema(db: Any, given: str) -> str:
             "current schema",
         )
     return schema
+
+
+def _refuse_catalog_schema(db: Any, schema: str) -> None:
+    """A model's function is the user's, not loomdb's: in loomdb's catalog schema it would sit
+    among loomdb's own functions (and go with a reinstall's DROP of that schema)."""
+    if db.fold_name(schema) == db.fold_name(catalog.SCHEMA):
+        raise LoomOptionError(
+            f"loom_deploy does not define functions in '{schema}', loomdb's catalog schema",
+            hint='name a schema of your own: {"schema": "…"}, or SET the search path to one',
+        )
 
 
 def _current_schema(db: Any) -> str:
