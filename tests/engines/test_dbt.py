@@ -499,3 +499,50 @@ def test_evaluate_test_honours_a_where_config(target, tmp_path):
         out = project.dbt("test", "-s", "iris_holdout", ok=ok)
         # the 10 holdout rows of one species; all 30 are out of bounds, a failure, not an error
         assert ("PASS=1" if ok else "FAIL 1 loomdb_evaluate_iris_holdout") in out, out[-3000:]
+
+
+@pytest.fixture
+def without_loomdb(request, tmp_path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A place for the example without loomdb: (the target, its dbt environment). DuckDB: the
+    profile without loomdb's plugin; PostgreSQL: a database where the extension is not made."""
+    if request.param == "duckdb":
+        yield "duckdb", {"LOOMDB_DBT_DUCKDB_PATH": str(tmp_path / "x.duckdb")}
+        return
+    pg_dsn = request.getfixturevalue("pg_dsn")
+    dbname = f"noloomdb_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(f"{pg_dsn} user=postgres", autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{dbname}"')  # type: ignore[arg-type]
+    try:
+        yield "postgres", {**pg_env(pg_dsn, "loomdb_example"), "PGDATABASE": dbname}
+    finally:
+        with psycopg.connect(f"{pg_dsn} user=postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{dbname}" WITH (FORCE)')  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "without_loomdb",
+    ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)],
+    indirect=True,
+)
+def test_a_database_without_loomdb_is_named(without_loomdb, tmp_path):
+    """A model calling loomdb's functions where loomdb is missing is refused when it compiles,
+    saying what to add, rather than with the engine's "function does not exist"."""
+    target, env = without_loomdb
+    project = Project(tmp_path, target, {"LOOMDB_DBT_SCHEMA": "main", **env})
+    if target == "duckdb":
+        profiles = project.dir / "profiles.yml"
+        plugin = "      plugins:\n        - module: loomdb.dbt"
+        assert plugin in profiles.read_text()
+        profiles.write_text(profiles.read_text().replace(plugin, "      plugins: []  #"))
+    project.dbt("deps")
+    (project.dir / "models" / "scored.sql").write_text(
+        "select {{ loomdb.predict('m', ['1']) }} as p"
+    )
+    out = project.dbt("compile", "-s", "scored", ok=False)
+    expected = {
+        "duckdb": "loomdb: loom_predict is not registered on dbt's DuckDB connection (hint: add "
+        "loomdb's plugin to the profile's output",
+        "postgres": "loomdb: the loomdb extension is not installed in this database, so "
+        "loom_predict cannot be called (hint: a superuser runs loomdb pg install",
+    }
+    assert expected[target] in out, out[-3000:]

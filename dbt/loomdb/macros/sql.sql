@@ -13,13 +13,21 @@
 {#- loomdb's function `name` as the package's SQL calls it.  On PostgreSQL it is qualified with the
     schema the loomdb extension is installed in, read from the catalog when the SQL runs: called by
     name alone, a function of the same signature that another role created in a schema earlier
-    on dbt's search_path would be the one run, as dbt's role (CVE-2018-1058's pattern).  DuckDB
-    registers loomdb's functions on dbt's connection, in no schema: called by name. -#}
+    on dbt's search_path would be the one run, as dbt's role (CVE-2018-1058's pattern).  On DuckDB
+    loomdb's plugin registers the functions on dbt's connection: called by name.  Where loomdb is
+    missing (no extension, no plugin) the SQL is refused when it compiles, saying what to add. -#}
 {% macro qualified(name) -%}
   {{ return(adapter.dispatch('qualified', 'loomdb')(name)) }}
 {%- endmacro %}
 
 {% macro default__qualified(name) -%}
+  {{ return(name) }}
+{%- endmacro %}
+
+{% macro duckdb__qualified(name) -%}
+  {%- if execute and run_query("select 1 from duckdb_functions() where function_name = " ~ loomdb.literal(name) ~ " limit 1").rows | length == 0 -%}
+    {{ exceptions.raise_compiler_error("loomdb: " ~ name ~ " is not registered on dbt's DuckDB connection (hint: add loomdb's plugin to the profile's output, plugins: [{module: loomdb.dbt}], with loomdb installed in dbt's environment: pip install 'loomdb[dbt]')") }}
+  {%- endif -%}
   {{ return(name) }}
 {%- endmacro %}
 
