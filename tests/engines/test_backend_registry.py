@@ -102,7 +102,8 @@ def test_register_at_run_time_and_clobber():
             registry.register("mine", object)
         entry = next(b for b in registry.describe() if b["name"] == "mine")
         assert entry == {"name": "mine", "available": False, "reason": "switched off"}
-        with pytest.raises(Exception, match="not usable here: switched off"):
+        with pytest.raises(Exception, match="not usable here: switched off") as e:
             registry.get("mine")
+        assert "loom_backends()" in (getattr(e.value, "hint", None) or "")  # it had none
     finally:
         registry._registry.pop("mine", None)

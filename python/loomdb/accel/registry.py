@@ -72,7 +72,11 @@ def get(name: str | None = None) -> Any:
     backend = _load(name or DEFAULT)()
     ok, why = backend.available()
     if not ok:
-        raise LoomStateError(f"backend '{backend.name}' is not usable here: {why}")
+        raise LoomStateError(
+            f"backend '{backend.name}' is not usable here: {why}",
+            hint="train on another backend (leave 'backend' out for cpu); loom_backends() "
+            "lists what can compute here",
+        )
     return backend
 
 

@@ -110,7 +110,7 @@ def run(quick: bool = False) -> list[BenchTable]:
     try:
         gpu = registry.get("gpu")
     except Exception as e:  # no CuPy or no device: say so, measure nothing
-        table.notes.append(f"not measured: {e}")
+        table.notes.append(f"not measured: {getattr(e, 'message', e)}")  # not the hint
         return [table]
     rng = np.random.default_rng(0)
     tiny = np.round(rng.normal(size=(64, 8)))
