@@ -196,6 +196,13 @@ def test_bad_splits_get_clear_errors(engine):
     assert "not both" in msg
     msg = train_error("pts", test_fraction=0.001)
     assert "leaves no test row" in msg
+    engine.rows("CREATE TABLE trained AS SELECT a, b, c, y, 'train' AS part FROM pts")
+    with pytest.raises(engine.errors) as info:
+        options = json.dumps({**BASE, "split_column": "part"})
+        engine.rows(f"SELECT loom_train('bad', 'trained', 'y', '{options}')")
+    said = str(info.value) + (getattr(getattr(info.value, "diag", None), "message_hint", "") or "")
+    assert "split_column 'part' leaves no test row" in said
+    assert "mark some rows 'test' in part" in said and "test_fraction" not in said
     engine.scalar("SELECT loom_create_index('pts_i', 'pts', 'y', '{}')")
     msg = train_error("pts", index="pts_i", test_fraction=0.2)
     assert "already laid out" in msg

@@ -151,14 +151,14 @@ class Split:
         counts = {"train": int(total - tests), "test": int(tests)}
         empty = [p for p in PARTS if counts[p] == 0]
         if empty:
-            asked = (
-                f"test_fraction {self.fraction:g}"
-                if self.column is None
-                else f"split_column '{self.column}'"
-            )
+            if self.column is None:
+                asked, hint = f"test_fraction {self.fraction:g}", "use a larger test_fraction"
+            else:
+                asked = f"split_column '{self.column}'"
+                hint = f"mark some rows '{empty[0]}' in {self.column}"
             raise LoomDataError(
                 f"{asked} leaves no {empty[0]} row among the {int(total)} rows of {source}",
-                hint="use another test_fraction, or give both parts rows",
+                hint=hint + ", or leave the split out to train on every row",
             )
         return counts
 
