@@ -3,7 +3,9 @@ kept, 0.1.0's indexes dropped with a warning, the multi-user rules and every fun
 From 0.2.0: models, trials and the access methods (with the indexes made by them) kept, the
 multi-user rules made again, trials gaining the metric they were scored by.  From 0.3.0 (and the
 others): every row kept gains its owner by identity, and a grant its grantee's, where a role of
-that name exists; a row whose role is gone is seen by superusers only."""
+that name exists; a row whose role is gone is seen by superusers only.  From 0.4.0 as released:
+the catalog and a CREATE INDEX … USING index kept, and what changed in its SQL since brought.
+Each update leaves what a fresh install makes, compared kind by kind (``SCHEMA``)."""
 
 from __future__ import annotations
 
@@ -367,19 +369,26 @@ def upgraded_from_0_4_0(pg_dsn: str, database: str) -> None:
                 conn.execute("ALTER INDEX t_dense RESET (label)")
 
 
-def test_loomdb_pg_install_updates_a_0_4_0_database_and_names_the_others(pg_dsn):
-    """The README's update: loomdb pg install again, into a database at 0.4.0, updates it in
-    place, keeping its model; another database of the server still at 0.4.0 (which now runs
-    this version's Python under 0.4.0's SQL) is named with the command that updates it."""
+def test_loomdb_pg_install_updates_a_0_4_0_database_and_names_the_others(pg_dsn, wheel_python):
+    """The README's update, as it writes it: loomdb pg install --dsn "…" again (the command of
+    the wheel's environment), into a database at 0.4.0, updates it in place keeping its model;
+    another database of the server still at 0.4.0 (which now runs this version's Python under
+    0.4.0's SQL) is named with the command that updates it."""
     from support import pgserver
 
     if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
         pytest.skip("the server was not made by the tests: not installing into it again")
-    _from(pg_dsn, OLD.with_name("loomdb--0.4.0.sql"), installed_over_0_4_0)
+    cli = wheel_python.parent / "loomdb"
+    _from(
+        pg_dsn,
+        OLD.with_name("loomdb--0.4.0.sql"),
+        lambda dsn, database: installed_over_0_4_0(dsn, database, cli),
+    )
 
 
-def installed_over_0_4_0(pg_dsn: str, database: str) -> None:
-    from loomdb.engines.postgres import install, server_setup
+def installed_over_0_4_0(pg_dsn: str, database: str, cli: Path) -> None:
+    from loomdb.engines.postgres import server_setup
+    from support import pgserver
 
     other = f"{database}_other"
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
@@ -396,12 +405,11 @@ def installed_over_0_4_0(pg_dsn: str, database: str) -> None:
                 '\'[0.0, 1.0]\', \'{"method": "none", "shift": [0.0, 0.0], '
                 "\"scale\": [1.0, 1.0]}', '{}', '[]', 1)"
             )
-        lines: list[str] = []
-        done = install.install(f"{pg_dsn} dbname={database}", log=lines.append)
-        assert (done["action"], done["extension_version"]) == ("updated", CURRENT)
-        assert done["outdated"].get(other) == "0.4.0"
+        said = pgserver.readme_install(lambda: cli, f"{pg_dsn} dbname={database}")
+        assert f"loomdb {CURRENT} updated in" in said, said
         there = server_setup.describe_dsn(f"{pg_dsn} dbname={other}")
-        assert any(f'loomdb pg install --dsn "{there}"' in line for line in lines), lines
+        assert f"database {other} holds loomdb 0.4.0" in said, said
+        assert f'loomdb pg install --dsn "{there}"' in said, said
         with psycopg.connect(f"{pg_dsn} dbname={database}", autocommit=True) as conn:
             _same_as_a_fresh_install(conn, pg_dsn)
             assert conn.execute("SELECT loom_predict('kept', ARRAY[1.0, 0.0])").fetchone() == (1.0,)
