@@ -421,20 +421,27 @@ def installed_over_0_4_0(pg_dsn: str, database: str, cli: Path) -> None:
             admin.execute(f"DROP DATABASE IF EXISTS {other} WITH (FORCE)")  # type: ignore[arg-type]
 
 
-def test_loomdb_pg_install_refuses_a_newer_database_before_writing(pg_dsn, tmp_path):
+@pytest.mark.parametrize("elsewhere", [False, True], ids=["its database", "another database"])
+def test_loomdb_pg_install_refuses_a_newer_database_before_writing(pg_dsn, tmp_path, elsewhere):
     """A database holding a loomdb newer than this one (no update leads back) is refused up
-    front: the install used to replace the server's environment and extension files with this
-    older loomdb first, then fail at ALTER EXTENSION, leaving the newer SQL on the older code."""
+    front, whether the DSN names it or another database of the server holds it: the install
+    used to replace the server's environment (which every database imports loomdb from) and
+    extension files with this older loomdb first — then fail at ALTER EXTENSION, or, for
+    another database, say nothing — leaving the newer SQL running the older code."""
     from support import pgserver
 
     if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
         pytest.skip("the server was not made by the tests: not installing into it again")
     newer = tmp_path / "loomdb--99.0.0.sql"  # this version's script, as a newer one
     newer.write_text((REPO / "extension" / f"loomdb--{CURRENT}.sql").read_text())
-    _from(pg_dsn, newer, refused_over_a_newer_version)
+    _from(
+        pg_dsn,
+        newer,
+        lambda dsn, database: refused_over_a_newer_version(dsn, database, elsewhere),
+    )
 
 
-def refused_over_a_newer_version(pg_dsn: str, database: str) -> None:
+def refused_over_a_newer_version(pg_dsn: str, database: str, elsewhere: bool) -> None:
     from loomdb.engines.postgres import install
     from loomdb.errors import LoomStateError
 
@@ -446,8 +453,9 @@ def refused_over_a_newer_version(pg_dsn: str, database: str) -> None:
     control = Path(share[0]) / "extension" / "loomdb.control"
     before = control.stat().st_mtime_ns
     lines: list[str] = []
-    with pytest.raises(LoomStateError, match="holds loomdb 99.0.0") as refused:
-        install.install(dsn, log=lines.append)
-    assert "--reinstall" in refused.value.hint
+    where = f"database {database} of this server" if elsewhere else "the database"
+    with pytest.raises(LoomStateError, match=f"{where} holds loomdb 99.0.0") as refused:
+        install.install(pg_dsn if elsewhere else dsn, log=lines.append)
+    assert ("DROP EXTENSION" if elsewhere else "--reinstall") in refused.value.hint
     assert control.stat().st_mtime_ns == before
     assert not any("wrote" in line for line in lines), lines

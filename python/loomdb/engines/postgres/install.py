@@ -4,7 +4,8 @@ The PostgreSQL side of loomdb is a plpython3u extension whose functions import l
 the server.  Installing it means, in order:
 
 1. check the server: a superuser connection to a server on this machine, plpython3u available,
-   the extension directory writable (run as root otherwise);
+   the extension directory writable (run as root otherwise), no database holding a loomdb
+   newer than this one;
 2. make (or reuse) a virtual environment from the server's Python, install numpy, numba,
    sqlglot, zstandard and pillow there, and copy in the loomdb this command runs (from a wheel
    or a checkout; ``--source`` makes the server import a checkout instead, for development);
@@ -19,7 +20,8 @@ the server.  Installing it means, in order:
 5. check inside the server that its Python imports loomdb, numpy and numba from there;
 6. ``CREATE EXTENSION loomdb`` in the DSN's database (``ALTER EXTENSION … UPDATE`` and new
    settings when present; drop and create again with ``reinstall``);
-7. check, in a new session, that a train and a prediction run (rolled back).
+7. check, in a new session, that a train and a prediction run (rolled back), and name the
+   server's other databases still at an older loomdb, with the command that updates each.
 
 Steps 2–4 are :func:`prepare` (``loomdb pg prepare``, for an image built before its server
 runs).  Every step is idempotent.  Progress lines go to ``log`` (stderr by default).
@@ -151,8 +153,7 @@ def install(
     server = server_setup.inspect_server(dsn)
     if reinstall and not drop_catalog:
         _refuse_losing_the_catalog(dsn)
-    if not reinstall:
-        _refuse_no_update(dsn)
+    others = _refuse_no_update(dsn, reinstall)
     log(
         f"PostgreSQL {server.version} (OS user {server.os_user}), extensions in "
         f"{server.extension_dir}"
@@ -203,14 +204,16 @@ def install(
         "index_methods": methods,
         "native_predict": native,
         "server_loomdb_file": found["loomdb"],
-        "outdated": _name_outdated(dsn, version, log),
+        "outdated": _name_outdated(dsn, version, others, log),
     }
 
 
-def _name_outdated(dsn: str, version: str, log: Log) -> dict[str, str]:
+def _name_outdated(
+    dsn: str, version: str, others: tuple[dict[str, str], dict[str, str]], log: Log
+) -> dict[str, str]:
     """Say which other databases of the server hold an older loomdb, and how to update each:
     the environment they import loomdb from now runs this version's Python."""
-    outdated, unread = server_setup.outdated_databases(dsn, version)
+    outdated, unread = others
     for name, held in outdated.items():
         there = server_setup.describe_dsn(server_setup.in_database(dsn, name))
         log(
@@ -293,19 +296,31 @@ def _refuse_losing_the_catalog(dsn: str) -> None:
         )
 
 
-def _refuse_no_update(dsn: str) -> None:
-    """Refuse, before anything is written, a database whose loomdb this one cannot update (a
-    newer version): its server environment would be replaced by this older loomdb, and then
-    ALTER EXTENSION would fail."""
-    held = server_setup.extension_version(dsn)
-    if held is None or held == loomdb.__version__ or held in extension.UPGRADES_FROM:
-        return
-    raise LoomStateError(
-        f"the database holds loomdb {held}, which loomdb {loomdb.__version__} cannot update "
-        f"(it updates from {', '.join(extension.UPGRADES_FROM)})",
-        hint=f"run loomdb pg install from a loomdb {held} or newer (pip install it here), "
-        "or add --reinstall --drop-catalog to replace it with this version, losing its catalog",
-    )
+def _refuse_no_update(dsn: str, reinstall: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """Refuse, before anything is written, a database of the server holding a loomdb this one
+    cannot update (a newer version): the server's environment, which every database imports
+    loomdb from, would be replaced by this older loomdb under that version's SQL (and, in the
+    DSN's database, ALTER EXTENSION would then fail).  ``reinstall`` replaces the DSN's own.
+    The other databases not at this version, and those that could not be looked into."""
+    version, upgrades = loomdb.__version__, extension.UPGRADES_FROM
+    here = None if reinstall else server_setup.extension_version(dsn)
+    outdated, unread = server_setup.outdated_databases(dsn, version)
+    for name, held in ([("", here)] if here else []) + list(outdated.items()):
+        if held == version or held in upgrades:
+            continue
+        where = f"database {name} of this server" if name else "the database"
+        raise LoomStateError(
+            f"{where} holds loomdb {held}, which loomdb {version} cannot update "
+            f"(it updates from {', '.join(upgrades)})",
+            hint=f"run loomdb pg install from a loomdb {held} or newer (pip install it here)"
+            + (
+                f", or DROP EXTENSION loomdb in database {name} first"
+                if name
+                else ", or add --reinstall --drop-catalog to replace it with this version, "
+                "losing its catalog"
+            ),
+        )
+    return outdated, unread
 
 
 def _count(n: int, one: str, many: str) -> str:
