@@ -366,19 +366,22 @@ def test_duckdb_a_script_rewrites_each_statement_once_the_one_before_ran():
 def test_duckdb_sql_runs_loomdbs_ddl_now_as_duckdb_runs_its_own():
     """``con.sql`` returns a relation that runs when read: ``con.sql("CREATE INDEX … USING
     toc …")`` (rewritten into a call) built nothing until read, and the next statement's
-    ``DROP INDEX`` reached DuckDB ("Index with name w does not exist")."""
+    ``DROP INDEX`` reached DuckDB ("Index with name w does not exist"); ``con.query``, DuckDB's
+    other name of ``sql``, skipped the front-end, and neither took ``params``."""
     from support.engines import DuckEngine
 
     duck = DuckEngine()
     try:
         duck.rows(POINTS)
-        assert duck.con.sql("CREATE INDEX w ON pts USING toc (a, b) WITH (label = y)") is None
+        built = duck.con.sql("CREATE INDEX w ON pts USING toc (a, b) WITH (label = y)")
         assert indexes(duck) == ["w"]
-        assert duck.con.sql("REINDEX INDEX w") is None
-        assert duck.con.sql("DROP INDEX w") is None
+        assert json.loads(built.fetchall()[0][0])["name"] == "w"  # what it returned, not rerun
+        duck.con.query("REINDEX INDEX w")
+        assert json.loads(duck.con.sql("DROP INDEX w").fetchall()[0][0]) == {"dropped": "w"}
         assert indexes(duck) == []
         duck.rows("""SELECT loom_train('m', 'pts', 'y', '{"epochs": 1}')""")
-        predicted = duck.con.sql("SELECT count(*) FROM infer_mlweaving(m, 'pts')")
-        assert predicted.fetchall() == [(ROWS,)]  # a query stays a relation
+        query = "SELECT count(*) FROM infer_mlweaving(m, 'pts') WHERE a > ?"
+        predicted = duck.con.query(query, params=[10])  # DuckDB's other name, its parameters
+        assert predicted.fetchall() == [(ROWS - 10,)]
     finally:
         duck.close()

@@ -42,6 +42,7 @@ from loomdb.engines.duckdb.functions import (
 from loomdb.engines.duckdb.state import ConnectionState, Instance
 from loomdb.errors import LoomDatabaseError, LoomInterrupted, LoomOptionError, LoomStateError
 from loomdb.store import catalog
+from loomdb.store.names import quote_ident
 from loomdb.udfs import load
 
 OPEN = {"BEGIN", "START"}
@@ -301,7 +302,7 @@ def _fetch(name: str) -> Callable[..., Any]:
     return fetch
 
 
-_DDL = {"CREATE", "DROP", "REINDEX"}
+_DDL = {"CREATE", "DROP", "REINDEX"}  # what loomdb's DDL forms begin with
 
 
 def _ddl_rewritten(piece: str, statement: str) -> bool:
@@ -356,13 +357,13 @@ class Connection:
         state.elsewhere = None if database == self.home else database
         state.search_path = "" if state.elsewhere is not None else str(path or "")
 
-    def _run(self, sql: str, last: Any, lazy: bool = False) -> Any:
+    def _run(self, sql: str, last: Any, now: Any = None) -> Any:
         """Run every statement but the last, then ``last(statement)`` on the last one; each is
         rewritten once the one before it has run (a script may create the index its next
         statement drops: the next one was rewritten before it ran, so DROP INDEX reached
-        DuckDB and train_mlweaving found no index).  ``lazy`` (``sql``: a relation runs when
-        read): a last statement that was DDL of loomdb's runs now all the same, as DuckDB runs
-        its own DDL, and gives None."""
+        DuckDB and train_mlweaving found no index).  ``now`` (``sql``, whose relation runs when
+        read): what runs a last statement that was DDL of loomdb's at once instead, as DuckDB
+        runs its own."""
         from loomdb.engines.duckdb.frontend_catalog import pieces
 
         self.state.interrupted.clear()
@@ -371,8 +372,9 @@ class Connection:
             for i, piece in enumerate(raw):
                 statement = rewrite(piece)
                 self._track(statement)
-                if i == len(raw) - 1 and not (lazy and _ddl_rewritten(piece, statement)):
-                    return last(statement)
+                if i == len(raw) - 1:
+                    ddl = now is not None and _ddl_rewritten(piece, statement)
+                    return now(statement) if ddl else last(statement)
                 self.duckdb.execute(statement).fetchall()  # results stream: finish each one
             return None
 
@@ -397,12 +399,25 @@ class Connection:
         self._run(sql, lambda s: self.duckdb.execute(s, parameters))
         return self
 
-    def sql(self, sql: str) -> Relation | None:
+    def sql(self, query: str, *, alias: str = "", params: Any = None) -> Relation | None:
         """The last statement as a relation that runs when read (None for one that returns
-        no rows, as DuckDB's ``sql``, and for loomdb's DDL, which runs now as DuckDB's own
-        does: ``con.sql("CREATE INDEX … USING toc …")`` built nothing until read); its reads
-        raise loomdb's errors."""
-        return _wrapped(self._run(sql, self.duckdb.sql, lazy=True), self)
+        no rows, as DuckDB's ``sql``); loomdb's DDL runs at once, as DuckDB runs its own
+        (``con.sql("CREATE INDEX … USING toc …")`` built nothing until read), giving a
+        relation over its summary.  Its reads raise loomdb's errors."""
+
+        def last(statement: str) -> Any:
+            return self.duckdb.sql(statement, alias=alias, params=params)
+
+        return _wrapped(self._run(query, last, self._run_ddl), self)
+
+    query = from_query = sql  # DuckDB's other names of ``sql``
+
+    def _run_ddl(self, statement: str) -> Any:
+        """Run loomdb's DDL (one call, one value) now; a relation over what it returned."""
+        result = self.duckdb.execute(statement)
+        ((value,),) = result.fetchall()
+        name = quote_ident(result.description[0][0])
+        return self.duckdb.sql(f"SELECT CAST($1 AS VARCHAR) AS {name}", params=[value])
 
     # A result streams: its fetches run UDFs too.  Each is DuckDB's own in a try (no copy).
     def fetchone(self) -> Any:
