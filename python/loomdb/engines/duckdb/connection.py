@@ -147,9 +147,8 @@ def _rows(batches: Iterable[Any], con: Connection | None = None, arrow: bool = F
     They are read after the call that made them returned: Ctrl-C interrupts ``con`` while
     each is read (``ctrl_c.read``; an Arrow reader's batch on a thread of its own, since
     Arrow waits for DuckDB's stream in C, where no signal handler runs)."""
-    fetch = ctrl_c.in_a_thread if arrow and con is not None else next
     try:
-        yield from ctrl_c.read(iter(batches), con, fetch)
+        yield from ctrl_c.read(iter(batches), con, waits_in_c=arrow)
     except Exception as e:
         raise_loom(e)
 

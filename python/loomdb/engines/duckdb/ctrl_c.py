@@ -73,12 +73,15 @@ def interrupts(con: Any) -> Iterator[None]:
                 _running.pop()
 
 
-def read(items: Iterator[Any], con: Any, fetch: Callable[[Iterator[Any]], Any]) -> Iterator[Any]:
-    """``items`` read one at a time by ``fetch(items)`` with SIGINT interrupting ``con`` during
-    each read, and Python's default between them; the handler stays installed meanwhile (set
-    and put back per item, it cost a row of ``iter_rows`` 24 µs, 80 times DuckDB's own)."""
+def read(items: Iterator[Any], con: Any, waits_in_c: bool = False) -> Iterator[Any]:
+    """``items`` read one at a time with SIGINT interrupting ``con`` during each read, and
+    Python's default between them; the handler stays installed meanwhile (set and put back
+    per item, it cost a row of ``iter_rows`` 24 µs, 80 times DuckDB's own).  ``waits_in_c``:
+    a read waits in C, where no handler runs (Arrow's reader of DuckDB's stream), so it runs
+    on a thread of its own (:func:`in_a_thread`) while the handler answers."""
     with handling() as answering:
         running = [con] if answering and con is not None else []
+        fetch: Callable[[Iterator[Any]], Any] = in_a_thread if waits_in_c and running else next
         while True:
             _running.extend(running)
             try:
