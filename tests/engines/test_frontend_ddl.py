@@ -177,6 +177,16 @@ def test_infer_mlweaving_refuses_what_a_table_function_cannot_take(engine):
     assert caught.value.hint
 
 
+def test_infer_mlweaving_of_a_missing_table_says_so_with_a_hint(engine):
+    """The rewritten query reached the engine: DuckDB's "Table with name nosuch does not
+    exist!" (PostgreSQL's "relation … does not exist"), without a hint."""
+    engine.rows(POINTS)
+    engine.rows("""SELECT loom_train('m', 'pts', 'y', '{"epochs": 1}')""")
+    with pytest.raises(LoomNotFoundError, match="cannot read source nosuch") as caught:
+        front(engine, "SELECT count(*) FROM infer_mlweaving(m, 'nosuch')")
+    assert caught.value.hint
+
+
 def test_create_mlweaving_of_a_missing_table_says_so_with_a_hint(engine):
     """The default label's look-up ran the engine's query bare: DuckDB's catalog error came
     back without a hint (a LoomDatabaseError), PostgreSQL's as psycopg's UndefinedTable."""

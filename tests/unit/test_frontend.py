@@ -32,6 +32,11 @@ class FakeCatalog:
     def index_for(self, table, fmt):
         return "wi" if (table, fmt) == ("t1", "mlweaving") else None
 
+    def columns(self, table):
+        if table == "nosuch":
+            raise LoomNotFoundError(f"cannot read source {table}", hint="create it")
+        return ["a", 'b"c']
+
     def default_label(self, table):
         return "last_col"
 
@@ -568,6 +573,7 @@ ERRORS = [
     ("CREATE INDEX m ON train_mlweaving('t1', a + 1)", LoomSyntaxError, "epochs"),
     ("CREATE INDEX m ON train_mlweaving('t2', 5)", LoomNotFoundError, "no mlweaving index"),
     ("SELECT * FROM infer_mlweaving(nosuch, 't1', 3)", LoomNotFoundError, "nosuch"),
+    ("SELECT * FROM infer_mlweaving(m, 'nosuch')", LoomNotFoundError, "source nosuch"),
     ("SELECT * FROM infer_mlweaving(m)", LoomSyntaxError, "2 or 3 arguments"),
     ("SELECT infer_mlweaving(m, 't1')", LoomSyntaxError, "table function"),
     ("SELECT * FROM infer_mlweaving(m, 't1' WHERE", LoomSyntaxError, "cannot read"),

@@ -30,6 +30,11 @@ class Catalog(Protocol):
         """The loomdb index of ``format`` built on ``table`` (the newest), or None."""
         ...
 
+    def columns(self, table: str) -> list[str]:
+        """The columns of ``table``; raises LoomNotFoundError, with a hint, if it cannot be
+        read."""
+        ...
+
     def default_label(self, table: str) -> str:
         """The label column DoppioDB's ``create_mlweaving('t')`` uses when none is given."""
         ...

@@ -156,8 +156,10 @@ def _predicting_select(call: exp.Anonymous, dialect: str, catalog: Catalog | Non
             f"{INFER} takes 2 or 3 arguments; got {len(args)}", hint=f"write {FORMS[INFER]}"
         )
     model = string_value(args[0], f"{INFER}'s model")
-    table = _source_table(string_value(args[1], f"{INFER}'s table"), dialect)
+    text = string_value(args[1], f"{INFER}'s table")
+    table = _source_table(text, dialect)
     features = _need(catalog, INFER).model_features(model)
+    _need(catalog, INFER).columns(text)  # a table that cannot be read: loomdb's error, a hint
     row = exp.Array(expressions=[exp.column(f, quoted=True) for f in features])
     predict = exp.Anonymous(this="loom_predict", expressions=[exp.Literal.string(model), row])
     return exp.select(exp.Star(), exp.alias_(predict, "prediction")).from_(table)

@@ -37,10 +37,14 @@ class DbCatalog:
     def index_for(self, table: str, format: str) -> str | None:
         return catalog.index_for(self.db, table, format)
 
+    def columns(self, table: str) -> list[str]:
+        """The table's columns; a table that cannot be read is a LoomNotFoundError with a
+        hint, as for any source (it was the engine's error, without one)."""
+        return list(columns_of(self.db, table)[1])
+
     def default_label(self, table: str) -> str:
-        """The table's last column; a table that cannot be read is a LoomNotFoundError with
-        a hint, as for any source (it was the engine's error, without one)."""
-        return list(columns_of(self.db, table)[1])[-1]
+        """The table's last column (:meth:`columns`)."""
+        return self.columns(table)[-1]
 
     def model_features(self, model: str) -> list[str]:
         record = catalog.get_model(self.db, model)
