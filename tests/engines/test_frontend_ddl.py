@@ -390,6 +390,8 @@ def test_duckdb_sql_runs_loomdbs_ddl_now_as_duckdb_runs_its_own():
         assert json.loads(duck.con.sql("DROP INDEX w").fetchall()[0][0]) == {"dropped": "w"}
         assert indexes(duck) == []
         duck.rows("""SELECT loom_train('m', 'pts', 'y', '{"epochs": 1}')""")
+        duck.con.sql("CREATE VIEW v AS SELECT * FROM infer_mlweaving(m, 'pts')")  # DuckDB's DDL
+        assert duck.rows("SELECT count(prediction) FROM v") == [(ROWS,)]
         query = "SELECT count(*) FROM infer_mlweaving(m, 'pts') WHERE a > ?"
         predicted = duck.con.query(query, params=[10])  # DuckDB's other name, its parameters
         assert predicted.fetchall() == [(ROWS - 10,)]

@@ -307,8 +307,9 @@ _DDL = {"CREATE", "DROP", "REINDEX"}  # what loomdb's DDL forms begin with
 def _ddl_rewritten(piece: str, statement: str) -> bool:
     """Whether the front-end rewrote DDL (``CREATE INDEX … USING``, ``DROP INDEX``, DoppioDB's
     forms…) into ``statement``, a call of loomdb's that DuckDB would run only when read."""
-    words = piece.split(None, 1)
-    return statement != piece and bool(words) and words[0].upper() in _DDL
+    words = piece.split(None, 1)  # (CREATE TABLE … AS … infer_mlweaving(…) stays DDL: DuckDB's)
+    called = statement.startswith("SELECT loom_") and not piece.startswith("SELECT loom_")
+    return called and bool(words) and words[0].upper() in _DDL
 
 
 class Connection:
