@@ -4,7 +4,9 @@ The statement's tokens decide first whether it may be loomdb's (``CREATE INDEX �
 mlweaving|toc|dense``, ``CREATE INDEX … ON create_mlweaving(…)|train_mlweaving(…)``,
 ``infer_mlweaving(…)`` anywhere, ``DROP INDEX``, ``REINDEX``).  Anything else is returned as
 the original text without being parsed, never as sqlglot's regenerated text, so engine-specific
-syntax sqlglot would misread is never altered.
+syntax sqlglot would misread is never altered.  ``EXPLAIN`` and ``PREPARE … AS``, which sqlglot
+keeps as a word and a string, have the query they wrap rewritten when it holds
+``infer_mlweaving(…)``.
 
 A statement that is loomdb's but that sqlglot cannot read — a parse error, or sqlglot's silent
 fallback to ``exp.Command`` — raises LoomSyntaxError naming the expected form; a ``DROP INDEX``
