@@ -338,7 +338,9 @@ def upgraded_from_0_4_0(pg_dsn: str, database: str) -> None:
     """The README's update of a released 0.4.0 (ALTER EXTENSION loomdb UPDATE) brings what
     changed in its SQL since: the catalog and its models are kept, an index made by CREATE
     INDEX … USING too, and an ALTER INDEX that leaves it unbuildable is refused now."""
+    said: list[str] = []
     with psycopg.connect(f"{pg_dsn} dbname={database}", autocommit=True) as conn:
+        conn.add_notice_handler(lambda d: said.append(f"{d.message_primary} {d.message_hint}"))
         conn.execute("CREATE EXTENSION plpython3u")
         conn.execute("CREATE EXTENSION loomdb VERSION '0.4.0'")
         with psycopg.connect(pg_dsn) as main:  # where this server's loomdb environment is
@@ -352,6 +354,8 @@ def upgraded_from_0_4_0(pg_dsn: str, database: str) -> None:
         conn.execute("SELECT loom_train('kept', 't', 'y', '{\"epochs\": 2}')")
         predict = "SELECT loom_predict_proba('kept', ARRAY[a, b]) FROM t ORDER BY a"
         before = conn.execute(predict).fetchall()
+        behind = [w for w in said if "loomdb SQL is version 0.4.0" in w]
+        assert len(behind) == 1 and "ALTER EXTENSION loomdb UPDATE" in behind[0], said
         methods = conn.execute("SELECT amname FROM pg_am WHERE amname = 'dense'").fetchall()
         if methods:
             conn.execute("CREATE INDEX t_dense ON t USING dense (a, b) WITH (label = y)")
@@ -367,6 +371,11 @@ def upgraded_from_0_4_0(pg_dsn: str, database: str) -> None:
             conn.execute("SELECT loom_train('ix_m', NULL, NULL, '{\"index\": \"t_dense\"}')")
             with pytest.raises(psycopg.Error, match="names no label column"):
                 conn.execute("ALTER INDEX t_dense RESET (label)")
+    said.clear()
+    with psycopg.connect(f"{pg_dsn} dbname={database}", autocommit=True) as conn:
+        conn.add_notice_handler(lambda d: said.append(f"{d.message_primary} {d.message_hint}"))
+        assert conn.execute(predict).fetchall() == before
+    assert not [w for w in said if "loomdb SQL is version" in w], said
 
 
 def test_loomdb_pg_install_updates_a_0_4_0_database_and_names_the_others(pg_dsn, wheel_python):

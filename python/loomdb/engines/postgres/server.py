@@ -12,17 +12,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import loomdb
 from loomdb.engines.calls import rows_of, vectorized
 from loomdb.engines.postgres.plpy_database import PlpyDatabase, raise_error
 from loomdb.errors import LoomError
 from loomdb.udfs import by_name
 
 _udfs = by_name()
+_version_checked = False
 
 
 def call(plpy: Any, name: str, *args: Any) -> Any:
     udf = _udfs[name]
     db = PlpyDatabase(plpy)
+    if not _version_checked:
+        _warn_if_not_updated(plpy)
     try:
         if udf.vectorized:
             model, *data = args
@@ -34,6 +38,27 @@ def call(plpy: Any, name: str, *args: Any) -> Any:
         return udf.callable()(db, *args)
     except LoomError as e:
         raise_error(plpy, e)
+
+
+def _warn_if_not_updated(plpy: Any) -> None:
+    """Once a session, a WARNING where this database's loomdb SQL is not the version of the
+    Python it runs: the server's environment was upgraded (by ``loomdb pg install`` from
+    another database, or by hand) and this database was not updated, so its functions may
+    pass the Python what an older version did."""
+    global _version_checked
+    _version_checked = True
+    rows = plpy.execute(
+        "SELECT extversion FROM pg_catalog.pg_extension "
+        "WHERE extname OPERATOR(pg_catalog.=) 'loomdb'::pg_catalog.name"
+    )
+    held = rows[0]["extversion"] if rows.nrows() else None
+    if held is not None and held != loomdb.__version__:
+        plpy.warning(
+            f"loomdb: this database's loomdb SQL is version {held}, the server's loomdb "
+            f"Python is {loomdb.__version__}",
+            hint="update it: ALTER EXTENSION loomdb UPDATE (or run loomdb pg install for "
+            "this database)",
+        )
 
 
 def index_am(plpy: Any, name: str, *args: Any) -> Any:
