@@ -546,3 +546,44 @@ def test_a_database_without_loomdb_is_named(without_loomdb, tmp_path):
         "loom_predict cannot be called (hint: a superuser runs loomdb pg install",
     }
     assert expected[target] in out, out[-3000:]
+
+
+def test_an_ephemeral_relation_is_refused_when_it_compiles(target, tmp_path):
+    """loomdb.evaluate, the evaluate data test (with and without a ``where`` config) and
+    loomdb.train given an ephemeral model: it renders as the CTE name ``__dbt__cte__…``, which
+    loom_evaluate's and loom_train's own queries cannot see, so loomdb answered that no such
+    relation exists. Each is refused before it runs, naming the model and what to do."""
+    name, env, query = target
+    project = Project(tmp_path, name, env)
+    project.model = f"{env['LOOMDB_DBT_SCHEMA']}_m"
+    project.dbt("deps")
+    project.dbt("seed")
+    models = project.dir / "models"
+    (models / "holdout_cte.sql").write_text(
+        "{{ config(materialized='ephemeral') }}\nselect * from {{ ref('iris_holdout') }}\n"
+    )
+    (models / "cte_metrics.sql").write_text(
+        "select {{ loomdb.evaluate(var('loomdb_model'), ref('holdout_cte')) }} as metrics\n"
+    )
+    hook = "loomdb.train(var('loomdb_model'), ref('holdout_cte'), 'species_id')"
+    (models / "cte_trained.sql").write_text(
+        f'{{{{ config(post_hook={{"sql": "{{{{ {hook} }}}}", "transaction": false}}) }}}}\n'
+        "select * from {{ ref('holdout_cte') }}\n"
+    )
+    refused = "is an ephemeral model (a CTE of this query's), which {} cannot read"
+    hint = "materialize holdout_cte as a view or table"
+    out = project.dbt("compile", "-s", "cte_metrics", ok=False)
+    assert f"loomdb.evaluate: holdout_cte {refused.format('loom_evaluate')}" in out, out[-3000:]
+    assert hint in out
+    out = project.dbt("run", "-s", "+cte_trained", ok=False)
+    assert f"loomdb.train: holdout_cte {refused.format('loom_train')}" in out, out[-3000:]
+    assert hint in out
+    assert query(f"SELECT count(*) FROM loom.models WHERE name = '{project.model}'") == [(0,)]
+    for config in ("", '\n          config: {where: "species_id = 0"}'):
+        (models / "cte_tested.yml").write_text(
+            "version: 2\nmodels:\n  - name: holdout_cte\n    data_tests:\n"
+            "      - loomdb.evaluate:\n          arguments:"
+            f" {{loomdb_model: m, metric: rows, min_value: 1}}{config}\n"
+        )
+        out = project.dbt("test", "-s", "holdout_cte", ok=False)
+        assert f"loomdb.evaluate: holdout_cte {refused.format('loom_evaluate')}" in out, out[-3000:]

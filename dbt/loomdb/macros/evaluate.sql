@@ -5,10 +5,11 @@
     select {{ loomdb.metric(loomdb.evaluate('churn', ref('holdout')), 'accuracy') }} as accuracy
 -#}
 {% macro evaluate(model, relation, options={}) -%}
+  {%- set source = loomdb.source(relation, 'loomdb.evaluate', 'loom_evaluate') -%}
   {%- if loomdb.skip_empty("not evaluating " ~ model ~ " (NULL metrics: no rows to evaluate on)") -%}
     {{ return("cast(null as text)") }}
   {%- endif -%}
-  {{ loomdb.qualified('loom_evaluate') }}({{ loomdb.literal(model) }}, {{ loomdb.literal(relation) }}, {{ loomdb.options_literal(options, 'loomdb.evaluate') }})
+  {{ loomdb.qualified('loom_evaluate') }}({{ loomdb.literal(model) }}, {{ loomdb.literal(source) }}, {{ loomdb.options_literal(options, 'loomdb.evaluate') }})
 {%- endmacro %}
 
 {#-
@@ -28,10 +29,9 @@
   {%- if loomdb.skip_empty("the evaluate test of " ~ loomdb_model ~ " passes unevaluated (no rows to evaluate on)") %}
 select cast(null as double precision) as {{ adapter.quote(metric) }} where false
   {%- else %}
-  {#- a test's `where` config makes `model` a subquery with an alias, which is no source: one SELECT from it is -#}
-  {%- set source = "select * from " ~ model if model is string else model %}
+  {#- a `where` config makes `model` a subquery with an alias: loomdb.evaluate reads one SELECT from it #}
 with evaluated as (
-  select {{ loomdb.metric(loomdb.evaluate(loomdb_model, source, options), metric) }} as {{ adapter.quote(metric) }}
+  select {{ loomdb.metric(loomdb.evaluate(loomdb_model, model, options), metric) }} as {{ adapter.quote(metric) }}
 )
 select * from evaluated
 where {{ adapter.quote(metric) }} is null

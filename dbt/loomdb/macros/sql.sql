@@ -109,3 +109,22 @@
 {% macro postgres__metric(json, name) -%}
   cast(cast({{ json }} as json) OPERATOR(pg_catalog.->>) cast({{ loomdb.literal(name) }} as text) as double precision)
 {%- endmacro %}
+
+{#- What `relation` (a relation, one SELECT, or none) hands loomdb's function `fn` as its source,
+    for macro `what`.  A data test's where config makes the tested relation a subquery with an
+    alias, '(select … where …) alias', which is no source: one SELECT from it is.  An ephemeral
+    model renders as the name of a CTE of the query calling the macro, which `fn` cannot see (it
+    runs a query of its own): refused, naming the model, also inside the where config's
+    '(select * from __dbt__cte__x where …)'. -#}
+{% macro source(relation, what, fn) -%}
+  {%- if relation is none -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- set text = relation | string | trim -%}
+  {%- set prefix = api.Relation.add_ephemeral_prefix('') -%}
+  {%- if (relation is not string and relation.is_cte) or text.startswith("(select * from " ~ prefix) -%}
+    {%- set name = text.split(prefix, 1)[1].split(' ')[0].rstrip(')') -%}
+    {{ exceptions.raise_compiler_error(what ~ ": " ~ name ~ " is an ephemeral model (a CTE of this query's), which " ~ fn ~ " cannot read: it runs a query of its own (hint: materialize " ~ name ~ " as a view or table, e.g. {{ config(materialized='view') }} in its file)") }}
+  {%- endif -%}
+  {{ return("select * from " ~ text if relation is string and text.startswith("(") else text) }}
+{%- endmacro %}

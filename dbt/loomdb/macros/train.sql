@@ -14,10 +14,11 @@
   skips training and runs no statement (dbt runs no hook whose SQL is empty).
 -#}
 {% macro train(model, relation, label, options={}) -%}
+  {%- set source = loomdb.source(relation, 'loomdb.train', 'loom_train') -%}
   {%- if loomdb.skip_empty("not training " ~ model ~ " (its relation has no rows)") -%}
     {{ return('') }}
   {%- endif -%}
-  {{ return(adapter.dispatch('train', 'loomdb')(model, relation, label, loomdb.train_options(options))) }}
+  {{ return(adapter.dispatch('train', 'loomdb')(model, source, label, loomdb.train_options(options))) }}
 {%- endmacro %}
 
 {#- loom_train's options with replace defaulting to true. -#}
@@ -60,7 +61,7 @@
 {#- (No dbt transaction is opened on DuckDB, so the statement needs no guard there.) -#}
 {% macro run_train(model, relation, label, options={}) %}
   {% call statement('loomdb_train', fetch_result=true, auto_begin=loomdb.transactional()) %}
-    {{ loomdb.default__train(model, relation, label, loomdb.train_options(options)) }}
+    {{ loomdb.default__train(model, loomdb.source(relation, 'loomdb.train', 'loom_train'), label, loomdb.train_options(options)) }}
   {% endcall %}
   {% do log("loomdb: " ~ load_result('loomdb_train').table.columns[0].values()[0], info=true) %}
 {% endmacro %}
