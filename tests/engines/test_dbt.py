@@ -587,3 +587,58 @@ def test_an_ephemeral_relation_is_refused_when_it_compiles(target, tmp_path):
         )
         out = project.dbt("test", "-s", "holdout_cte", ok=False)
         assert f"loomdb.evaluate: holdout_cte {refused.format('loom_evaluate')}" in out, out[-3000:]
+
+
+def test_a_sampled_ref_is_trained_predicted_and_evaluated(target, tmp_path):
+    """``dbt run --sample`` renders a ref to a model with an ``event_time`` as a subquery with an
+    alias, ``(select … where seen_at >= …) _dbt_et_filter_subq_timed``: loom_evaluate and
+    loom_train refused it as their source ("exactly one SELECT statement"). loomdb.evaluate,
+    loomdb.train and loomdb.predict each read the rows the sample window keeps."""
+    name, env, query = target
+    project = Project(tmp_path, name, env)
+    project.model = f"{env['LOOMDB_DBT_SCHEMA']}_m"
+    sampled = f"{env['LOOMDB_DBT_SCHEMA']}_sampled"
+    project.dbt("deps")
+    project.dbt("build", "-s", "+iris_training", "--exclude", "test_type:data")
+    models = project.dir / "models"
+    # the even ids inside the window, the odd ones a year before it
+    (models / "timed.sql").write_text(
+        "{{ config(event_time='seen_at') }}\n"
+        "select id, sepal_length, sepal_width, petal_length, petal_width, species_id,\n"
+        "  case when id % 2 = 0 then cast('2024-01-10' as timestamp)\n"
+        "       else cast('2023-01-10' as timestamp) end as seen_at\n"
+        "from {{ ref('iris_features') }}\n"
+    )
+    (models / "sampled_metrics.sql").write_text(
+        "-- depends_on: {{ ref('iris_training') }}\n"
+        "select {{ loomdb.metric(loomdb.evaluate(var('loomdb_model'), ref('timed')), 'rows') }}"
+        " as rows_evaluated\n"
+    )
+    features = "['sepal_length', 'sepal_width', 'petal_length', 'petal_width']"
+    (models / "sampled_predictions.sql").write_text(
+        "-- depends_on: {{ ref('iris_training') }}\n"
+        f"select id, {{{{ loomdb.predict(var('loomdb_model'), {features}) }}}} as p"
+        " from {{ ref('timed') }}\n"
+    )
+    hook = f"loomdb.train('{sampled}', ref('timed'), 'species_id', {{'features': {features}}})"
+    (models / "sampled_training.sql").write_text(
+        f'{{{{ config(post_hook={{"sql": "{{{{ {hook} }}}}", "transaction": false}}) }}}}\n'
+        "select count(*) as n from {{ ref('timed') }}\n"
+    )
+    project.dbt("run", "-s", "timed")
+    window = json.dumps({"start": "2024-01-01", "end": "2024-02-01"})
+    project.dbt(
+        "run",
+        "-s",
+        "sampled_metrics",
+        "sampled_predictions",
+        "sampled_training",
+        "--sample",
+        window,
+    )
+    schema = f'"{project.schema}"'
+    even = [(i,) for i in range(2, 151, 2)]
+    assert query(f"SELECT id FROM {schema}.sampled_predictions ORDER BY id") == even
+    assert query(f"SELECT rows_evaluated FROM {schema}.sampled_metrics") == [(75,)]
+    assert query(f"SELECT n FROM {schema}.sampled_training") == [(75,)]
+    assert query(f"SELECT rows_processed FROM loom.models WHERE name = '{sampled}'") == [(75,)]

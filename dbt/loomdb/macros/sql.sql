@@ -111,10 +111,12 @@
 {%- endmacro %}
 
 {#- What `relation` (a relation, one SELECT, or none) hands loomdb's function `fn` as its source,
-    for macro `what`.  A data test's where config makes the tested relation a subquery with an
-    alias, '(select … where …) alias', which is no source: one SELECT from it is.  An ephemeral
-    model renders as the name of a CTE of the query calling the macro, which `fn` cannot see (it
-    runs a query of its own): refused, naming the model, also inside the where config's
+    for macro `what`.  dbt renders some relations as a subquery with an alias, '(select … where …)
+    alias': on PostgreSQL a ref to a model with an event_time under --sample (DuckDB's has no
+    alias: a parenthesised SELECT, which loomdb reads), and a data test's tested relation under a
+    where config.  Such a subquery is no source: one SELECT from it is.  An ephemeral model
+    renders as the name of a CTE of the query calling the macro, which `fn` cannot see (it runs a
+    query of its own): refused, naming the model, also inside the where config's
     '(select * from __dbt__cte__x where …)'. -#}
 {% macro source(relation, what, fn) -%}
   {%- if relation is none -%}
@@ -126,5 +128,6 @@
     {%- set name = text.split(prefix, 1)[1].split(' ')[0].rstrip(')') -%}
     {{ exceptions.raise_compiler_error(what ~ ": " ~ name ~ " is an ephemeral model (a CTE of this query's), which " ~ fn ~ " cannot read: it runs a query of its own (hint: materialize " ~ name ~ " as a view or table, e.g. {{ config(materialized='view') }} in its file)") }}
   {%- endif -%}
-  {{ return("select * from " ~ text if relation is string and text.startswith("(") else text) }}
+  {%- set aliased = modules.re.fullmatch("\\(.*\\)\\s+\\w+", text, modules.re.S) -%}
+  {{ return("select * from " ~ text if aliased else text) }}
 {%- endmacro %}
