@@ -88,3 +88,82 @@ def test_each_values_hash_sees_what_training_would(pg_dsn, change):
         c.execute(CHANGES[change])
         assert c.execute(query).fetchone() != before
         c.execute("DROP TABLE fp_src")
+
+
+def _versioned_table(c: psycopg.Connection) -> None:
+    c.execute("DROP TABLE IF EXISTS vs_src")
+    c.execute(
+        "CREATE TABLE vs_src AS SELECT i AS id, i * 0.1 AS a, sqrt(i) AS b, "
+        "(i % 2)::float8 AS y FROM generate_series(1, 300) i"
+    )
+    c.execute(
+        "SELECT loom_create_index('vs', 'vs_src', 'y', "
+        '\'{"format": "dense", "features": ["a", "b"]}\')'
+    )
+
+
+VS_TRAIN = (
+    'SELECT loom_train(\'vs_m\', NULL, \'y\', \'{"index": "vs", "epochs": 1, '
+    '"replace": true, "progress": false}\')'
+)
+
+
+def test_a_table_whose_row_versions_are_as_recorded_is_fresh_without_hashing_its_values(
+    pg_dsn,
+):
+    """A plain table's row versions and columns, recorded with the fingerprint in the same
+    snapshot, vouch for it while they stay (no value is read: the fingerprint recorded here is
+    one no table has); a new row version, even of the same values, falls to the
+    fingerprint."""
+    with psycopg.connect(pg_dsn, autocommit=True) as c:
+        _versioned_table(c)
+        (versions,) = c.execute(
+            "SELECT stats::json->>'versions' FROM loom.indexes WHERE name = 'vs'"
+        ).fetchone()
+        assert versions.startswith(dialect.VERSIONS)
+        c.execute(
+            "UPDATE loom.indexes SET source_signature = %s WHERE name = 'vs'",
+            [f"{dialect.COLUMN_HASH}0:0"],
+        )
+        c.execute(VS_TRAIN)  # the row versions vouch
+        c.execute("UPDATE vs_src SET a = a WHERE id = 1")
+        with pytest.raises(psycopg.Error, match="older than the last change"):
+            c.execute(VS_TRAIN)  # the fingerprint decides: the one recorded is no table's
+        c.execute("SELECT loom_drop_model('vs_m'), loom_drop_index('vs')")
+        c.execute("DROP TABLE vs_src")
+
+
+VERSION_CHANGES = {  # each changes what training reads, each with new row versions or columns
+    "a row inserted": "INSERT INTO vs_src VALUES (301, 1.5, 2.5, 1)",
+    "a row deleted": "DELETE FROM vs_src WHERE id = 7",
+    "a label (HOT update)": "UPDATE vs_src SET y = 1 - y WHERE id = 3",
+    "rows replaced": "TRUNCATE vs_src; INSERT INTO vs_src SELECT i, i * 0.2, i, 1 "
+    "FROM generate_series(1, 300) i",
+    "a column retyped": "ALTER TABLE vs_src ALTER COLUMN b TYPE real",
+    "two columns' names swapped": "ALTER TABLE vs_src RENAME a TO t; "
+    "ALTER TABLE vs_src RENAME b TO a; ALTER TABLE vs_src RENAME t TO b",
+    "the table replaced": "DROP TABLE vs_src; CREATE TABLE vs_src AS SELECT i AS id, "
+    "i * 0.1 AS a, sqrt(i) AS b, ((i + 1) % 2)::float8 AS y FROM generate_series(1, 300) i",
+}
+UNCHANGED = {  # new row versions or places, the same values: the fingerprint finds it fresh
+    "values set to themselves": "UPDATE vs_src SET a = a, b = b",
+    "the table rewritten": "VACUUM FULL vs_src",
+    "a column added": "ALTER TABLE vs_src ADD COLUMN note text",
+}
+
+
+@pytest.mark.parametrize("change", [*VERSION_CHANGES, *UNCHANGED])
+def test_row_versions_tell_every_change_the_fingerprint_does(pg_dsn, change):
+    """Each change of what training reads is refused as before the row versions were
+    recorded; a table whose versions changed but not its values stays fresh."""
+    with psycopg.connect(pg_dsn, autocommit=True) as c:
+        _versioned_table(c)
+        c.execute(VS_TRAIN)
+        c.execute({**VERSION_CHANGES, **UNCHANGED}[change])
+        if change in VERSION_CHANGES:
+            with pytest.raises(psycopg.Error, match="older than the last change"):
+                c.execute(VS_TRAIN)
+        else:
+            c.execute(VS_TRAIN)
+        c.execute("SELECT loom_drop_model('vs_m'), loom_drop_index('vs')")
+        c.execute("DROP TABLE vs_src")

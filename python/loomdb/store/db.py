@@ -137,6 +137,21 @@ class Database(Queryable, Protocol):
         way ``like`` (one recorded before, perhaps by an earlier version) was."""
         ...
 
+    def signature_and_versions(
+        self, relation: str, columns: Sequence[str], where: str | None, table: str
+    ) -> tuple[str, str | None]:
+        """A new :meth:`signature` and, seen in the same snapshot, :meth:`row_versions` of
+        ``table`` (the table the relation reads)."""
+        ...
+
+    def row_versions(self, table: str) -> str | None:
+        """A token that stays the same only while no row of ``table`` (a quoted table name)
+        was inserted, changed or deleted and none of its columns renamed or retyped, read
+        without reading a value: while it matches the one recorded with an index's
+        fingerprint, so does the fingerprint.  None where the engine cannot tell so
+        (DuckDB) or not for this relation."""
+        ...
+
     def read_matrix(
         self,
         relation: str,

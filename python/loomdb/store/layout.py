@@ -347,6 +347,22 @@ def _signature(
 ) -> str:
     """The source's fingerprint as the index reads it (``like``: the recorded one, whose way of
     hashing a check follows)."""
+    prefix, rel, exprs, where, rest = _fingerprinted(db, info, kinds, like)
+    return prefix + db.signature(rel, exprs, where, rest)
+
+
+def _versions_table(db: Database, info: IndexInfo) -> str | None:
+    """The table whose row versions stand for the fingerprint (None: a query source)."""
+    from loomdb.store.names import is_table_name, relation
+
+    return relation(info.source, db.dialect) if is_table_name(info.source) else None
+
+
+def _fingerprinted(
+    db: Database, info: IndexInfo, kinds: dict[str, str], like: str | None
+) -> tuple[str, str, list[str], str | None, str | None]:
+    """What the fingerprint hashes: its prefix, relation, expressions, filter and the part of
+    ``like`` after the prefix."""
     from loomdb.store.names import relation
 
     cols = [*info.columns, info.label]
@@ -362,9 +378,9 @@ def _signature(
         rel, buckets = encodings.with_buckets(rel, encoding, db.dialect, taken)
         if like is None or like.startswith(CODES):
             exprs = [*encodings.codes_sql(encoding, double, db.dialect, buckets), label]
-            return CODES + db.signature(rel, exprs, where, like and like[len(CODES) :])
+            return CODES, rel, exprs, where, like and like[len(CODES) :]
         exprs = [*encodings.sql(encoding, double, db.dialect, buckets), label]  # as recorded
-        return db.signature(rel, exprs, where, like)
+        return "", rel, exprs, where, like
     exprs = [  # the array columns of a sparse source and an image column's bytes as they are
         quote_ident(c)
         if (info.options.get("sparse") and c != info.label) or kinds.get(c) == "bytes"
@@ -374,7 +390,21 @@ def _signature(
         for c in cols
     ]
     where = complete_rows(cols) if info.options.get("nulls") == "skip" else None
-    return db.signature(relation(info.source, db.dialect), exprs, where, like)
+    return "", relation(info.source, db.dialect), exprs, where, like
+
+
+def _record_fingerprint(db: Database, info: IndexInfo, kinds: dict[str, str]) -> None:
+    """Record the source's fingerprint in ``info`` and, where the engine can name them, its
+    table's row versions in the same snapshot (``check_fresh`` compares those first)."""
+    prefix, rel, exprs, where, _ = _fingerprinted(db, info, kinds, None)
+    table = _versions_table(db, info)
+    if table is None:
+        info.source_signature = prefix + db.signature(rel, exprs, where)
+        return
+    signature, versions = db.signature_and_versions(rel, exprs, where, table)
+    info.source_signature = prefix + signature
+    if versions is not None:
+        info.stats["versions"] = versions
 
 
 def build(
@@ -402,7 +432,7 @@ def build(
         storage.create(db, staged, keyed=bool(opts.get("slimml")))
         sink = partial(storage.write, db, staged)
         _lay_out(db, info, prof, fmt, opts, sink, Progress(db, what, prof.rows, quiet))
-        info.source_signature = _signature(db, info, prof.kinds)
+        _record_fingerprint(db, info, prof.kinds)
         with db.atomic():
             if replacing:
                 drop(db, name)
@@ -578,12 +608,25 @@ def check_fresh(db: Database, info: IndexInfo, stale_option: bool = True) -> Non
                 + stale,
             )
         _check_kinds(info, kinds, stale)
+        if _same_versions(db, info):
+            return
         now = _signature(db, info, kinds, info.source_signature)
     if now != info.source_signature:
         raise LoomStateError(
             f"index '{info.name}' is older than the last change to {info.source}",
             hint=f"rebuild it with loom_reindex('{info.name}')" + stale,
         )
+
+
+def _same_versions(db: Database, info: IndexInfo) -> bool:
+    """Whether the source's table holds the very row versions and columns it held when the
+    index's fingerprint was recorded, so that the fingerprint is the same without hashing
+    every value (PostgreSQL: 10M rows × 21 columns, 3.3 s of every train).  A table that
+    changed and changed back (an UPDATE to the same values, VACUUM FULL, a dump restored)
+    falls to the fingerprint, which still finds it fresh."""
+    recorded = info.stats.get("versions")
+    table = _versions_table(db, info)
+    return bool(recorded) and table is not None and db.row_versions(table) == recorded
 
 
 def _check_kinds(info: IndexInfo, kinds: dict[str, str], stale: str) -> None:

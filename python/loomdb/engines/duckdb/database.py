@@ -271,6 +271,14 @@ class DuckDatabase:
         )[0]
         return f"{n}:{total}"
 
+    def signature_and_versions(
+        self, relation: str, columns: Sequence[str], where: str | None, table: str
+    ) -> tuple[str, str | None]:
+        return self.signature(relation, columns, where), None
+
+    def row_versions(self, table: str) -> str | None:
+        return None  # DuckDB names no row version: the fingerprint is the check
+
     def read_matrix(
         self,
         relation: str,

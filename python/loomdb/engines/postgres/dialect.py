@@ -342,6 +342,32 @@ def signature_query(
     )
 
 
+#: How a token of a table's row versions begins (``PlpyDatabase.row_versions``)
+VERSIONS = "versions:"
+#: Types below this OID are PostgreSQL's own: a role cannot change how their values read
+FIRST_USER_OID = 16384
+#: Collations under which equal means byte-equal (none, the default, "C", "POSIX"): a text's
+#: category, bucket and class read the same for as long as its bytes stay
+DETERMINISTIC = frozenset({0, 100, 950, 951})
+#: The relation's kind, whether it has children, and its columns ($1: its name)
+VERSIONED_COLUMNS = (
+    "SELECT c.relkind, c.relhassubclass, a.attnum, a.attname, a.atttypid, a.atttypmod, "
+    "a.attcollation "
+    "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid "
+    "WHERE c.oid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped "
+    "ORDER BY a.attnum"
+)
+
+
+def versions_query(relation: str) -> str:
+    """The count and hash sum of the visible row versions of table ``relation``: each is
+    named by its table, place and inserting transaction (``tableoid``, ``ctid``, ``xmin``),
+    which an INSERT, UPDATE (HOT or not), DELETE, TRUNCATE or rewrite cannot leave as they
+    were, and none of its values is read."""
+    version = f"pg_catalog.hash_record_extended(ROW(tableoid, ctid, xmin), {_int8(0)})"
+    return f"SELECT pg_catalog.count(*) AS vn, pg_catalog.sum({version}) AS vtotal FROM {relation}"
+
+
 def _value_hash(expr: str, oid: int, seed: int) -> str:
     function = TYPED_HASH.get(int(oid))
     if function is None:  # NULL included

@@ -14,6 +14,7 @@ cancel).
 from __future__ import annotations
 
 import functools
+import hashlib
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -24,6 +25,10 @@ import numpy as np
 from loomdb.csr import CsrRows
 from loomdb.engines.postgres.dialect import (
     COLUMN_HASH,
+    DETERMINISTIC,
+    FIRST_USER_OID,
+    VERSIONED_COLUMNS,
+    VERSIONS,
     array_rows,
     column_kind,
     decode_packed_rows,
@@ -36,6 +41,7 @@ from loomdb.engines.postgres.dialect import (
     rows_query,
     signature_query,
     type_name,
+    versions_query,
 )
 from loomdb.errors import (
     LoomConflictError,
@@ -329,11 +335,53 @@ class PlpyDatabase:
         self, relation: str, columns: Sequence[str], where: str | None, like: str | None = None
     ) -> str:
         how = hashing(like)
+        n, total = self.query(self._signature_query(relation, columns, where, how))[0]
+        return f"{how}{n}:{total}"
+
+    def _signature_query(
+        self, relation: str, columns: Sequence[str], where: str | None, how: str
+    ) -> str:
         types: list[int] = []
         if how == COLUMN_HASH:  # the columns' types, from a statement that reads no row
             types = self._run(f"SELECT {', '.join(columns)} FROM {relation} LIMIT 0", ()).coltypes()
-        n, total = self.query(signature_query(relation, columns, where, how, types))[0]
-        return f"{how}{n}:{total}"
+        return signature_query(relation, columns, where, how, types)
+
+    def signature_and_versions(
+        self, relation: str, columns: Sequence[str], where: str | None, table: str
+    ) -> tuple[str, str | None]:
+        """The fingerprint and the row versions of ``table``, in one statement: one snapshot."""
+        shape = self._versioned_shape(table)
+        if shape is None:
+            return self.signature(relation, columns, where), None
+        sql = self._signature_query(relation, columns, where, COLUMN_HASH)
+        n, total, vn, vtotal = self.query(
+            f"SELECT s.n, s.total, v.vn, v.vtotal FROM ({sql}) s, ({versions_query(table)}) v"
+        )[0]
+        return f"{COLUMN_HASH}{n}:{total}", f"{VERSIONS}{shape}:{vn}:{vtotal}"
+
+    def row_versions(self, table: str) -> str | None:
+        """A token of ``table``'s visible row versions and columns (``versions_query``), or
+        None where it could not vouch for the values read: not a plain table (a view, a
+        foreign, materialized or partitioned one, a table with children), a column of a type
+        a role defines (an enum's label may be renamed, a cast replaced) or one under a
+        collation where equal is not byte-equal."""
+        shape = self._versioned_shape(table)
+        if shape is None:
+            return None
+        vn, vtotal = self.query(versions_query(table))[0]
+        return f"{VERSIONS}{shape}:{vn}:{vtotal}"
+
+    def _versioned_shape(self, table: str) -> str | None:
+        """A digest of ``table``'s columns (place, name, type, modifier, collation): a
+        renamed, retyped or recollated column changes what is read without a new row version.
+        None: see :meth:`row_versions`."""
+        rows = self.query(VERSIONED_COLUMNS, [table])
+        if not rows or rows[0][0] != "r" or rows[0][1]:  # a partition or child may be foreign
+            return None
+        if any(int(r[4]) >= FIRST_USER_OID or int(r[6]) not in DETERMINISTIC for r in rows):
+            return None
+        text = ";".join(f"{r[2]},{r[3]},{r[4]},{r[5]},{r[6]}" for r in rows)
+        return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     def run_shards(
         self,
