@@ -91,6 +91,9 @@ def test_each_values_hash_sees_what_training_would(pg_dsn, change):
 
 
 def _versioned_table(c: psycopg.Connection) -> None:
+    """Table vs_src and its index vs, whatever a failed test before left."""
+    c.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'vs_m'")
+    c.execute("SELECT loom_drop_index(name) FROM loom.indexes WHERE name = 'vs'")
     c.execute("DROP TABLE IF EXISTS vs_src")
     c.execute(
         "CREATE TABLE vs_src AS SELECT i AS id, i * 0.1 AS a, sqrt(i) AS b, "
