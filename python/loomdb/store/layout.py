@@ -358,6 +358,29 @@ def _versions_table(db: Database, info: IndexInfo) -> str | None:
     return relation(info.source, db.dialect) if is_table_name(info.source) else None
 
 
+def _versions_before(db: Database, source: str) -> str | None:
+    """The source table's row versions before a build reads it (None where the engine or the
+    relation names none): see :func:`_refuse_written_meanwhile`."""
+    from loomdb.store.names import is_table_name, relation
+
+    return db.row_versions(relation(source, db.dialect)) if is_table_name(source) else None
+
+
+def _refuse_written_meanwhile(info: IndexInfo, before: str | None) -> None:
+    """A build reads its source in several statements (profile, layout, fingerprint), each
+    seeing what was committed when it began: rows another session wrote between the layout and
+    the fingerprint would be missing from an index whose fingerprint says it holds them.
+    Where the table's row versions are known, the ones seen before the first read must be the
+    ones recorded with the fingerprint."""
+    if before is not None and info.stats.get("versions") != before:
+        raise LoomStateError(
+            f"{info.source} was written to while index {info.name} was built from it: the "
+            "index would not hold what its source holds, so it is not recorded",
+            hint="build it again once the writes are done, or in a transaction that first "
+            f"takes LOCK TABLE {info.source} IN SHARE MODE",
+        )
+
+
 def _fingerprinted(
     db: Database, info: IndexInfo, kinds: dict[str, str], like: str | None
 ) -> tuple[str, str, list[str], str | None, str | None]:
@@ -425,6 +448,7 @@ def build(
     fmt = formats.get(opts["format"])
     fmt.check(opts)
     grouped.check(opts)
+    before = _versions_before(db, source)
     prof = fmt.profile(db, source, label, opts)
     info = _info(name, prof, fmt, opts)
     staged = storage.staged_relation(info.uid)
@@ -433,6 +457,7 @@ def build(
         sink = partial(storage.write, db, staged)
         _lay_out(db, info, prof, fmt, opts, sink, Progress(db, what, prof.rows, quiet))
         _record_fingerprint(db, info, prof.kinds)
+        _refuse_written_meanwhile(info, before)
         with db.atomic():
             if replacing:
                 drop(db, name)
