@@ -196,3 +196,34 @@ def test_no_role_operator_or_aggregate_runs_for_the_caller(roles, pg_dsn):
         admin.close()
     bob.execute("SELECT 7::bigint % 2, count(1.5::float8)")  # the traps work where named
     assert ran(bob) == [(BOB, "count"), (BOB, "operator %")]
+
+
+def test_no_role_operator_runs_in_the_row_versions_check(roles, pg_dsn):
+    """An index of a plain table records its row versions and the columns' digest, and every
+    train on it compares them: bob's ``=(oid, regclass)``, an exact match where pg_catalog's
+    ``=(oid, oid)`` needs the regclass cast, must not be what the lookup of the table's
+    columns runs, for alice or a superuser."""
+    alice, bob, admin = roles
+    bob.execute("DELETE FROM ran")
+    bob.execute(
+        "CREATE FUNCTION trap_oid_eq(oid, regclass) RETURNS boolean LANGUAGE plpgsql AS $$ "
+        f"BEGIN INSERT INTO {SCHEMA}.ran VALUES (current_user, 'operator =(oid, regclass)'); "  # type: ignore[arg-type]
+        "RETURN $1 OPERATOR(pg_catalog.=) $2::oid; END $$"
+    )
+    bob.execute("CREATE OPERATOR = (LEFTARG = oid, RIGHTARG = regclass, FUNCTION = trap_oid_eq)")
+    alice, admin = connect(pg_dsn, ALICE, SCHEMA), connect(pg_dsn, "postgres", SCHEMA)
+    on_index = json.dumps({"model": "logistic", "epochs": 2, "index": "sp_rv_ix"})
+    try:
+        for conn in (alice, admin):
+            conn.execute("SELECT loom_create_index('sp_rv_ix', 'pts', 'y', '{}')")
+            for _ in range(2):  # the second train finds the recorded row versions unchanged
+                conn.execute(f"SELECT loom_train('sp_rv_m', NULL, 'y', '{on_index}')")  # type: ignore[arg-type]
+                conn.execute("SELECT loom_drop_model('sp_rv_m')")
+            conn.execute("SELECT loom_drop_index('sp_rv_ix')")
+            assert ran(bob) == [], f"bob's operator ran: {ran(bob)}"
+    finally:
+        alice.close()
+        admin.close()
+        bob.execute("DROP OPERATOR = (oid, regclass)")
+    bob.execute("SELECT 1::oid = 'pg_class'::regclass")  # the trap works where named
+    assert ran(bob) == [(BOB, "operator =(oid, regclass)")]

@@ -349,12 +349,15 @@ FIRST_USER_OID = 16384
 #: Collations under which equal means byte-equal (none, the default, "C", "POSIX"): a text's
 #: category, bucket and class read the same for as long as its bytes stay
 DETERMINISTIC = frozenset({0, 100, 950, 951})
-#: The relation's kind, whether it has children, and its columns ($1: its name)
+#: The relation's kind, whether it has children, and its columns ($1: its name); pg_catalog's
+#: operators on exact types (``oid = regclass`` would pick another role's exact overload)
 VERSIONED_COLUMNS = (
     "SELECT c.relkind, c.relhassubclass, a.attnum, a.attname, a.atttypid, a.atttypmod, "
     "a.attcollation "
-    "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid "
-    "WHERE c.oid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped "
+    "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a "
+    f"ON a.attrelid {_OP('=')} c.oid "
+    f"WHERE c.oid {_OP('=')} pg_catalog.to_regclass($1)::pg_catalog.oid "
+    f"AND a.attnum {_OP('>')} CAST(0 AS pg_catalog.int2) AND NOT a.attisdropped "
     "ORDER BY a.attnum"
 )
 

@@ -191,7 +191,9 @@ class PlpyDatabase:
     def _column_types(self, relation: str, count: int) -> list[str]:
         rows = self.query(
             "SELECT pg_catalog.format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute "
-            "WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            "WHERE attrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass::pg_catalog.oid "
+            "AND attnum OPERATOR(pg_catalog.>) CAST(0 AS pg_catalog.int2) AND NOT attisdropped "
+            "ORDER BY attnum",
             [relation],
         )
         return [r[0] for r in rows[:count]]
