@@ -308,6 +308,48 @@ def test_install_refuses_a_role_that_is_not_superuser(pg_dsn):
 
 
 @pytest.mark.postgres
+def test_reading_other_databases_runs_no_code_of_their_owner(pg_dsn):
+    """The install reads, as a superuser, the loomdb version of every database of the server.
+    A database's owner (a role with CREATEDB) sets its search_path to a schema of theirs
+    first, with a pg_extension there whose reading makes its reader a superuser: the install's
+    check must read pg_catalog's and run nothing of theirs."""
+    from support import pgserver
+
+    if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
+        pytest.skip("the server was not made by the tests: not adding a role to it")
+    role, database = "loom_dbowner", "loom_owned_db"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN CREATEDB")  # type: ignore[arg-type]
+    try:
+        with psycopg.connect(f"{pg_dsn} user={role}", autocommit=True) as owner:
+            owner.execute(f"CREATE DATABASE {database}")  # type: ignore[arg-type]
+        there = server_setup.in_database(f"{pg_dsn} user={role}", database)
+        with psycopg.connect(there, autocommit=True) as owner:
+            owner.execute("CREATE SCHEMA mine")
+            owner.execute(
+                "CREATE FUNCTION mine.take() RETURNS text LANGUAGE plpgsql AS $$ BEGIN "
+                f"IF current_setting('is_superuser') = 'on' THEN ALTER ROLE {role} SUPERUSER; "  # type: ignore[arg-type]
+                "END IF; RETURN '0.0.1'; END $$"
+            )
+            owner.execute(
+                "CREATE VIEW mine.pg_extension AS SELECT 'loomdb'::name AS extname, "
+                "mine.take() AS extversion"
+            )
+            owner.execute(f"ALTER DATABASE {database} SET search_path = mine, pg_catalog")  # type: ignore[arg-type]
+        outdated, unread = server_setup.outdated_databases(pg_dsn, loomdb.__version__)
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            (superuser,) = conn.execute(
+                "SELECT rolsuper FROM pg_roles WHERE rolname = %s", [role]
+            ).fetchone()  # type: ignore[misc]
+        assert not superuser, f"reading {database}'s loomdb version made {role} a superuser"
+        assert database not in outdated and database not in unread
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {database}")  # type: ignore[arg-type]
+            conn.execute(f"DROP ROLE {role}")  # type: ignore[arg-type]
+
+
+@pytest.mark.postgres
 def test_the_install_built_the_index_access_methods(pg_dsn):
     """CI installs PostgreSQL's server headers (scripts/setup.sh): there the install must have
     compiled CREATE INDEX … USING; elsewhere it may report them missing and go on."""

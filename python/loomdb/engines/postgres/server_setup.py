@@ -266,10 +266,18 @@ def add_native(dsn: str) -> list[str]:
     return added
 
 
+#: The loomdb version a database holds: catalog and operator named (a database's owner may
+#: set its search_path, ALTER DATABASE … SET, to put a schema of theirs before pg_catalog)
+EXTENSION_VERSION = (
+    "SELECT extversion FROM pg_catalog.pg_extension "
+    "WHERE extname OPERATOR(pg_catalog.=) 'loomdb'::pg_catalog.name"
+)
+
+
 def extension_version(dsn: str) -> str | None:
     """The version of loomdb the database of ``dsn`` holds (None: not created there)."""
     with connect(dsn) as conn:
-        held = _one(conn, "SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
+        held = _one(conn, EXTENSION_VERSION)
     return None if held is None else str(held)
 
 
@@ -298,7 +306,7 @@ $do$
 
 def create_extension(dsn: str, *, reinstall: bool = False) -> tuple[str, str]:
     """Create (or update, or drop and create) plpython3u and loomdb; return (action, version)."""
-    query_version = "SELECT extversion FROM pg_extension WHERE extname = 'loomdb'"
+    query_version = EXTENSION_VERSION
     with connect(dsn) as conn:
         try:
             conn.execute("CREATE EXTENSION IF NOT EXISTS plpython3u")
@@ -337,11 +345,19 @@ def in_database(dsn: str, database: str) -> str:
     return make_conninfo(dsn, dbname=database)
 
 
+def _pinned(dsn: str) -> str:
+    """``dsn`` whose sessions search pg_catalog alone: the settings of a database (its owner's
+    ALTER DATABASE … SET search_path) never choose what a superuser's names there mean."""
+    options = conninfo_to_dict(dsn).get("options") or ""
+    return make_conninfo(dsn, options=f"{options} -c search_path=pg_catalog".strip())
+
+
 def outdated_databases(dsn: str, version: str) -> tuple[dict[str, str], dict[str, str]]:
     """The server's other databases whose loomdb extension is not at ``version``, with the
     version each holds (they share the server's loomdb environment, which now runs
     ``version``'s Python under their older SQL until each is updated); and those this role
-    could not look into, with what refused it."""
+    could not look into, with what refused it.  Each is read as a superuser, in a database
+    another role may own: only pg_catalog is searched there, and the query names it too."""
     with connect(dsn) as conn:
         names = conn.execute(
             "SELECT datname FROM pg_catalog.pg_database WHERE datallowconn "
@@ -350,8 +366,8 @@ def outdated_databases(dsn: str, version: str) -> tuple[dict[str, str], dict[str
     outdated, unread = {}, {}
     for (name,) in names:
         try:
-            with psycopg.connect(in_database(dsn, name), autocommit=True) as conn:
-                held = _one(conn, "SELECT extversion FROM pg_extension WHERE extname = 'loomdb'")
+            with psycopg.connect(_pinned(in_database(dsn, name)), autocommit=True) as conn:
+                held = _one(conn, EXTENSION_VERSION)
         except psycopg.Error as exc:
             unread[name] = str(exc).strip()
             continue
