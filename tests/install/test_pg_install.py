@@ -349,6 +349,50 @@ def test_reading_other_databases_runs_no_code_of_their_owner(pg_dsn):
             conn.execute(f"DROP ROLE {role}")  # type: ignore[arg-type]
 
 
+#: operators pg_catalog has none of, on the types the install's catalog queries compare
+PLANTED = [("oid", "regnamespace"), ("regclass", "regclass"), ("oid", "regclass")]
+
+
+@pytest.mark.postgres
+def test_the_installs_catalog_queries_run_no_operator_of_a_role(pg_dsn):
+    """add_native's query of the objects its block made and a reinstall's drop of loomdb's
+    indexes run as a superuser under the database's search_path, where a role with CREATE on
+    public (every role's before PostgreSQL 15) plants ``=`` on types pg_catalog has no ``=``
+    of (each would be an exact match for a comparison of a column with a reg* constant)."""
+    from support import pgserver
+
+    if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
+        pytest.skip("the server was not made by the tests: not adding a role to it")
+    role = "loom_planter"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")  # type: ignore[arg-type]
+        conn.execute(f"GRANT CREATE ON SCHEMA public TO {role}")  # type: ignore[arg-type]
+    try:
+        with psycopg.connect(f"{pg_dsn} user={role}", autocommit=True) as planter:
+            for i, (left, right) in enumerate(PLANTED):
+                planter.execute(
+                    f"CREATE FUNCTION public.planted_eq{i}({left}, {right}) RETURNS boolean "  # type: ignore[arg-type]
+                    "LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the planted =(%, %) ran "
+                    f"as %', '{left}', '{right}', current_user; END $$"
+                )
+                planter.execute(
+                    f"CREATE OPERATOR public.= (LEFTARG = {left}, RIGHTARG = {right}, "  # type: ignore[arg-type]
+                    f"FUNCTION = public.planted_eq{i})"
+                )
+        conn = psycopg.connect(pg_dsn, autocommit=True)
+        with conn, conn.transaction(force_rollback=True):
+            conn.execute(
+                "CREATE FUNCTION loom.install_probe() RETURNS integer LANGUAGE sql AS 'SELECT 1'"
+            )
+            added = [r[0] for r in conn.execute(server_setup._NEW_MEMBERS).fetchall()]  # type: ignore[arg-type]
+            assert "FUNCTION loom.install_probe()" in added
+            conn.execute(server_setup._DROP_INDEXES)  # type: ignore[arg-type]
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")  # type: ignore[arg-type]
+            conn.execute(f"DROP ROLE {role}")  # type: ignore[arg-type]
+
+
 @pytest.mark.postgres
 def test_the_install_built_the_index_access_methods(pg_dsn):
     """CI installs PostgreSQL's server headers (scripts/setup.sh): there the install must have

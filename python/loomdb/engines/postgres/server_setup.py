@@ -219,34 +219,49 @@ def catalog_counts(dsn: str) -> dict[str, int]:
 # The objects this transaction made in loomdb's schema and access methods that no extension
 # holds yet, each as what follows ALTER EXTENSION … ADD (names quoted by PostgreSQL's format:
 # only objects the install script's own block just made are named, never a row a role wrote).
-_NEW_MEMBERS = """
+# Run as a superuser under the database's search_path: every comparison is pg_catalog's
+# operator on oids (``oid = regnamespace`` or ``regclass = regclass`` has no operator of its
+# own there, so another role's exact one in a schema on that path would be run).
+_EQ = "OPERATOR(pg_catalog.=)"
+_PROC, _AM = "'pg_catalog.pg_proc'", "'pg_catalog.pg_am'"
+_OPFAMILY, _OPCLASS = "'pg_catalog.pg_opfamily'", "'pg_catalog.pg_opclass'"
+_LOOM = "'loom'::pg_catalog.regnamespace::pg_catalog.oid"
+_NOW = "pg_catalog.pg_current_xact_id()::pg_catalog.xid"
+
+
+def _oid(catalog: str) -> str:
+    return f"{catalog}::pg_catalog.regclass::pg_catalog.oid"
+
+
+_NEW_MEMBERS = f"""
 WITH fresh (classid, objid) AS (
-    SELECT 'pg_catalog.pg_proc'::regclass, oid FROM pg_catalog.pg_proc
-    WHERE xmin = pg_catalog.pg_current_xact_id()::xid AND pronamespace = 'loom'::regnamespace
-    UNION ALL SELECT 'pg_catalog.pg_am'::regclass, oid FROM pg_catalog.pg_am
-    WHERE xmin = pg_catalog.pg_current_xact_id()::xid
-    UNION ALL SELECT 'pg_catalog.pg_opfamily'::regclass, oid FROM pg_catalog.pg_opfamily
-    WHERE xmin = pg_catalog.pg_current_xact_id()::xid AND opfnamespace = 'loom'::regnamespace
-    UNION ALL SELECT 'pg_catalog.pg_opclass'::regclass, oid FROM pg_catalog.pg_opclass
-    WHERE xmin = pg_catalog.pg_current_xact_id()::xid AND opcnamespace = 'loom'::regnamespace
+    SELECT {_oid(_PROC)}, oid FROM pg_catalog.pg_proc
+    WHERE xmin {_EQ} {_NOW} AND pronamespace {_EQ} {_LOOM}
+    UNION ALL SELECT {_oid(_AM)}, oid FROM pg_catalog.pg_am WHERE xmin {_EQ} {_NOW}
+    UNION ALL SELECT {_oid(_OPFAMILY)}, oid FROM pg_catalog.pg_opfamily
+    WHERE xmin {_EQ} {_NOW} AND opfnamespace {_EQ} {_LOOM}
+    UNION ALL SELECT {_oid(_OPCLASS)}, oid FROM pg_catalog.pg_opclass
+    WHERE xmin {_EQ} {_NOW} AND opcnamespace {_EQ} {_LOOM}
 )
-SELECT CASE f.classid
-    WHEN 'pg_catalog.pg_proc'::regclass THEN pg_catalog.format('FUNCTION %s', f.objid::regprocedure)
-    WHEN 'pg_catalog.pg_am'::regclass THEN pg_catalog.format('ACCESS METHOD %I', a.amname)
-    WHEN 'pg_catalog.pg_opfamily'::regclass
+SELECT CASE
+    WHEN f.classid {_EQ} {_oid(_PROC)}
+        THEN pg_catalog.format('FUNCTION %s', f.objid::pg_catalog.regprocedure)
+    WHEN f.classid {_EQ} {_oid(_AM)} THEN pg_catalog.format('ACCESS METHOD %I', a.amname)
+    WHEN f.classid {_EQ} {_oid(_OPFAMILY)}
         THEN pg_catalog.format('OPERATOR FAMILY loom.%I USING %I', o.opfname,
-            (SELECT amname FROM pg_catalog.pg_am WHERE oid = o.opfmethod))
+            (SELECT amname FROM pg_catalog.pg_am AS m WHERE m.oid {_EQ} o.opfmethod))
     ELSE pg_catalog.format('OPERATOR CLASS loom.%I USING %I',
-        c.opcname, (SELECT amname FROM pg_catalog.pg_am WHERE oid = c.opcmethod))
+        c.opcname, (SELECT amname FROM pg_catalog.pg_am AS m WHERE m.oid {_EQ} c.opcmethod))
     END
 FROM fresh AS f
-LEFT JOIN pg_catalog.pg_am AS a ON f.classid = 'pg_catalog.pg_am'::regclass AND a.oid = f.objid
+LEFT JOIN pg_catalog.pg_am AS a ON f.classid {_EQ} {_oid(_AM)} AND a.oid {_EQ} f.objid
 LEFT JOIN pg_catalog.pg_opfamily AS o
-    ON f.classid = 'pg_catalog.pg_opfamily'::regclass AND o.oid = f.objid
+    ON f.classid {_EQ} {_oid(_OPFAMILY)} AND o.oid {_EQ} f.objid
 LEFT JOIN pg_catalog.pg_opclass AS c
-    ON f.classid = 'pg_catalog.pg_opclass'::regclass AND c.oid = f.objid
+    ON f.classid {_EQ} {_oid(_OPCLASS)} AND c.oid {_EQ} f.objid
 WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend AS d
-                  WHERE d.classid = f.classid AND d.objid = f.objid AND d.deptype = 'e')
+                  WHERE d.classid {_EQ} f.classid AND d.objid {_EQ} f.objid
+                  AND d.deptype {_EQ} 'e'::pg_catalog."char")
 ORDER BY 1
 """
 
@@ -285,15 +300,16 @@ def extension_version(dsn: str) -> str | None:
 # being dropped: the index relations of loomdb's access methods (CREATE INDEX … USING; the drop
 # trigger removes their loomdb indexes), then the storage table of every loomdb index left
 # (loom_data.<its checked name>).  Anything else that depends on the extension still refuses.
-_DROP_INDEXES = """
+_DROP_INDEXES = f"""
 DO $do$
 DECLARE
     r record;
 BEGIN
     FOR r IN SELECT c.oid::pg_catalog.regclass AS relation FROM pg_catalog.pg_class AS c
-             JOIN pg_catalog.pg_am AS a ON a.oid = c.relam
-             JOIN pg_catalog.pg_proc AS p ON p.oid = a.amhandler
-             WHERE c.relkind = 'i' AND p.pronamespace = 'loom'::pg_catalog.regnamespace LOOP
+             JOIN pg_catalog.pg_am AS a ON a.oid OPERATOR(pg_catalog.=) c.relam
+             JOIN pg_catalog.pg_proc AS p ON p.oid OPERATOR(pg_catalog.=) a.amhandler
+             WHERE c.relkind OPERATOR(pg_catalog.=) 'i'::pg_catalog."char"
+             AND p.pronamespace OPERATOR(pg_catalog.=) {_LOOM} LOOP
         EXECUTE pg_catalog.format('DROP INDEX %s', r.relation);
     END LOOP;
     FOR r IN SELECT name FROM loom.indexes LOOP
