@@ -394,6 +394,43 @@ def test_the_installs_catalog_queries_run_no_operator_of_a_role(pg_dsn):
 
 
 @pytest.mark.postgres
+def test_the_installs_check_runs_loomdbs_functions_not_a_roles(pg_dsn):
+    """The install's closing train and prediction run as a superuser under the database's
+    search_path, whose first entry, "$user", is a schema named after the superuser: a role
+    that may create schemas in the database makes it, with functions of loomdb's names and
+    signatures.  The check must call the extension's own."""
+    from support import pgserver
+
+    if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
+        pytest.skip("the server was not made by the tests: not adding a role to it")
+    role = "loom_schemer"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        superuser, database = conn.execute("SELECT current_user, current_database()").fetchone()  # type: ignore[misc]
+        if conn.execute("SELECT to_regnamespace(%s)", [superuser]).fetchone() != (None,):
+            pytest.skip(f"a schema {superuser} exists already")
+        conn.execute(f'CREATE ROLE {role} LOGIN; GRANT CREATE ON DATABASE "{database}" TO {role}')  # type: ignore[arg-type]
+    planted = [
+        ("loom_version", "", "text"),
+        ("loom_train", "text, text, text, text", "text"),
+        ("loom_predict", "text, double precision[]", "double precision"),
+    ]
+    try:
+        with psycopg.connect(f"{pg_dsn} user={role}", autocommit=True) as schemer:
+            schemer.execute(f'CREATE SCHEMA "{superuser}"')  # type: ignore[arg-type]
+            for function, args, returns in planted:
+                schemer.execute(
+                    f'CREATE FUNCTION "{superuser}".{function}({args}) RETURNS {returns} '  # type: ignore[arg-type]
+                    "LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the planted "
+                    f"{function} ran as %', current_user; END $$"
+                )
+        assert server_setup.check_functions_run(pg_dsn) == {"version": loomdb.__version__}
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")  # type: ignore[arg-type]
+            conn.execute(f"DROP ROLE {role}")  # type: ignore[arg-type]
+
+
+@pytest.mark.postgres
 def test_the_install_built_the_index_access_methods(pg_dsn):
     """CI installs PostgreSQL's server headers (scripts/setup.sh): there the install must have
     compiled CREATE INDEX … USING; elsewhere it may report them missing and go on."""

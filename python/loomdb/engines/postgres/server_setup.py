@@ -470,27 +470,44 @@ def native_predict(dsn: str) -> bool:
     return bool(row and row[0])
 
 
+#: The schema the loomdb extension is in
+EXTENSION_SCHEMA = (
+    "SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n "
+    "ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+    "WHERE e.extname OPERATOR(pg_catalog.=) 'loomdb'::pg_catalog.name"
+)
+
+
 def check_functions_run(dsn: str) -> dict[str, str]:
-    """Train and predict on a tiny temporary table in a new session, then roll it all back."""
+    """Train and predict on a tiny temporary table in a new session, then roll it all back:
+    loomdb's functions named with the extension's schema, as a superuser under the database's
+    search_path (a schema named after the superuser, "$user", may be another role's)."""
     name = f"loom_install_check_{uuid.uuid4().hex[:12]}"
     options = '{"epochs": 1, "progress": false}'
     with connect(dsn) as conn:
         try:
             with conn.transaction(force_rollback=True):
-                version = str(_one(conn, "SELECT loom_version()"))
+                schema = sql.Identifier(str(_one(conn, EXTENSION_SCHEMA)))
+                version = str(_one(conn, sql.SQL("SELECT {}.loom_version()").format(schema)))  # type: ignore[arg-type]
                 conn.execute(
                     sql.SQL(
-                        "CREATE TEMPORARY TABLE {} AS SELECT g::float8 AS x, (g % 2)::float8 AS y "
-                        "FROM generate_series(1, 8) AS g"
+                        "CREATE TEMPORARY TABLE {} AS SELECT g::pg_catalog.float8 AS x, "
+                        "(g OPERATOR(pg_catalog.%) 2)::pg_catalog.float8 AS y "
+                        "FROM pg_catalog.generate_series(1, 8) AS g"
                     ).format(sql.Identifier(name))
                 )
                 # exact argument types: no other overload of these names matches better
                 conn.execute(
-                    "SELECT loom_train(%s::text, %s::text, 'y'::text, %s::text)",
+                    sql.SQL("SELECT {}.loom_train(%s::text, %s::text, 'y'::text, %s::text)").format(
+                        schema
+                    ),
                     [name, name, options],
                 )
                 row = conn.execute(
-                    "SELECT loom_predict(%s::text, ARRAY[1.0]::double precision[])", [name]
+                    sql.SQL(
+                        "SELECT {}.loom_predict(%s::text, ARRAY[1.0]::double precision[])"
+                    ).format(schema),
+                    [name],
                 ).fetchone()
         except psycopg.Error as exc:
             raise LoomStateError(
