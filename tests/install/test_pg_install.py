@@ -307,12 +307,29 @@ def test_install_refuses_a_role_that_is_not_superuser(pg_dsn):
             conn.execute("DROP ROLE loom_plain")
 
 
+#: what the owner of a database plants in a schema of theirs put first on its search_path:
+#: each makes a superuser that runs it make the owner one too
+OWNER_TRAPS = [
+    "CREATE FUNCTION mine.take() RETURNS text LANGUAGE plpgsql AS $$ BEGIN "
+    "IF pg_catalog.current_setting('is_superuser') = 'on' THEN "
+    "ALTER ROLE loom_dbowner SUPERUSER; END IF; "
+    "RETURN '0.0.1'; END $$",
+    "CREATE FUNCTION mine.current_setting(text) RETURNS text LANGUAGE sql "
+    "AS 'SELECT mine.take(); SELECT pg_catalog.current_setting($1)'",
+    "CREATE FUNCTION mine.to_regclass(text) RETURNS regclass LANGUAGE sql "
+    "AS 'SELECT mine.take(); SELECT pg_catalog.to_regclass($1)'",
+    "CREATE VIEW mine.pg_extension AS SELECT 0::oid AS oid, 'loomdb'::name AS extname, "
+    "mine.take() AS extversion",
+    "CREATE VIEW mine.pg_am AS SELECT mine.take()::name AS amname",
+]
+
+
 @pytest.mark.postgres
-def test_reading_other_databases_runs_no_code_of_their_owner(pg_dsn):
-    """The install reads, as a superuser, the loomdb version of every database of the server.
-    A database's owner (a role with CREATEDB) sets its search_path to a schema of theirs
-    first, with a pg_extension there whose reading makes its reader a superuser: the install's
-    check must read pg_catalog's and run nothing of theirs."""
+def test_reading_a_database_runs_no_code_of_its_owner(pg_dsn):
+    """The install reads, as a superuser, the loomdb version of every database of the server,
+    and the settings, catalog and loomdb objects of the DSN's.  A database's owner (a role
+    with CREATEDB) sets its search_path to a schema of theirs first, with lookalikes there of
+    what those reads name: neither the check of other databases nor those reads may run one."""
     from support import pgserver
 
     if pgserver.cluster is None or pgserver.cluster["dsn"] != pg_dsn:
@@ -323,26 +340,30 @@ def test_reading_other_databases_runs_no_code_of_their_owner(pg_dsn):
     try:
         with psycopg.connect(f"{pg_dsn} user={role}", autocommit=True) as owner:
             owner.execute(f"CREATE DATABASE {database}")  # type: ignore[arg-type]
-        there = server_setup.in_database(f"{pg_dsn} user={role}", database)
-        with psycopg.connect(there, autocommit=True) as owner:
+        with psycopg.connect(
+            server_setup.in_database(f"{pg_dsn} user={role}", database), autocommit=True
+        ) as owner:
             owner.execute("CREATE SCHEMA mine")
-            owner.execute(
-                "CREATE FUNCTION mine.take() RETURNS text LANGUAGE plpgsql AS $$ BEGIN "
-                f"IF current_setting('is_superuser') = 'on' THEN ALTER ROLE {role} SUPERUSER; "  # type: ignore[arg-type]
-                "END IF; RETURN '0.0.1'; END $$"
-            )
-            owner.execute(
-                "CREATE VIEW mine.pg_extension AS SELECT 'loomdb'::name AS extname, "
-                "mine.take() AS extversion"
-            )
+            for trap in OWNER_TRAPS:
+                owner.execute(trap)  # type: ignore[arg-type]
             owner.execute(f"ALTER DATABASE {database} SET search_path = mine, pg_catalog")  # type: ignore[arg-type]
         outdated, unread = server_setup.outdated_databases(pg_dsn, loomdb.__version__)
+        there = server_setup.in_database(pg_dsn, database)
+        with contextlib.suppress(LoomStateError):  # whatever it finds of the server
+            server_setup.inspect_server(there)
+        read = (
+            server_setup.extension_version(there),
+            server_setup.catalog_counts(there),
+            server_setup.index_methods(there),
+            server_setup.native_predict(there),
+        )
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             (superuser,) = conn.execute(
                 "SELECT rolsuper FROM pg_roles WHERE rolname = %s", [role]
             ).fetchone()  # type: ignore[misc]
-        assert not superuser, f"reading {database}'s loomdb version made {role} a superuser"
+        assert not superuser, f"reading {database} made its owner {role} a superuser"
         assert database not in outdated and database not in unread
+        assert read == (None, {"models": 0, "indexes": 0}, [], False)
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {database}")  # type: ignore[arg-type]

@@ -45,10 +45,11 @@ def describe_dsn(dsn: str) -> str:
     return make_conninfo("", **params)
 
 
-def connect(dsn: str) -> psycopg.Connection:
-    """An autocommit connection, or a LoomStateError naming the server."""
+def connect(dsn: str, *, pinned: bool = False) -> psycopg.Connection:
+    """An autocommit connection, or a LoomStateError naming the server; ``pinned``: one whose
+    session searches pg_catalog alone (``_pinned``), for the install's reads of the catalog."""
     try:
-        return psycopg.connect(dsn, autocommit=True)
+        return psycopg.connect(_pinned(dsn) if pinned else dsn, autocommit=True)
     except psycopg.Error as exc:
         raise LoomStateError(
             f"could not connect to PostgreSQL at {describe_dsn(dsn)}: {exc}".strip(),
@@ -75,7 +76,7 @@ def check_version(major: int, version: str) -> None:
 
 def inspect_server(dsn: str) -> ServerInfo:
     """Check that loomdb can be installed into the server of ``dsn`` from here."""
-    with connect(dsn) as conn:
+    with connect(dsn, pinned=True) as conn:
         if _one(conn, "SELECT current_setting('is_superuser')") != "on":
             raise LoomStateError(
                 f"the role {conn.info.user!r} is not a superuser",
@@ -176,7 +177,7 @@ OLD_SETTINGS = ("loomdb.python_path", "loomdb.numba_cache_dir")
 
 def reset_old_settings(dsn: str) -> list[str]:
     """Remove the server-wide settings loomdb 0.1 used (any role could override them)."""
-    with connect(dsn) as conn:
+    with connect(dsn, pinned=True) as conn:
         present = [
             name
             for (name,) in conn.execute(
@@ -208,7 +209,7 @@ def write_settings(dsn: str, settings: dict[str, str]) -> None:
 def catalog_counts(dsn: str) -> dict[str, int]:
     """How many models and indexes the database's loomdb catalog holds (0 without one)."""
     counts = {}
-    with connect(dsn) as conn:
+    with connect(dsn, pinned=True) as conn:
         for table in ("models", "indexes"):
             held = _one(conn, f"SELECT to_regclass('loom.{table}') IS NOT NULL")
             rows = _one(conn, f"SELECT count(*) FROM loom.{table}") if held else 0
@@ -291,7 +292,7 @@ EXTENSION_VERSION = (
 
 def extension_version(dsn: str) -> str | None:
     """The version of loomdb the database of ``dsn`` holds (None: not created there)."""
-    with connect(dsn) as conn:
+    with connect(dsn, pinned=True) as conn:
         held = _one(conn, EXTENSION_VERSION)
     return None if held is None else str(held)
 
@@ -374,7 +375,7 @@ def outdated_databases(dsn: str, version: str) -> tuple[dict[str, str], dict[str
     ``version``'s Python under their older SQL until each is updated); and those this role
     could not look into, with what refused it.  Each is read as a superuser, in a database
     another role may own: only pg_catalog is searched there, and the query names it too."""
-    with connect(dsn) as conn:
+    with connect(dsn, pinned=True) as conn:
         names = conn.execute(
             "SELECT datname FROM pg_catalog.pg_database WHERE datallowconn "
             "AND datname OPERATOR(pg_catalog.<>) pg_catalog.current_database() ORDER BY 1"
@@ -450,7 +451,7 @@ def index_methods(dsn: str) -> list[str]:
     """The loomdb index access methods the database has (``CREATE INDEX … USING``)."""
     from loomdb.engines.postgres.index_am_install import METHODS
 
-    with connect(dsn) as conn:
+    with connect(dsn, pinned=True) as conn:
         rows = conn.execute(
             "SELECT amname FROM pg_am WHERE amname = ANY(%s) ORDER BY amname", [list(METHODS)]
         ).fetchall()
@@ -459,7 +460,7 @@ def index_methods(dsn: str) -> list[str]:
 
 def native_predict(dsn: str) -> bool:
     """Whether loom_predict is the C function and loom.finite exists (the C module's)."""
-    with connect(dsn) as conn:
+    with connect(dsn, pinned=True) as conn:
         row = conn.execute(
             "SELECT to_regprocedure('loom.finite(double precision)') IS NOT NULL AND EXISTS ("
             "SELECT 1 FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
