@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,6 +60,23 @@ def test_a_server_older_than_14_is_refused():
 def test_install_says_when_the_server_cannot_be_reached():
     with pytest.raises(LoomStateError, match="could not connect"):
         pg_install.install("host=127.0.0.1 port=1 user=postgres connect_timeout=2", log=print)
+
+
+def test_the_update_command_named_for_another_database_is_one_shell_word():
+    """The install names each other database at an older loomdb with the command that updates
+    it, to be copied into a root shell: a name its owner chose (ALTER DATABASE … RENAME) must
+    reach that command as it is, never run as a command of its own."""
+    dsn = "host=localhost user=postgres dbname=shop"
+    for name in ("shop2", "shop$(echo ran)`echo ran`", 'sh"op\\!', "it's"):
+        said: list[str] = []
+        pg_install._name_outdated(dsn, "0.5.0", ({name: "0.4.0"}, {}), said.append)
+        command = said[0].split("update it with ")[1].split(" (or, as a superuser")[0]
+        word = command.removeprefix("loomdb pg install --dsn ")
+        echoed = subprocess.run(
+            ["bash", "-c", f"printf %s {word}"], capture_output=True, text=True, check=True
+        ).stdout
+        assert echoed == server_setup.describe_dsn(server_setup.in_database(dsn, name)), said
+    assert pg_install.shell_word("dbname=shop2") == '"dbname=shop2"'  # as the README writes it
 
 
 def test_cli_arguments():

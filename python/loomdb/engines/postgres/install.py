@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Callable
@@ -218,12 +219,21 @@ def _name_outdated(
         there = server_setup.describe_dsn(server_setup.in_database(dsn, name))
         log(
             f"database {name} holds loomdb {held}, but the server's loomdb environment is now "
-            f'{version}: update it with loomdb pg install --dsn "{there}" '
+            f"{version}: update it with loomdb pg install --dsn {shell_word(there)} "
             "(or, as a superuser, ALTER EXTENSION loomdb UPDATE in it)"
         )
     for name, why in unread.items():
         log(f"database {name} could not be checked for an older loomdb: {why}")
     return outdated
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word of a POSIX shell command line, in the README's double quotes where
+    nothing in it means anything there: a database's name (which its owner may choose) is
+    printed in a command to copy, run as root, where ``$(…)`` in double quotes would run."""
+    if not any(c in text for c in '"$`\\!\n'):
+        return f'"{text}"'
+    return shlex.quote(text)
 
 
 def _server_pg_config(server: server_setup.ServerInfo) -> str | None:
