@@ -221,9 +221,9 @@ def test_no_role_operator_runs_in_the_row_versions_check(roles, pg_dsn):
                 conn.execute("SELECT loom_drop_model('sp_rv_m')")
             conn.execute("SELECT loom_drop_index('sp_rv_ix')")
             assert ran(bob) == [], f"bob's operator ran: {ran(bob)}"
+        bob.execute("SELECT 1::oid = 'pg_class'::regclass")  # the trap works where named
+        assert ran(bob) == [(BOB, "operator =(oid, regclass)")]
     finally:
         alice.close()
         admin.close()
         bob.execute("DROP OPERATOR = (oid, regclass)")
-    bob.execute("SELECT 1::oid = 'pg_class'::regclass")  # the trap works where named
-    assert ran(bob) == [(BOB, "operator =(oid, regclass)")]
