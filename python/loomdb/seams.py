@@ -146,6 +146,20 @@ class IndexInfo:
     owner: str | None = None
     built_at: Any = None
 
+    @property
+    def table(self) -> str:
+        """What the index reads its source as (:func:`read_as`)."""
+        return read_as(self.source, self.stats)
+
+
+def read_as(source: str, stats: Any) -> str:
+    """What an index built on ``source`` reads: the table its build read, schema-qualified as
+    the engine resolved ``source`` then (``stats["relation"]``), so that another schema made
+    current later reads that one still; ``source`` as given for a query, or where no table was
+    recorded (an index built before they were, or on a temporary table)."""
+    recorded = stats.get("relation") if isinstance(stats, dict) else None
+    return recorded if isinstance(recorded, str) and recorded else source
+
 
 @dataclass
 class ModelRecord:

@@ -345,3 +345,58 @@ def test_a_source_and_a_deployment_resolve_in_the_callers_schema(engine):
     deployed = json.loads(engine.scalar("SELECT loom_deploy('m')"))
     assert deployed["functions"] == ["s1.predict_m(x0, x1, x2)"]
     assert engine.scalar("SELECT count(s1.predict_m(x0, x1, x2)) FROM t") == 3
+
+
+def _use_schema(engine, schema: str) -> None:
+    if engine.name == "duckdb":
+        engine.rows(f"SET schema = '{schema}'")
+    else:
+        engine.rows(f'SET search_path = "{schema}"')
+
+
+def test_an_index_reads_the_table_it_was_built_on_whatever_schema_is_current_later(engine):
+    """An index built on t while schema s_ix was current keeps reading s_ix.t once another
+    schema is current, one with a t of its own: a train on the index, its staleness check and
+    loom_reindex read the table the build read (they read the default schema's t: a train was
+    refused as stale, and loom_reindex rebuilt the index from the other table's rows)."""
+    engine.load("t", np.arange(20.0).reshape(10, 2), np.arange(10.0) % 2)
+    ((home,),) = engine.rows("SELECT current_schema()")
+    engine.rows("DROP SCHEMA IF EXISTS s_ix CASCADE")
+    engine.rows("CREATE SCHEMA s_ix")
+    engine.rows(f'CREATE TABLE s_ix.t AS SELECT * FROM "{home}".t WHERE x0 > 12')
+    try:
+        _use_schema(engine, "s_ix")
+        built = json.loads(engine.scalar("SELECT loom_create_index('ix', 't', 'y')"))
+        assert built["rows"] == 3 and built["source"] == "t"  # shown as given
+        _use_schema(engine, home)
+        train = "SELECT loom_train('{}', {}, 'y', '{{\"epochs\": 2, \"index\": \"ix\"}}')"
+        assert json.loads(engine.scalar(train.format("m", "NULL")))["rows"] == 3
+        assert json.loads(engine.scalar(train.format("m2", "'s_ix.t'")))["rows"] == 3
+        with pytest.raises(Exception, match="was built on") as refused:
+            engine.scalar(train.format("m3", "'t'"))  # the default schema's t is another table
+        assert "s_ix" in str(refused.value)
+        rebuilt = json.loads(engine.scalar("SELECT loom_reindex('ix')"))
+        assert rebuilt["rows"] == 3 and rebuilt["source"] == "t"
+        assert json.loads(engine.scalar(train.format("m4", "NULL")))["rows"] == 3
+        assert engine.scalar("SELECT source FROM loom.indexes WHERE name = 'ix'") == "t"
+    finally:
+        _use_schema(engine, home)
+        engine.rows("SELECT loom_drop_index('ix')")
+        engine.rows("DROP SCHEMA IF EXISTS s_ix CASCADE")
+
+
+def test_an_index_recorded_without_its_table_reads_its_source_as_named(engine):
+    """An index recorded before its table was (no ``relation`` in its stats) reads its source
+    under the schema current at the call, as it did; a rebuild records the table."""
+    engine.load("t", np.arange(20.0).reshape(10, 2), np.arange(10.0) % 2)
+    engine.scalar("SELECT loom_create_index('ix', 't', 'y')")
+    stats = json.loads(engine.scalar("SELECT stats FROM loom.indexes WHERE name = 'ix'"))
+    assert stats.pop("relation").split(".")[-1].strip('"') == "t"
+    text = json.dumps(stats).replace("'", "''")
+    engine.rows(f"UPDATE loom.indexes SET stats = '{text}' WHERE name = 'ix'")
+    train = "SELECT loom_train('{}', {}, 'y', '{{\"epochs\": 2, \"index\": \"ix\"}}')"
+    assert json.loads(engine.scalar(train.format("m", "NULL")))["rows"] == 10
+    assert json.loads(engine.scalar(train.format("m2", "'t'")))["rows"] == 10
+    assert json.loads(engine.scalar("SELECT loom_reindex('ix')"))["rows"] == 10
+    stats = json.loads(engine.scalar("SELECT stats FROM loom.indexes WHERE name = 'ix'"))
+    assert stats["relation"].split(".")[-1].strip('"') == "t"

@@ -102,9 +102,9 @@ class Plan:
         return safe
 
     def check_index(self, info: IndexInfo, source: str | None, label: str | None, db: Any) -> None:
-        if source and not catalog.same_source(db, source, info.source):
+        if source and not catalog.same_source(db, source, info.table):
             raise LoomOptionError(
-                f"index '{info.name}' was built on {info.source!r}, not {source!r}",
+                f"index '{info.name}' was built on {info.table!r}, not {source!r}",
                 hint="pass the index's source (or NULL) as the source argument",
             )
         if label and label.lower() != info.label.lower():

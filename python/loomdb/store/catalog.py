@@ -39,7 +39,7 @@ from loomdb.errors import (
     LoomOptionError,
     LoomStateError,
 )
-from loomdb.seams import IndexInfo, ModelRecord
+from loomdb.seams import IndexInfo, ModelRecord, read_as
 from loomdb.store.db import Queryable
 from loomdb.store.names import NAME_PATTERN, check_name, is_table_name, quote_ident, relation
 from loomdb.store.names import same_source as same_name
@@ -685,6 +685,46 @@ def delete_index(db: Queryable, name: str) -> None:
     db.execute(f"DELETE FROM {SCHEMA}.indexes WHERE name = $1", [name])
 
 
+_QUALIFIED_PG = (
+    "SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.' "
+    "OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname::pg_catalog.text), "
+    "c.relpersistence::pg_catalog.text FROM pg_catalog.pg_class AS c "
+    "JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
+    "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text)"
+)
+_RELATIONS_DUCK = (
+    "SELECT database_name, schema_name FROM (SELECT database_name, schema_name, table_name AS "
+    "n FROM duckdb_tables() UNION ALL SELECT database_name, schema_name, view_name FROM "
+    "duckdb_views()) WHERE lower(n) = lower($1) AND database_name <> 'temp'"
+)
+
+
+def qualified(db: Queryable, source: str) -> str | None:
+    """The table or view ``source`` names here and now, schema-qualified as the engine resolves
+    it (PostgreSQL: ``to_regclass`` under the search_path; DuckDB: the first schema of its
+    search path, then ``main``, holding it; a qualified name as it is), quoted; None for a
+    query, a temporary table, or a name that finds none."""
+    text = source.strip().rstrip(";").strip()
+    if not is_table_name(text):
+        return None
+    if db.dialect == "postgres":
+        rows = db.query(_QUALIFIED_PG, [text])
+        return str(rows[0][0]) if rows and rows[0][1] != "t" else None
+    parts = relation(text, db.dialect)[1:-1].split('"."')  # "a"."b" → a, b (quotes doubled)
+    if len(parts) > 1:
+        return relation(text, db.dialect)
+    (home, path), *_ = db.query("SELECT current_database(), current_setting('search_path')")
+    name = parts[0].replace('""', '"')
+    found = {(str(d).lower(), str(s).lower()) for d, s in db.query(_RELATIONS_DUCK, [name])}
+    for entry in [*(e.strip() for e in str(path or "").split(",") if e.strip()), "main"]:
+        bits = [b.strip('"').lower() for b in entry.split(".")]
+        where = (bits[0] if len(bits) > 1 else str(home).lower(), bits[-1])
+        if where in found:
+            named = [where[1]] if where[0] == str(home).lower() else list(where)
+            return ".".join(quote_ident(p) for p in [*named, name])
+    return None
+
+
 def _relation_id(db: Queryable, source: str) -> Any:
     """What table ``source`` names here and now, with the schema filled in as the engine fills
     it (PostgreSQL: its OID by ``to_regclass``, None where there is none; DuckDB: its lower-case
@@ -697,7 +737,7 @@ def _relation_id(db: Queryable, source: str) -> Any:
             "SELECT pg_catalog.to_regclass($1::pg_catalog.text)::pg_catalog.oid", [text]
         )
         return rows[0][0] if rows else None
-    parts = relation(text, db.dialect).lower()[1:-1].split('"."')  # "a"."b" → a, b
+    parts = relation(qualified(db, text) or text, db.dialect).lower()[1:-1].split('"."')
     if len(parts) == 1:
         parts.insert(0, str(db.query("SELECT current_schema()")[0][0]).lower())
     return tuple(parts)
@@ -718,13 +758,24 @@ def indexes_on(db: Queryable, source: str, fmt: str | None = None) -> list[str]:
     ``source`` names (:func:`same_source`: ``'PTS'`` finds an index built on ``pts``, and
     ``'pts'`` one built on ``'public.pts'``), however either was spelled."""
     rows = db.query(
-        f"SELECT name, source, format FROM {SCHEMA}.indexes ORDER BY built_at DESC, name"
+        f"SELECT name, source, format, stats FROM {SCHEMA}.indexes ORDER BY built_at DESC, name"
     )
     return [
         str(n)
-        for n, s, f in rows
-        if (fmt is None or f == fmt) and isinstance(s, str) and same_source(db, s, source)
+        for n, s, f, stats in rows
+        if (fmt is None or f == fmt)
+        and isinstance(s, str)
+        and same_source(db, _recorded_table(s, stats), source)
     ]
+
+
+def _recorded_table(source: str, stats: Any) -> str:
+    """What an index row reads as its source (``IndexInfo.table``), from its columns' text:
+    ``source`` where its stats (damaged or not) record no table."""
+    try:
+        return read_as(source, json.loads(stats))
+    except (TypeError, ValueError):
+        return source
 
 
 def index_for(db: Queryable, source: str, fmt: str) -> str | None:

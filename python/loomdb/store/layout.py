@@ -355,7 +355,7 @@ def _versions_table(db: Database, info: IndexInfo) -> str | None:
     """The table whose row versions stand for the fingerprint (None: a query source)."""
     from loomdb.store.names import is_table_name, relation
 
-    return relation(info.source, db.dialect) if is_table_name(info.source) else None
+    return relation(info.table, db.dialect) if is_table_name(info.table) else None
 
 
 def _versions_before(db: Database, source: str) -> str | None:
@@ -396,7 +396,7 @@ def _fingerprinted(
     if encoding is not None:  # the encoded columns, as the layout read them
         strict = [*encodings.strict(encoding), info.label]
         where = complete_rows(strict) if info.options.get("nulls") == "skip" else None
-        rel = relation(info.source, db.dialect)  # a hashed column's bucket once a row
+        rel = relation(info.table, db.dialect)  # a hashed column's bucket once a row
         taken = [c for c, _ in db.columns(rel)] if any(e.hashed for e in encoding) else []
         rel, buckets = encodings.with_buckets(rel, encoding, db.dialect, taken)
         if like is None or like.startswith(CODES):
@@ -413,7 +413,7 @@ def _fingerprinted(
         for c in cols
     ]
     where = complete_rows(cols) if info.options.get("nulls") == "skip" else None
-    return "", relation(info.source, db.dialect), exprs, where, like
+    return "", relation(info.table, db.dialect), exprs, where, like
 
 
 def _record_fingerprint(db: Database, info: IndexInfo, kinds: dict[str, str]) -> None:
@@ -439,9 +439,11 @@ def build(
     what: str,
     quiet: bool = False,
     replacing: bool = False,
+    shown: str | None = None,
 ) -> IndexInfo:
     """Profile ``source``, write its minibatches as index ``name``, record it in the catalog
-    (``replacing``: in place of index ``name``, dropped when the new one is complete).  The
+    (``replacing``: in place of index ``name``, dropped when the new one is complete; ``shown``:
+    the source as the catalog shows it, where not ``source``).  The
     minibatches go to a table of their own, which becomes the index's storage table in the
     one transaction that records it: in bounded memory on every engine (``Database.staged``),
     nothing visible as the index until it is whole, and the old index readable meanwhile."""
@@ -451,6 +453,10 @@ def build(
     before = _versions_before(db, source)
     prof = fmt.profile(db, source, label, opts)
     info = _info(name, prof, fmt, opts)
+    table = catalog.qualified(db, source)  # read as resolved now, whatever schema is later
+    if table is not None:
+        info.stats["relation"] = table
+    info.source = shown or info.source
     staged = storage.staged_relation(info.uid)
     with db.staged(staged):
         storage.create(db, staged, keyed=bool(opts.get("slimml")))
@@ -601,7 +607,7 @@ def _source_gone(db: Database, info: IndexInfo, error: LoomNotFoundError) -> Loo
         )
     else:
         hint = (
-            f"{info.source} was renamed, moved or dropped since index '{info.name}' was built: "
+            f"{info.table} was renamed, moved or dropped since index '{info.name}' was built: "
             f"loom_drop_index('{info.name}'), then loom_create_index it again on the table's "
             "name now"
         )
@@ -617,7 +623,7 @@ def check_fresh(db: Database, info: IndexInfo, stale_option: bool = True) -> Non
 
     with db.as_role(info.owner):
         try:
-            _, kinds = columns_of(db, info.source)
+            _, kinds = columns_of(db, info.table)
         except LoomNotFoundError as e:
             raise _source_gone(db, info, e) from None
         # a column the index was built on that the source no longer has (dropped, renamed)
@@ -699,7 +705,9 @@ def rebuild(db: Database, name: str, what: str) -> IndexInfo:
     opts = options_of(fmt).parse({**given, "features": features, "format": fmt.name})
     try:
         with db.as_role(info.owner):
-            return build(db, name, info.source, info.label, opts, what, replacing=True)
+            return build(
+                db, name, info.table, info.label, opts, what, replacing=True, shown=info.source
+            )
     except LoomDataError as e:
         if e.hint != NULLS_HINT:
             raise

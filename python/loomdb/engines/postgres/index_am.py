@@ -220,7 +220,7 @@ def _release_previous(db: Any, d: Definition) -> None:
         if catalog.index_exists(db, previous):
             layout.drop(db, previous)
     if not rows and catalog.index_exists(db, d.name):
-        source = catalog.get_index(db, d.name).source
+        source = catalog.get_index(db, d.name).table
         if catalog.index_relation(db, d.name) is None and _same_table(db, source, d.table_oid):
             db.notice(f"index {d.name}: taking over the loomdb index of that name on {source}")
             layout.drop(db, d.name)
