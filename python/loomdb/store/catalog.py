@@ -693,7 +693,7 @@ _QUALIFIED_PG = (
     "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text)"
 )
 _RELATIONS_DUCK = (
-    "SELECT database_name, schema_name FROM (SELECT database_name, schema_name, table_name AS "
+    "SELECT database_name, schema_name, n FROM (SELECT database_name, schema_name, table_name AS "
     "n FROM duckdb_tables() UNION ALL SELECT database_name, schema_name, view_name FROM "
     "duckdb_views()) WHERE lower(n) = lower($1) AND database_name <> 'temp'"
 )
@@ -715,13 +715,14 @@ def qualified(db: Queryable, source: str) -> str | None:
         return relation(text, db.dialect)
     (home, path), *_ = db.query("SELECT current_database(), current_setting('search_path')")
     name = parts[0].replace('""', '"')
-    found = {(str(d).lower(), str(s).lower()) for d, s in db.query(_RELATIONS_DUCK, [name])}
+    rows = db.query(_RELATIONS_DUCK, [name])
+    found = {(str(d).lower(), str(s).lower()): (str(s), str(n)) for d, s, n in rows}
     for entry in [*(e.strip() for e in str(path or "").split(",") if e.strip()), "main"]:
         bits = [b.strip('"').lower() for b in entry.split(".")]
         where = (bits[0] if len(bits) > 1 else str(home).lower(), bits[-1])
-        if where in found:
-            named = [where[1]] if where[0] == str(home).lower() else list(where)
-            return ".".join(quote_ident(p) for p in [*named, name])
+        if where in found:  # as the catalog spells them; another database's name as well
+            named = [*([] if where[0] == str(home).lower() else [where[0]]), *found[where]]
+            return ".".join(quote_ident(p) for p in named)
     return None
 
 
