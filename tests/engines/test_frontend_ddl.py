@@ -306,7 +306,7 @@ def test_a_source_named_in_another_case_finds_its_index_as_the_engine_reads_name
     if pts.name == "duckdb":
         assert json.loads(pts.rows(quoted)[0][0])["rows"] == ROWS
     else:  # a quoted name is kept as written: another table
-        with pytest.raises(pts.errors, match="was built on 'pts', not '\"PTS\"'"):
+        with pytest.raises(pts.errors, match=f"was built on '{schema}.pts', not '\"PTS\"'"):
             pts.rows(quoted)
 
 

@@ -351,7 +351,7 @@ def _use_schema(engine, schema: str) -> None:
     if engine.name == "duckdb":
         engine.rows(f"SET schema = '{schema}'")
     else:
-        engine.rows(f'SET search_path = "{schema}"')
+        engine.rows(f'SET search_path = "{schema}", public')
 
 
 def test_an_index_reads_the_table_it_was_built_on_whatever_schema_is_current_later(engine):
