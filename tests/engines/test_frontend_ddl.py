@@ -398,3 +398,42 @@ def test_duckdb_sql_runs_loomdbs_ddl_now_as_duckdb_runs_its_own():
         assert predicted.fetchall() == [(ROWS - 10,)]
     finally:
         duck.close()
+
+
+def test_postgres_reindex_table_rebuilds_every_loomdb_index_on_it(pg_dsn):
+    """REINDEX TABLE pts passed to PostgreSQL, which rebuilt its own indexes (CREATE INDEX …
+    USING ones among them) and left those loom_create_index made on pts as they were, without a
+    word; now all are rebuilt, in one transaction (a ROLLBACK undoes every rebuild)."""
+    from support.engines import PgEngine
+
+    pg = PgEngine(pg_dsn)
+    try:
+        pg.rows(POINTS)
+        for name, method in (("pts_w", "mlweaving"), ("pts_d", "dense")):
+            front(pg, f"CREATE INDEX {name} ON pts USING {method} (a, b) WITH (label = y)")
+        pg.rows("CREATE INDEX pts_b ON pts (b)")
+        am = pg.rows("SELECT 1 FROM pg_am WHERE amname = 'toc'")
+        if am:  # psql's form, where loomdb's access methods are installed
+            pg.rows("CREATE INDEX pts_t ON pts USING toc (a, b) WITH (label = y)")
+        state = (
+            "SELECT (SELECT array_agg(uid ORDER BY name) FROM loom.indexes), "
+            "pg_relation_filenode('pts_b')"
+        )
+        built = pg.rows(state)
+        pg.rows("BEGIN")
+        front(pg, "REINDEX TABLE pts")
+        rebuilt = pg.rows(state)
+        pg.rows("ROLLBACK")
+        assert pg.rows(state) == built
+        assert len(rebuilt[0][0]) == 2 + len(am)
+        assert all(new != old for new, old in zip(rebuilt[0][0], built[0][0]))
+        assert rebuilt[0][1] != built[0][1]  # PostgreSQL's own index too
+        front(pg, "REINDEX (VERBOSE) TABLE loomtest.pts")
+        assert all(new != old for new, old in zip(pg.rows(state)[0][0], built[0][0]))
+        with pytest.raises(LoomSyntaxError, match="REINDEX TABLE CONCURRENTLY") as caught:
+            front(pg, "REINDEX TABLE CONCURRENTLY pts")
+        assert all(f"REINDEX INDEX {n}" in (caught.value.hint or "") for n in ("pts_d", "pts_w"))
+    finally:
+        pg.rows("ROLLBACK")  # where a failure left the transaction open
+        pg.rows("DROP TABLE IF EXISTS pts")  # pts_t goes with its relation
+        pg.close()

@@ -330,7 +330,7 @@ PASS_ONE = [
     ("VACUUM ANALYZE t", "postgres"),
     ("INSTALL httpfs", "duckdb"),
     ("REINDEX INDEX other", "postgres"),
-    ("REINDEX TABLE t1", "postgres"),
+    ("REINDEX TABLE t2", "postgres"),  # no loomdb index on it
     ("REINDEX (VERBOSE) SCHEMA s", "postgres"),
 ]
 
@@ -400,6 +400,36 @@ def test_duckdb_reindex_table_rebuilds_its_loomdb_index_and_refuses_the_rest(
         one(sql, "duckdb", catalog)
     assert expected in str(caught.value) + (caught.value.hint or "")
     assert caught.value.hint
+
+
+@pytest.mark.parametrize(
+    "sql", ["REINDEX TABLE t1", "REINDEX (VERBOSE) TABLE t1", "REINDEX TABLE /* $loomdb$ */ t1"]
+)
+def test_postgres_reindex_table_also_rebuilds_the_loomdb_indexes_on_it(sql):
+    """REINDEX TABLE t1 passed to PostgreSQL, which rebuilds the indexes it holds but not
+    loom_create_index's on t1: its statement and their loom_reindex in one DO block."""
+    two = type("Two", (FakeCatalog,), {"indexes_on": lambda s, t: ["a", "b"]})()
+    block = one(sql, "postgres", two)
+    assert block.startswith("DO $loomdb")
+    body = block[block.index("$", 3) :]
+    tag = body[: body.index("$", 1) + 1]
+    assert body.endswith(tag) and tag not in body[len(tag) : -len(tag)]
+    assert [s.strip() for s in body[len(tag) : -len(tag)].split(";")] == [
+        f"BEGIN\n{sql}",
+        "PERFORM loom_reindex('a')",
+        "PERFORM loom_reindex('b')",
+        "END",
+    ]
+
+
+@pytest.mark.parametrize(
+    "sql", ["REINDEX TABLE CONCURRENTLY t1", "REINDEX (CONCURRENTLY) TABLE t1"]
+)
+def test_postgres_reindex_table_concurrently_of_loomdb_indexes_is_refused(sql):
+    with pytest.raises(LoomSyntaxError, match="cannot rebuild loomdb's indexes on it") as caught:
+        one(sql, "postgres")
+    assert "REINDEX TABLE t1 without CONCURRENTLY" in (caught.value.hint or "")
+    assert "REINDEX INDEX wi" in (caught.value.hint or "")
 
 
 @pytest.mark.parametrize("dialect", BOTH)

@@ -6,6 +6,9 @@ No paper section.
     DROP INDEX [IF EXISTS] [CONCURRENTLY] name   →  SELECT loom_drop_index('name')
     REINDEX INDEX [CONCURRENTLY] name            →  SELECT loom_reindex('name')
     REINDEX TABLE [CONCURRENTLY] table           →  SELECT loom_reindex('its index')   (DuckDB)
+    REINDEX [(…)] TABLE table                    →  DO $$ BEGIN REINDEX [(…)] TABLE table;
+                                                       PERFORM loom_reindex('each'); … END $$
+                                                                                (PostgreSQL)
 
 Only names the catalog knows as loomdb indexes are rewritten; every other statement passes
 through unchanged, so the engine drops its own indexes.  ``DROP INDEX IF EXISTS`` of a name that
@@ -20,7 +23,12 @@ with the statement to write (it reached the engine, which found no index ``main.
 DuckDB has no ``REINDEX`` (its parser's error came back): there ``REINDEX TABLE t`` rebuilds the
 loomdb index built on ``t`` (found as ``names.same_source`` reads table names); a table with
 several is refused, naming each (one per statement, as ``DROP INDEX``), and so is one with none,
-like every other ``REINDEX`` that names no loomdb index.  On PostgreSQL those pass through.
+like every other ``REINDEX`` that names no loomdb index.  On PostgreSQL they pass through,
+except ``REINDEX TABLE t`` of a table ``loom_create_index`` built indexes on: PostgreSQL
+rebuilds only the indexes it holds (``CREATE INDEX … USING`` ones among them), so the statement
+runs in a ``DO`` block with a ``loom_reindex`` of each of those — every index of the table
+rebuilt, in one transaction; ``CONCURRENTLY`` cannot run in a block and is refused there, with
+the statements to write.
 
 Names are read as the engine reads them (``calls.token_name``: on PostgreSQL unquoted ones
 folded to lower case; quotes removed); the catalog decides what matches and passes the name as
@@ -125,15 +133,56 @@ def _name(tokens: list[Token], dialect: str) -> list[str] | None:
     return [token_name(p, dialect) for p in parts]
 
 
+def _options(tail: list[Token]) -> list[Token]:
+    """The tokens of PostgreSQL's leading option list, ``(VERBOSE, CONCURRENTLY)``, if any."""
+    if not tail or tail[0].token_type != TokenType.L_PAREN:
+        return []
+    close = next((i for i, t in enumerate(tail) if t.token_type == TokenType.R_PAREN), None)
+    return tail[: close + 1] if close is not None else []
+
+
 def _no_reindex(what: str, hint: str) -> LoomSyntaxError:
     return LoomSyntaxError(f"DuckDB has no REINDEX: {what}", hint=hint)
 
 
-def _reindex_table(table: str, dialect: str, catalog: Catalog) -> str | None:
-    """``REINDEX TABLE table``: on DuckDB the ``loom_reindex`` call of its one loomdb index
-    (several or none refused); on PostgreSQL None, the engine's own statement."""
-    if dialect != "duckdb":
+def _dollar_quoted(body: str) -> str:
+    """``body`` between dollar quotes whose tag it does not hold."""
+    tag = "loomdb"
+    while f"${tag}$" in body:
+        tag += "_"
+    return f"${tag}${body}${tag}$"
+
+
+def _postgres_reindex_table(
+    statement: str, table: str, concurrently: bool, catalog: Catalog
+) -> str | None:
+    """PostgreSQL's ``REINDEX TABLE table`` rebuilds the indexes it holds, ``CREATE INDEX …
+    USING`` ones among them, not those ``loom_create_index`` made on the table: the statement
+    and their ``loom_reindex`` calls in one ``DO`` block (one transaction); None where there
+    are none.  ``CONCURRENTLY`` cannot run in a block: refused, with what to write."""
+    ours = catalog.indexes_on(table)
+    if not ours:
         return None
+    each = "; ".join(f"REINDEX INDEX {name}" for name in ours)
+    if concurrently:
+        raise LoomSyntaxError(
+            f"REINDEX TABLE CONCURRENTLY {table} cannot rebuild loomdb's indexes on it "
+            f"({', '.join(ours)}): loomdb rebuilds an index in one transaction",
+            hint=f"write REINDEX TABLE {table} without CONCURRENTLY, or rebuild them one per "
+            f"statement ({each}) and PostgreSQL's own with REINDEX INDEX CONCURRENTLY",
+        )
+    calls = "".join(
+        "PERFORM "
+        + loom_call("loom_reindex", name, dialect="postgres").removeprefix("SELECT ")
+        + ";\n"
+        for name in ours
+    )
+    return "DO " + _dollar_quoted(f"\nBEGIN\n{statement.strip()}\n;\n{calls}END\n")
+
+
+def _reindex_table(table: str, dialect: str, catalog: Catalog) -> str | None:
+    """``REINDEX TABLE table`` on DuckDB: the ``loom_reindex`` call of its one loomdb index
+    (several or none refused)."""
     ours = catalog.indexes_on(table)
     if len(ours) == 1:
         return loom_call("loom_reindex", ours[0], dialect=dialect)
@@ -152,8 +201,10 @@ def _reindex_table(table: str, dialect: str, catalog: Catalog) -> str | None:
 def reindex_call(
     statement: str, tokens: list[Token], dialect: str, catalog: Catalog | None
 ) -> str | None:
-    """The ``loom_reindex`` call for ``REINDEX INDEX name`` of a loomdb index, or (DuckDB)
-    ``REINDEX TABLE t`` of a table with one; else None, or on DuckDB a LoomSyntaxError."""
+    """The ``loom_reindex`` call for ``REINDEX INDEX name`` of a loomdb index, or for
+    ``REINDEX TABLE t`` of a table with loomdb indexes (DuckDB: one; PostgreSQL: its own
+    statement with them, ``_postgres_reindex_table``); else None, or on DuckDB a
+    LoomSyntaxError.  PostgreSQL's option list, ``REINDEX (VERBOSE) …``, is read past."""
     if catalog is None or not tokens:
         return None
     text = statement[tokens[0].end + 1 :]
@@ -161,15 +212,22 @@ def reindex_call(
         tail = tokenize(text, dialect)
     except TokenError:
         return None
+    options = _options(tail) if dialect != "duckdb" else []
+    tail = tail[len(options) :]
     kind = tail[0].text.upper() if tail else ""
-    rest = tail[2:] if [t.text.upper() for t in tail[1:2]] == ["CONCURRENTLY"] else tail[1:]
+    concurrently = [t.text.upper() for t in tail[1:2]] == ["CONCURRENTLY"]
+    rest = tail[1 + concurrently :]
     parts = _name(rest, dialect) if rest else None
     if kind == "INDEX" and parts is not None:
         found = _ours(parts, "REINDEX INDEX", catalog)
         if found is not None:
             return loom_call("loom_reindex", found, dialect=dialect)
     elif kind == "TABLE" and parts is not None:
-        return _reindex_table(text[rest[0].start : rest[-1].end + 1], dialect, catalog)
+        table = text[rest[0].start : rest[-1].end + 1]
+        if dialect == "duckdb":
+            return _reindex_table(table, dialect, catalog)
+        concurrently |= any(t.text.upper() == "CONCURRENTLY" for t in options)
+        return _postgres_reindex_table(statement, table, concurrently, catalog)
     if dialect != "duckdb":
         return None
     raise _no_reindex(
