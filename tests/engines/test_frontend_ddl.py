@@ -400,6 +400,30 @@ def test_duckdb_sql_runs_loomdbs_ddl_now_as_duckdb_runs_its_own():
         duck.close()
 
 
+@pytest.mark.parametrize(
+    ("statement", "refused"),
+    [
+        ("ALTER INDEX pts_w RENAME TO pts_v", "cannot be renamed"),
+        ("ALTER INDEX IF EXISTS pts_w RENAME TO pts_v", "cannot be renamed"),
+        ("ALTER INDEX pts_w SET (batch_size = 8)", "cannot be altered"),
+        ("COMMENT ON INDEX pts_w IS 'clicks'", "takes no COMMENT"),
+    ],
+)
+def test_alter_or_comment_on_a_loomdb_index_is_refused_with_what_to_do(pts, statement, refused):
+    """ALTER INDEX pts_w RENAME TO pts_v was DuckDB's parser error (PostgreSQL: "relation
+    pts_w does not exist"), COMMENT ON INDEX pts_w "Index with name pts_w does not exist": a
+    loomdb index's layout is stored under its name, and models name it, so a rename is a build
+    under the new name; the hint's query shows how it was built."""
+    uid = pts.rows("SELECT uid FROM loom.indexes WHERE name = 'pts_w'")
+    with pytest.raises(LoomSyntaxError, match=f"loomdb index pts_w {refused}") as caught:
+        front(pts, statement)
+    hint = caught.value.hint or ""
+    assert pts.rows(hint[hint.index("SELECT") : hint.index(" shows")])[0][0] == "pts"
+    assert pts.rows("SELECT uid FROM loom.indexes WHERE name = 'pts_w'") == uid
+    pts.rows("CREATE INDEX pts_b ON pts (b)")  # the engine's own index is still its own
+    front(pts, "COMMENT ON INDEX pts_b IS 'b'")
+
+
 def test_postgres_reindex_table_rebuilds_every_loomdb_index_on_it(pg_dsn):
     """REINDEX TABLE pts passed to PostgreSQL, which rebuilt its own indexes (CREATE INDEX …
     USING ones among them) and left those loom_create_index made on pts as they were, without a

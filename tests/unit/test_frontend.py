@@ -332,6 +332,8 @@ PASS_ONE = [
     ("REINDEX INDEX other", "postgres"),
     ("REINDEX TABLE t2", "postgres"),  # no loomdb index on it
     ("REINDEX (VERBOSE) SCHEMA s", "postgres"),
+    ("ALTER INDEX other RENAME TO x", "postgres"),
+    ("COMMENT ON INDEX other IS 'x'", "duckdb"),
 ]
 
 
@@ -430,6 +432,24 @@ def test_postgres_reindex_table_concurrently_of_loomdb_indexes_is_refused(sql):
         one(sql, "postgres")
     assert "REINDEX TABLE t1 without CONCURRENTLY" in (caught.value.hint or "")
     assert "REINDEX INDEX wi" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+@pytest.mark.parametrize(
+    ("sql", "refused", "hinted"),
+    [
+        ("ALTER INDEX wi RENAME TO x", "cannot be renamed", "build it again as x"),
+        ('ALTER INDEX IF EXISTS s.wi RENAME TO "X y"', "cannot be renamed", 'as "X y"'),
+        ("ALTER INDEX wi SET (batch_size = 8)", "cannot be altered", "DROP INDEX wi and"),
+        ("COMMENT ON INDEX wi IS 'x'", "takes no COMMENT", "its source table"),
+    ],
+)
+def test_alter_or_comment_on_a_loomdb_index_is_refused(dialect, sql, refused, hinted):
+    """They reached the engine: DuckDB's parser error, or "does not exist"."""
+    with pytest.raises(LoomSyntaxError, match=f"loomdb index wi {refused}") as caught:
+        one(sql, dialect)
+    assert hinted in (caught.value.hint or "")
+    assert one("ALTER INDEX s.wi RENAME TO x", dialect, EngineIndexCatalog()).startswith("ALTER")
 
 
 @pytest.mark.parametrize("dialect", BOTH)

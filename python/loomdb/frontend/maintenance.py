@@ -34,6 +34,9 @@ Names are read as the engine reads them (``calls.token_name``: on PostgreSQL unq
 folded to lower case; quotes removed); the catalog decides what matches and passes the name as
 it spells it (on DuckDB, whose identifiers ignore case, ``DROP INDEX WI`` drops ``wi``).
 
+``ALTER INDEX`` and ``COMMENT ON INDEX`` of a loomdb index are refused (``refuse_alter``):
+they reached the engine, which has no such index (DuckDB's parser has no ``ALTER INDEX``).
+
 sqlglot cannot parse ``REINDEX`` (PostgreSQL's tokenizer keeps its tail as one string), so that
 statement is read from its tokens: the tail after ``REINDEX`` is tokenized again.
 """
@@ -235,3 +238,62 @@ def reindex_call(
         hint="loomdb rebuilds its own indexes: REINDEX INDEX name or REINDEX TABLE table "
         "(SELECT name, source FROM loom.indexes lists them)",
     )
+
+
+def _leading_name(tokens: list[Token], dialect: str) -> list[str] | None:
+    """The parts of the name ``a`` or ``s.a`` that ``tokens`` begin with (``_name``)."""
+    end = 1
+    while end + 1 < len(tokens) and tokens[end].token_type == TokenType.DOT:
+        end += 2
+    return _name(tokens[:end], dialect) if tokens else None
+
+
+def _altered(tokens: list[Token], dialect: str, catalog: Catalog) -> str | None:
+    """The loomdb index ``ALTER INDEX [IF EXISTS] name …`` or ``COMMENT ON INDEX name …``
+    names (a schema-qualified name of one too, unless the engine has an index of that name)."""
+    words = [t.text.upper() for t in tokens]
+    start = 3 if words[:1] == ["COMMENT"] else 2
+    start += 2 * (words[start : start + 2] == ["IF", "EXISTS"])
+    parts = _leading_name(tokens[start:], dialect)
+    found = catalog.index_name(parts[-1]) if parts else None
+    if found is None or (parts and len(parts) > 1 and catalog.engine_index(*parts[-2:])):
+        return None
+    return found
+
+
+def refuse_alter(tokens: list[Token], dialect: str, catalog: Catalog | None) -> None:
+    """Refuse ``ALTER INDEX`` and ``COMMENT ON INDEX`` of a loomdb index, which reached the
+    engine: DuckDB's parser error, or "does not exist".  Its name is its storage table's and
+    every layout's, and models name it (``index``): a new name is a new index, built again.
+    PostgreSQL's own statements about a ``CREATE INDEX … USING`` index are its to run."""
+    found = _altered(tokens, dialect, catalog) if catalog is not None else None
+    if found is None:
+        return
+    words = [t.text.upper() for t in tokens]
+    built = (
+        f"SELECT source, format, columns, label, options FROM loom.indexes WHERE name = '{found}'"
+    )
+    if words[0] == "COMMENT":
+        raise LoomSyntaxError(
+            f"loomdb index {found} takes no COMMENT: it is no index of the engine's",
+            hint=f"comment on its source table instead ({built} shows it)",
+        )
+    if "RENAME" in words:
+        new = _as_written(tokens[-1]) if words[-2:-1] == ["TO"] else "new_name"
+        raise LoomSyntaxError(
+            f"loomdb index {found} cannot be renamed: its layout is stored under its name",
+            hint=f"build it again as {new} (CREATE INDEX {new} ON … USING …, or "
+            f"loom_create_index; {built} shows how it was built), then DROP INDEX {found}",
+        )
+    raise LoomSyntaxError(
+        f"loomdb index {found} cannot be altered: it is no index of the engine's",
+        hint=f"DROP INDEX {found} and create it again as it should be ({built} shows how it "
+        "was built)",
+    )
+
+
+def _as_written(token: Token) -> str:
+    """A name token as SQL: quoted (quotes doubled) where it was quoted."""
+    if token.token_type != TokenType.IDENTIFIER:
+        return token.text
+    return '"' + token.text.replace('"', '""') + '"'

@@ -41,7 +41,12 @@ from loomdb.frontend.doppio import (
     doppio_function,
     infer_query,
 )
-from loomdb.frontend.maintenance import drop_index_call, refuse_several_drops, reindex_call
+from loomdb.frontend.maintenance import (
+    drop_index_call,
+    refuse_alter,
+    refuse_several_drops,
+    reindex_call,
+)
 from loomdb.frontend.script import DIALECTS, tokenize
 
 _WORDS = (TokenType.VAR, TokenType.IDENTIFIER)
@@ -82,12 +87,15 @@ def _creates_index(words: list[str]) -> bool:
 
 
 def claim(tokens: list[Token]) -> str | None:
-    """Which of loomdb's forms the statement may be: create, drop, reindex, infer, or None."""
+    """Which of loomdb's forms the statement may be: create, drop, reindex, alter (``ALTER
+    INDEX``, ``COMMENT ON INDEX``: refused of a loomdb index), infer, or None."""
     words = [t.text.upper() for t in tokens[:6]]
     if words[:1] == ["REINDEX"]:
         return "reindex"
     if words[:2] == ["DROP", "INDEX"]:
         return "drop"
+    if words[:2] == ["ALTER", "INDEX"] or words[:3] == ["COMMENT", "ON", "INDEX"]:
+        return "alter"
     if _creates_index(words):
         ours = _followed_by(tokens, TokenType.USING, formats()) or any(
             _calls(tokens, f) for f in (CREATE, TRAIN)
@@ -217,6 +225,9 @@ def rewrite(statement: str, dialect: str, catalog: Catalog | None = None) -> str
         return statement
     if form == "reindex":
         return reindex_call(statement, tokens, dialect, catalog) or statement
+    if form == "alter":
+        refuse_alter(tokens, dialect, catalog)
+        return statement
     tree = _parse(statement, dialect, form)
     if tree is None:
         refuse_several_drops(tokens, dialect, catalog)  # a DROP sqlglot cannot read: several?
