@@ -461,3 +461,18 @@ def test_postgres_reindex_table_rebuilds_every_loomdb_index_on_it(pg_dsn):
         pg.rows("ROLLBACK")  # where a failure left the transaction open
         pg.rows("DROP TABLE IF EXISTS pts")  # pts_t goes with its relation
         pg.close()
+
+
+def test_unquoted_names_beyond_ascii_are_read_as_the_engine_reads_them(pts):
+    """Both engines take unquoted names with letters beyond ASCII, but loomdb did not:
+    CREATE INDEX ix ON DONNÉES … said "source must be a table name or exactly one SELECT
+    statement", REINDEX TABLE DONNÉES "has no loomdb index"; PostgreSQL folds only ASCII
+    letters (DONNÉES is donnÉes), where loomdb folded every letter (données: no such table)."""
+    pts.rows("CREATE TABLE DONNÉES AS SELECT a AS É, b AS ß, y AS ÉTIQUETTE FROM pts")
+    front(pts, "CREATE INDEX ix ON DONNÉES USING mlweaving (É, ß) WITH (label = ÉTIQUETTE)")
+    uid = pts.rows("SELECT uid FROM loom.indexes WHERE name = 'ix'")
+    front(pts, "REINDEX TABLE DONNÉES")
+    assert pts.rows("SELECT uid FROM loom.indexes WHERE name = 'ix'") != uid
+    (trained,) = front(pts, "CREATE INDEX m ON train_mlweaving('DONNÉES', 1)")
+    assert json.loads(trained[0])["rows"] == ROWS
+    assert front(pts, "SELECT count(prediction) FROM infer_mlweaving(m, 'DONNÉES')") == [(ROWS,)]

@@ -452,6 +452,18 @@ def test_alter_or_comment_on_a_loomdb_index_is_refused(dialect, sql, refused, hi
     assert one("ALTER INDEX s.wi RENAME TO x", dialect, EngineIndexCatalog()).startswith("ALTER")
 
 
+def test_postgres_folds_only_the_ascii_letters_of_an_unquoted_name():
+    """PostgreSQL folds A-Z alone (DONNÉES is table donnÉes); loomdb folded every letter, and
+    took no unquoted name with a letter beyond ASCII for a table's (a query, refused)."""
+    from loomdb.store.names import is_table_name, relation
+
+    out = one("CREATE INDEX ix ON DONNÉES USING toc (a) WITH (label = ÉTIQUETTE)", "postgres")
+    assert call_args(out, "postgres")[1:3] == ["donnÉes", "Étiquette"]
+    assert is_table_name("DONNÉES.ÉTÉ")
+    assert relation("DONNÉES.ÉTÉ", "postgres") == '"donnÉes"."ÉtÉ"'
+    assert relation("DONNÉES", "duckdb") == '"DONNÉES"'
+
+
 @pytest.mark.parametrize("dialect", BOTH)
 def test_without_a_catalog_drop_and_reindex_pass_through(dialect):
     assert process("DROP INDEX wi; REINDEX INDEX wi", dialect) == [

@@ -21,6 +21,7 @@ from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomSyntaxError
 from loomdb.options import sql_number
+from loomdb.store.names import fold
 
 # dialects whose unquoted names the engine folds to lower case
 FOLDS = ("postgres",)
@@ -29,7 +30,7 @@ FOLDS = ("postgres",)
 def token_name(token: Token, dialect: str) -> str:
     """A name token's text as the engine reads it (unquoted names folded where it folds)."""
     quoted = token.token_type == TokenType.IDENTIFIER
-    return token.text if quoted or dialect not in FOLDS else token.text.lower()
+    return token.text if quoted or dialect not in FOLDS else fold(token.text)
 
 
 def fold_names(tree: exp.Expression, tokens: list[Token], dialect: str) -> exp.Expression:
@@ -47,7 +48,7 @@ def fold_names(tree: exp.Expression, tokens: list[Token], dialect: str) -> exp.E
     for prop in tree.find_all(exp.Property):
         value = prop.args.get("value")
         if isinstance(value, exp.Var) and prop.name.lower() not in quoted:
-            value.set("this", value.name.lower())
+            value.set("this", fold(value.name))
     return tree
 
 

@@ -15,7 +15,17 @@ from loomdb.errors import LoomOptionError
 
 NAME_PATTERN = "[A-Za-z_][A-Za-z0-9_]{0,62}"
 NAME = re.compile(f"^{NAME_PATTERN}$")
-_PART = r'(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")'
+# an unquoted part as both engines' lexers read one: letters beyond ASCII count as letters
+_PART = r'(?:[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_$\u0080-\U0010ffff]*|"(?:[^"]|"")+")'
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def fold(name: str) -> str:
+    """An unquoted name as PostgreSQL folds it: ASCII letters to lower case, no other letter
+    (``DONNÉES`` is ``donnÉes``; ``str.lower`` would make it another name)."""
+    return name.translate(_ASCII_LOWER)
+
+
 QUALIFIED = re.compile(rf"^{_PART}(?:\.{_PART}){{0,2}}$")
 
 
@@ -58,7 +68,7 @@ def relation(source: object, dialect: str) -> str:
     if QUALIFIED.match(text):
         parts = re.findall(r'"(?:[^"]|"")+"|[^.]+', text)
         return ".".join(
-            p if p.startswith('"') else quote_ident(p.lower() if dialect == "postgres" else p)
+            p if p.startswith('"') else quote_ident(fold(p) if dialect == "postgres" else p)
             for p in parts
         )
     return "(" + checked_query(text, dialect) + ") AS loom_source"
