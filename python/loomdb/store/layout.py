@@ -353,17 +353,20 @@ def _signature(
 
 def _versions_table(db: Database, info: IndexInfo) -> str | None:
     """The table whose row versions stand for the fingerprint (None: a query source)."""
+    return _table_of(db, info.table)
+
+
+def _table_of(db: Database, source: str) -> str | None:
     from loomdb.store.names import is_table_name, relation
 
-    return relation(info.table, db.dialect) if is_table_name(info.table) else None
+    return relation(source, db.dialect) if is_table_name(source) else None
 
 
 def _versions_before(db: Database, source: str) -> str | None:
     """The source table's row versions before a build reads it (None where the engine or the
     relation names none): see :func:`_refuse_written_meanwhile`."""
-    from loomdb.store.names import is_table_name, relation
-
-    return db.row_versions(relation(source, db.dialect)) if is_table_name(source) else None
+    table = _table_of(db, source)
+    return None if table is None else db.row_versions(table)
 
 
 def _refuse_written_meanwhile(info: IndexInfo, before: str | None) -> None:
