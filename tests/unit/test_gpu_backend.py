@@ -3,6 +3,9 @@ on numpy, everywhere: tests/unit/test_device_steps.py)."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -15,6 +18,18 @@ from support.arrays import ArraySource, KeptSource, glm_data, problem
 
 usable, why = GpuBackend().available()
 needs_gpu = pytest.mark.skipif(not usable, reason=f"gpu backend unavailable: {why}")
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="no CUDA compiler (nvcc) on this machine")
+def test_the_step_kernels_compile(tmp_path):
+    """The kernels' CUDA C compiles wherever a CUDA compiler is, GPU or not (CuPy compiles the
+    same source at a GPU's first train)."""
+    from loomdb.accel import cuda_kernels
+
+    (tmp_path / "step.cu").write_text(cuda_kernels.source())
+    done = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "step.cu"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
 
 
 def test_listed_with_its_reason():
@@ -47,6 +62,55 @@ def test_training_matches_cpu(kind):
     # parity tolerance: float64 on both; only summation order differs
     assert np.allclose(on_gpu.W, on_cpu.W, rtol=1e-9, atol=1e-9)
     assert np.allclose(on_gpu.b, on_cpu.b, rtol=1e-9, atol=1e-9)
+
+
+def _step_inputs(rng, n: int, m: int, K: int, momentum: bool):
+    from loomdb.accel.device_arrays import Model
+
+    X, T = rng.normal(size=(n, m)), (rng.random((n, K)) > 0.5) * 1.0
+    sw = rng.uniform(0.5, 2.0, n)
+    state = [rng.normal(size=s) for s in ((m, K), (m, K), (K,), (K,))] if momentum else [None] * 4
+    vW, sW, vb, sb = state
+    model = Model(rng.normal(size=(m, K)), rng.normal(size=K), vW, sW, vb, sb,
+                  rng.uniform(0.5, 2.0, m), rng.normal(size=m))  # fmt: skip
+    return X, T, sw, model
+
+
+@needs_gpu
+@pytest.mark.parametrize("kind", ["linear", "logistic", "svm"])
+@pytest.mark.parametrize(
+    "n,m,K,momentum,intercept,l1",
+    [(1000, 300, 1, True, True, 0.0), (130, 33, 3, False, True, 1e-2),
+     (64, 4097, 2, True, False, 1e-3), (1, 1, 1, False, False, 0.0)],
+)  # fmt: skip
+def test_the_cuda_step_is_numpys_step(kind, n, m, K, momentum, intercept, l1):
+    """``cuda_kernels``' three launches against ``NumpyDevice.step`` on the same inputs: rows
+    and columns around the kernels' block and slice sizes, one class and several, both
+    optimisers, with and without an intercept and an L1 step."""
+    import dataclasses
+
+    from loomdb.accel.device_arrays import CupyDevice, NumpyDevice, Step
+
+    rng = np.random.default_rng(n + m + K)
+    X, T, sw, model = _step_inputs(rng, n, m, K, momentum)
+    step = Step(kind, float(n + 7), 1e-3, 0.05, 0.4 if momentum else 0.0, momentum, intercept, l1)
+    device = CupyDevice()
+    with device.computing():
+        on_gpu = dataclasses.replace(
+            model, **{f.name: None if (a := getattr(model, f.name)) is None else device.upload(a)
+                      for f in dataclasses.fields(model)}
+        )  # fmt: skip
+        loss = device.xp.full(n, np.nan)
+        device.step(*(device.upload(a) for a in (X, T, sw)), on_gpu, step, loss)
+        got = {f.name: device.host(getattr(on_gpu, f.name)) for f in dataclasses.fields(model)
+               if getattr(model, f.name) is not None}  # fmt: skip
+        got_loss = device.host(loss)
+        device.synchronize()
+    want_loss = np.full(n, np.nan)
+    NumpyDevice().step(X, T, sw, model, step, want_loss)
+    assert np.allclose(got_loss, want_loss, rtol=1e-12, atol=1e-12)
+    for name, value in got.items():
+        assert np.allclose(value, getattr(model, name), rtol=1e-11, atol=1e-13), name
 
 
 @needs_gpu

@@ -13,13 +13,13 @@ What it computes is the trainer's per-minibatch step: targets, margins at ``W∘
 shift folded into the offset, the loss and residuals scaled by ``sw / widest``, the gradient plus
 ``l2 · rows/widest · W``, the optimiser's update (``sgd``, or ``nesterov`` as
 ``optimizers.Nesterov.step``, its running sum taking the point before the proximal step as
-``step_kernels.momentum_step``'s does), the proximal L1 step.  The residuals and the update are the
-device's (``device_arrays``: one CUDA kernel each on a GPU, ``learn/losses.py``'s numpy forms
-on numpy).  Departures, in the last bits: the products and sums add in the device's order, and
-a run's losses are summed on the device, minibatch by minibatch; a model that turns non-finite
-is found at the end of the run, not at the minibatch (the trainer restarts either way).  Adam
-and skip policies keep the per-minibatch path (``margins``/``gradient``), on the same device
-cache.
+``step_kernels.momentum_step``'s does), the proximal L1 step: ``device_arrays``' ``step``, three
+CUDA kernels on a GPU (``cuda_kernels``), ``learn/losses.py``'s numpy forms on numpy.
+Departures, in the last bits: the products and sums add in the device's order, and a run's
+losses are summed on the device, row by row, once at the end of the run; a model that turns
+non-finite is found at the end of the run, not at the minibatch (the trainer restarts either
+way).  Adam and skip policies keep the per-minibatch path (``margins``/``gradient``), on the
+same device cache.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from loomdb.accel.device_arrays import Model, Step
 from loomdb.learn import fused_steps
 from loomdb.seams import Batch
 
@@ -58,14 +59,13 @@ class DeviceSteps:
         device, xp = self.device, self.device.xp
         momentum = optimizer.name == "nesterov"
         with device.computing():
-            Wd, bd = device.upload(W), device.upload(b)
-            scale, shift = (
-                device.upload(problem.scaling.scale),
-                device.upload(problem.scaling.shift),
-            )
-            scale, shift = scale[:, None], shift[:, None]
             state = [device.upload(a) for a in _state(optimizer)] if momentum else [None] * 4
-            sums, rows = [], 0
+            vW, sW, vb, sb = state
+            scale, shift = problem.scaling.scale, problem.scaling.shift
+            model = Model(device.upload(W), device.upload(b), vW, sW, vb, sb,
+                          device.upload(scale), device.upload(shift))  # fmt: skip
+            losses = xp.zeros(sum(batch.rows for batch in run))
+            rows = 0
             for batch in run:
                 n = batch.rows
                 if not n:
@@ -73,26 +73,17 @@ class DeviceSteps:
                 X = self.cache.matrix(batch.X)
                 T, sw = self.cache.targets(batch, problem)
                 widest[0] = max(widest[0], n)
-                Weff = Wd * scale
-                offset = bd - shift[:, 0] @ Weff
-                value, G = device.residuals(config.kind, X @ Weff, offset, T, sw, widest[0])
-                sums.append(value.sum())
-                gsum = G.sum(axis=0)
                 beta = _beta(optimizer) if momentum else 0.0
-                decay = config.l2 * (n / widest[0])
-                device.update(Wd, X.T @ G, scale, shift, gsum, decay, lr, state[:2], beta)
-                gb = gsum if config.fit_intercept else xp.zeros_like(gsum)
-                device.update(bd, gb, 1.0, 0.0, 0.0, 0.0, lr, state[2:], beta)
-                if config.l1:
-                    Wd[...] = xp.sign(Wd) * xp.maximum(xp.abs(Wd) - lr * config.l1, 0.0)
+                step = Step(config.kind, widest[0], config.l2 * (n / widest[0]), lr, beta,
+                            momentum, config.fit_intercept, config.l1)  # fmt: skip
+                device.step(X, T, sw, model, step, losses[rows : rows + n])
                 rows += n
-            W[...] = device.host(Wd)
-            b[...] = device.host(bd)
+            W[...] = device.host(model.W)
+            b[...] = device.host(model.b)
             if momentum:
                 for mine, theirs in zip(state, _state(optimizer)):
                     theirs[...] = device.host(mine)
-            for value in device.host(xp.stack(sums)) if sums else ():
-                total += float(value)
+            total += float(device.host(losses.sum()))
             device.synchronize()
         return total, rows, not (np.isfinite(W).all() and np.isfinite(b).all())
 
