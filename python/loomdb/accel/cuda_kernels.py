@@ -6,7 +6,8 @@ Why: a step written with CuPy's operations was some ten calls (a product, a redu
 element-wise kernel each), 250–600 µs a minibatch on the host whatever its size, so a warm epoch
 of dense minibatches was bound by Python: 20,000 × 4,096 in 1,024s took 5.9 ms on an H200
 (3.9x the cpu backend's 16 cores, target 5x), 10,000 × 784 in 256s 10 ms (0.85x).  CuPy cannot
-capture cuBLAS in a CUDA graph, so the step is these three launches instead, with no cuBLAS:
+capture cuBLAS in a CUDA graph, so the step is these three launches instead, with no cuBLAS
+(now 1.8–2.3 ms, 9–13x, and 2.3–2.6 ms, 3.2x; README, Benchmarks, gpu):
 
 - ``loomdb_margins``: a warp per row reads the row once per class, ``Σⱼ (xⱼ − shiftⱼ)·Wⱼ·scaleⱼ
   + b`` (the shift folded in, as the trainer's offset ``b − shift·(W∘scale)`` is), then the loss
