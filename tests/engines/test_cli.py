@@ -212,3 +212,42 @@ def test_ctrl_c_outside_a_statement_exits_130_without_a_traceback(monkeypatch, c
     monkeypatch.setattr(run_sql, "run_script", pressed)
     assert main.main(["sql", "--dsn", "host=x", "-c", "SELECT 1"]) == 130
     assert capsys.readouterr().err == "loomdb: interrupted\n"
+
+
+def fails(args) -> str:
+    """``loomdb sql`` that must fail (exit 3): its standard error."""
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stderr
+
+
+@pytest.mark.postgres
+def test_a_failed_script_names_its_statement_and_says_what_ran_before_it(pg_dsn, tmp_path):
+    """A script that failed mid-way gave the failing statement's error alone: which statement
+    it was, and that those before it ran (and were committed), was not said."""
+    commands = {
+        "postgres": [*LOOMDB, "sql", "-q", "--dsn", pg_dsn],
+        "duckdb": [*LOOMDB, "sql", "-q", "--duckdb", str(tmp_path / "ran.duckdb")],
+    }
+    committed = (
+        "CONTEXT:  statement 4 of 5 (SELECT x FROM nosuch_ran) failed; statements 1–3 before "
+        "it ran and were committed; statement 5 did not run"
+    )
+    aborted = (
+        "CONTEXT:  statement 3 of 3 (SELECT x FROM nosuch_ran) failed; statements 1–2 ran in "
+        "the transaction statement 1 began, not committed: the error aborted it (ROLLBACK ends it)"
+    )
+    try:
+        for name, command in commands.items():
+            script = (
+                "DROP TABLE IF EXISTS ran; CREATE TABLE ran (x INTEGER); "
+                "INSERT INTO ran VALUES (1); SELECT x FROM nosuch_ran; INSERT INTO ran VALUES (2)"
+            )
+            assert committed in fails([*command, "-c", script]), name
+            assert committed in fails([*command, "-e", "-c", script]), name  # one by one
+            transaction = "BEGIN; INSERT INTO ran VALUES (3); SELECT x FROM nosuch_ran"
+            assert aborted in fails([*command, "-c", transaction]), name
+            count = run([*command, "-c", "SELECT count(*) AS n FROM ran"])
+            assert count.splitlines()[2].strip() == "1", (name, count)  # as the notes said
+    finally:
+        run([*commands["postgres"], "-c", "DROP TABLE IF EXISTS public.ran"])

@@ -27,12 +27,18 @@ def front(engine, sql: str) -> list[tuple]:
         cur = engine.con.execute(sql)
         return cur.fetchall() if cur.description else []
     from loomdb.engines.postgres.client import PsycopgDatabase
-    from loomdb.frontend import statements
+    from loomdb.frontend import pieces, rewritten
+    from loomdb.frontend.steps import Script
     from loomdb.store.sql_catalog import DbCatalog
 
+    catalog = DbCatalog(PsycopgDatabase(engine.conn))
+    script = Script(
+        pieces(sql, "postgres"), lambda p: rewritten(p, "postgres", catalog), "postgres"
+    )
     rows: list[tuple] = []
-    for statement in statements(sql, "postgres", DbCatalog(PsycopgDatabase(engine.conn))):
-        rows = engine.rows(statement)
+    with script.noting():
+        for statement in script:
+            rows = engine.rows(statement)
     return rows
 
 
@@ -476,3 +482,36 @@ def test_unquoted_names_beyond_ascii_are_read_as_the_engine_reads_them(pts):
     (trained,) = front(pts, "CREATE INDEX m ON train_mlweaving('DONNÉES', 1)")
     assert json.loads(trained[0])["rows"] == ROWS
     assert front(pts, "SELECT count(prediction) FROM infer_mlweaving(m, 'DONNÉES')") == [(ROWS,)]
+
+
+def test_a_failed_script_says_which_statement_failed_and_what_ran_before_it(engine):
+    """``con.execute`` of a script (and ``loomdb sql``) that failed mid-way raised the failing
+    statement's error alone: which one it was, and what had run, was not said.  What the note
+    says is what the engine did: committed, aborted, or (a statement loomdb refused before it
+    reached the engine) still open."""
+    errors = (LoomError, *engine.errors)
+    engine.rows("CREATE TABLE ran (x INTEGER)")
+    with pytest.raises(errors) as caught:
+        front(engine, "INSERT INTO ran VALUES (1); SELECT x FROM nosuch_ran; SELECT 1")
+    assert caught.value.__notes__ == [
+        "statement 2 of 3 (SELECT x FROM nosuch_ran) failed; statement 1 before it ran and was "
+        "committed; statement 3 did not run"
+    ]
+    assert engine.rows("SELECT count(*) FROM ran") == [(1,)]
+    refused = "CREATE OR REPLACE INDEX ran_w ON ran USING dense (x) WITH (label = x)"
+    with pytest.raises(LoomSyntaxError, match="OR REPLACE") as caught:
+        front(engine, f"BEGIN; INSERT INTO ran VALUES (2); {refused}")
+    assert caught.value.__notes__[0].endswith(
+        "statements 1–2 ran in the transaction statement 1 began, not committed: it is still open"
+    )
+    front(engine, "COMMIT")
+    assert engine.rows("SELECT count(*) FROM ran") == [(2,)]
+    with pytest.raises(errors) as caught:
+        front(engine, "BEGIN; INSERT INTO ran VALUES (3); SELECT x FROM nosuch_ran")
+    assert caught.value.__notes__[0].endswith(
+        "not committed: the error aborted it (ROLLBACK ends it)"
+    )
+    with pytest.raises(errors):  # aborted, as said
+        front(engine, "SELECT 1")
+    front(engine, "ROLLBACK")
+    assert engine.rows("SELECT count(*) FROM ran") == [(2,)]

@@ -49,6 +49,7 @@ def _error_lines(e: BaseException) -> list[str]:
         message, detail, hint = str(e), None, None
     lines = [f"ERROR:  {message}"]
     lines += [f"{label}:  {v}" for label, v in (("DETAIL", detail), ("HINT", hint)) if v]
+    lines += [f"CONTEXT:  {note}" for note in getattr(e, "__notes__", ())]  # what had run
     return lines
 
 
@@ -61,8 +62,13 @@ class _Runner:
     """Hands out the script's parts and decides what an error in one of them does."""
 
     def __init__(self, text: str, dialect: str, *, keep_going: bool, echo: bool):
+        from loomdb.frontend.script import split
+        from loomdb.frontend.steps import Script
+
         self.text, self.dialect, self.keep_going, self.echo = text, dialect, keep_going, echo
         self.failed = False
+        # echoing, each statement runs on its own: this says what had run when one fails
+        self.script = Script(split(text, dialect) if echo else [], lambda s: s, dialect)
 
     def parts(self) -> Iterator[str]:
         """The whole script, or each statement on its own when echoing or keeping going."""
@@ -71,7 +77,7 @@ class _Runner:
             return
         from loomdb.frontend.script import split
 
-        for statement in split(self.text, self.dialect):
+        for statement in self.script if self.echo else split(self.text, self.dialect):
             if self.echo:
                 sys.stdout.write(statement + ";\n")
                 sys.stdout.flush()
@@ -84,6 +90,7 @@ class _Runner:
             execute(part)
         except errors as e:
             if not self.keep_going:
+                self.script.annotate(e)
                 raise
             self.failed = True
             _print_error(e, sys.stdout)
@@ -125,19 +132,24 @@ def run_postgres(dsn: str, bars: ProgressBars, runner: _Runner) -> int:
     from loomdb.cli.connect import postgres
     from loomdb.engines.postgres.client import PsycopgDatabase
     from loomdb.errors import LoomError
-    from loomdb.frontend import statements
+    from loomdb.frontend import pieces, rewritten
+    from loomdb.frontend.steps import Script
     from loomdb.store.sql_catalog import DbCatalog
 
     with postgres(dsn) as conn:
         conn.add_notice_handler(lambda d: bars.message(d.message_primary or ""))
-        db = PsycopgDatabase(conn)
+        catalog = DbCatalog(PsycopgDatabase(conn))
 
         def execute(part: str) -> None:
-            for statement in statements(part, "postgres", DbCatalog(db)):
-                with conn.cursor() as cur:
-                    cur.execute(statement)
-                    if cur.description:
-                        _print_result([(d.name,) for d in cur.description], cur.fetchall())
+            script = Script(
+                pieces(part, "postgres"), lambda p: rewritten(p, "postgres", catalog), "postgres"
+            )
+            with script.noting():
+                for statement in script:
+                    with conn.cursor() as cur:
+                        cur.execute(statement)
+                        if cur.description:
+                            _print_result([(d.name,) for d in cur.description], cur.fetchall())
 
         for part in runner.parts():
             runner.run(part, execute, (psycopg.Error, LoomError))

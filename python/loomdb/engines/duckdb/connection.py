@@ -26,7 +26,7 @@ import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import duckdb
 import pyarrow as pa
@@ -44,6 +44,9 @@ from loomdb.errors import LoomDatabaseError, LoomInterrupted, LoomOptionError, L
 from loomdb.store import catalog
 from loomdb.store.names import quote_ident
 from loomdb.udfs import load
+
+if TYPE_CHECKING:
+    from loomdb.frontend.steps import Script
 
 OPEN = {"BEGIN", "START"}
 CLOSE = {"COMMIT", "END", "ROLLBACK", "ABORT"}
@@ -364,28 +367,34 @@ class Connection:
         DuckDB and train_mlweaving found no index).  ``now`` (``sql``, whose relation runs when
         read): what runs a last statement that was DDL of loomdb's at once instead, as DuckDB
         runs its own."""
-        from loomdb.engines.duckdb.frontend_catalog import pieces
-
         self.state.interrupted.clear()
-        with loom_errors(self):
-            raw, rewrite = pieces(self, sql)
-            for i, piece in enumerate(raw):
-                statement = rewrite(piece)
+        script = self._script(sql)
+        with script.noting(), loom_errors(self):
+            for statement in script:
                 self._track(statement)
-                if i == len(raw) - 1:
+                if script.last():
+                    piece = script.pieces[-1]
                     ddl = now is not None and _ddl_rewritten(piece, statement)
                     return now(statement) if ddl else last(statement)
                 self.duckdb.execute(statement).fetchall()  # results stream: finish each one
             return None
 
+    def _script(self, sql: str) -> Script:
+        """``sql``'s statements, each rewritten by the front-end just before it runs, and what
+        ran when one fails (``frontend.steps``)."""
+        from loomdb.engines.duckdb.frontend_catalog import pieces
+        from loomdb.frontend.steps import Script
+
+        raw, rewrite = pieces(self, sql)
+        return Script(raw, rewrite, "duckdb", self.state.in_transaction)
+
     def each(self, sql: str) -> Iterator[Connection]:
         """Run a script statement by statement, yielding this connection holding each one's
         result (fetch it before the next): what ``loomdb sql`` prints."""
-        from loomdb.engines.duckdb.frontend_catalog import statements
-
         self.state.interrupted.clear()
-        with loom_errors():
-            for statement in statements(self, sql):
+        script = self._script(sql)
+        with script.noting(), loom_errors():
+            for statement in script:
                 self._track(statement)
                 with ctrl_c_interrupts(self):
                     self.duckdb.execute(statement)

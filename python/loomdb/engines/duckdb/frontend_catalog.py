@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from loomdb import frontend
 from loomdb.store.sql_catalog import DbCatalog
-
-
-def statements(conn: Any, sql: str) -> Iterator[str]:
-    return frontend.statements(sql, "duckdb", DbCatalog(conn.database()))
 
 
 def pieces(conn: Any, sql: str) -> tuple[list[str], Callable[[str], str]]:
