@@ -29,6 +29,9 @@ class FakeCatalog:
     def indexes_on(self, table):
         return ["wi"] if table == "t1" else []
 
+    def indexes_in(self, schema):
+        return ["wi"] if schema in (None, "main") else []
+
     def index_for(self, table, fmt):
         return "wi" if (table, fmt) == ("t1", "mlweaving") else None
 
@@ -378,23 +381,45 @@ def test_a_schema_qualified_loomdb_index_is_refused_with_the_statement_to_write(
         assert one(engines, dialect, EngineIndexCatalog()) == engines
 
 
+class TwoCatalog(FakeCatalog):
+    """Indexes a and b, both on t1, in schema main (whatever its case: DuckDB's catalog)."""
+
+    def indexes_on(self, table):
+        return ["a", "b"] if table == "t1" else []
+
+    def indexes_in(self, schema):
+        return ["a", "b"] if schema is None or schema.lower() == "main" else []
+
+
+TWO = TwoCatalog(("a", "b"))
+NONE = type("NoIndexes", (FakeCatalog,), {"indexes_in": lambda s, schema: []})(())
+
+
 @pytest.mark.parametrize(
     ("sql", "catalog", "expected"),
     [
         ("REINDEX TABLE t1", FakeCatalog(), "SELECT loom_reindex('wi')"),
         ("REINDEX TABLE CONCURRENTLY t1", FakeCatalog(), "SELECT loom_reindex('wi')"),
         ("REINDEX TABLE t2", FakeCatalog(), "no loomdb index to rebuild"),
-        ("REINDEX TABLE t1", type("Two", (FakeCatalog,), {"indexes_on": lambda s, t: ["a", "b"]})(),
-         "REINDEX INDEX a; REINDEX INDEX b"),
+        ("REINDEX TABLE t1", TWO, "SELECT loom_reindex('a');\nSELECT loom_reindex('b')"),
         ("REINDEX INDEX other", FakeCatalog(), "names no loomdb index"),
-        ("REINDEX SCHEMA main", FakeCatalog(), "names no loomdb index"),
+        ("REINDEX SCHEMA main", FakeCatalog(), "SELECT loom_reindex('wi')"),
+        ("REINDEX SCHEMA MAIN", TWO, "SELECT loom_reindex('a');\nSELECT loom_reindex('b')"),
+        ("REINDEX SCHEMA CONCURRENTLY main", FakeCatalog(), "SELECT loom_reindex('wi')"),
+        ("REINDEX SCHEMA s", FakeCatalog(), "no loomdb index to rebuild in schema s"),
+        ("REINDEX DATABASE", TWO, "SELECT loom_reindex('a');\nSELECT loom_reindex('b')"),
+        ("REINDEX DATABASE x", FakeCatalog(), "write REINDEX DATABASE"),
+        ("REINDEX DATABASE", NONE, "no loomdb index to rebuild in this database"),
+        ("REINDEX SYSTEM", FakeCatalog(), "names no loomdb index"),
         ("REINDEX (VERBOSE) TABLE t1", FakeCatalog(), "names no loomdb index"),
     ],
 )  # fmt: skip
-def test_duckdb_reindex_table_rebuilds_its_loomdb_index_and_refuses_the_rest(
+def test_duckdb_reindex_rebuilds_the_loomdb_indexes_it_names_and_refuses_the_rest(
     sql, catalog, expected
 ):
-    """DuckDB has no REINDEX: every form was its parser's error, REINDEX TABLE t too."""
+    """DuckDB has no REINDEX: every form was its parser's error, REINDEX TABLE t too; a table
+    with several loomdb indexes was refused (PostgreSQL's REINDEX TABLE rebuilt all of them),
+    and REINDEX SCHEMA / DATABASE were.  Each rebuild is a statement of its own."""
     if expected.startswith("SELECT"):
         assert one(sql, "duckdb", catalog) == expected
         return
@@ -410,8 +435,7 @@ def test_duckdb_reindex_table_rebuilds_its_loomdb_index_and_refuses_the_rest(
 def test_postgres_reindex_table_also_rebuilds_the_loomdb_indexes_on_it(sql):
     """REINDEX TABLE t1 passed to PostgreSQL, which rebuilds the indexes it holds but not
     loom_create_index's on t1: its statement and their loom_reindex in one DO block."""
-    two = type("Two", (FakeCatalog,), {"indexes_on": lambda s, t: ["a", "b"]})()
-    block = one(sql, "postgres", two)
+    block = one(sql, "postgres", TWO)
     assert block.startswith("DO $loomdb")
     body = block[block.index("$", 3) :]
     tag = body[: body.index("$", 1) + 1]
@@ -431,6 +455,59 @@ def test_postgres_reindex_table_concurrently_of_loomdb_indexes_is_refused(sql):
     with pytest.raises(LoomSyntaxError, match="cannot rebuild loomdb's indexes on it") as caught:
         one(sql, "postgres")
     assert "REINDEX TABLE t1 without CONCURRENTLY" in (caught.value.hint or "")
+    assert "REINDEX INDEX wi" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("sql", "schema"),
+    [
+        ("REINDEX SCHEMA main", "main"),
+        ("REINDEX SCHEMA MAIN", "main"),  # folded, as PostgreSQL reads it
+        ("REINDEX (VERBOSE) SCHEMA main", "main"),
+        ("REINDEX DATABASE loomtest", None),
+        ("REINDEX DATABASE", None),
+    ],
+)
+def test_postgres_reindex_schema_or_database_also_rebuilds_the_loomdb_indexes_in_it(sql, schema):
+    """REINDEX SCHEMA/DATABASE passed to PostgreSQL, which rebuilds the indexes it holds but
+    not loom_create_index's: its statement (it cannot run in a transaction block), then their
+    loom_reindex in one DO block, each run on its own."""
+    asked: list[str | None] = []
+
+    class Asked(TwoCatalog):
+        def indexes_in(self, wanted):
+            asked.append(wanted)
+            return super().indexes_in(wanted)
+
+    statement, block = split(one(sql, "postgres", Asked(("a", "b"))), "postgres")
+    assert statement == sql and asked == [schema]
+    assert block.startswith("DO $loomdb$") and block.endswith("$loomdb$")
+    assert [s.strip() for s in block.removeprefix("DO $loomdb$").split(";")] == [
+        "BEGIN\nPERFORM loom_reindex('a')",
+        "PERFORM loom_reindex('b')",
+        "END\n$loomdb$",
+    ]
+
+
+@pytest.mark.parametrize(
+    "sql", ["REINDEX SCHEMA s", "REINDEX SYSTEM", "REINDEX SYSTEM loomtest", "REINDEX DATABASE"]
+)
+def test_postgres_reindex_of_no_loomdb_index_passes(sql):
+    """Schema s holds no loomdb index, no loomdb index is on a system catalog."""
+    assert one(sql, "postgres", NONE if sql == "REINDEX DATABASE" else FakeCatalog()) == sql
+
+
+@pytest.mark.parametrize(
+    ("sql", "what"),
+    [
+        ("REINDEX SCHEMA CONCURRENTLY main", "SCHEMA main"),
+        ("REINDEX (CONCURRENTLY) DATABASE x", "DATABASE x"),
+    ],
+)
+def test_postgres_reindex_schema_concurrently_of_loomdb_indexes_is_refused(sql, what):
+    with pytest.raises(LoomSyntaxError, match="cannot rebuild loomdb's indexes in") as caught:
+        one(sql, "postgres")
+    assert f"REINDEX {what} without CONCURRENTLY" in (caught.value.hint or "")
     assert "REINDEX INDEX wi" in (caught.value.hint or "")
 
 

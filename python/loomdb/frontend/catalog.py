@@ -26,6 +26,12 @@ class Catalog(Protocol):
         the front-end rebuilds: not those PostgreSQL holds as index relations."""
         ...
 
+    def indexes_in(self, schema: str | None) -> list[str]:
+        """The loomdb indexes built on a table or view of ``schema`` (as the engine reads the
+        name in the statement), or all of them where it is None, that the front-end rebuilds:
+        not those PostgreSQL holds as index relations."""
+        ...
+
     def index_for(self, table: str, format: str) -> str | None:
         """The loomdb index of ``format`` built on ``table`` (the newest), or None."""
         ...

@@ -1,14 +1,18 @@
-"""``DROP INDEX`` and ``REINDEX INDEX`` of a loomdb index → ``loom_drop_index`` / ``loom_reindex``.
+"""``DROP INDEX`` and ``REINDEX`` of loomdb indexes → ``loom_drop_index`` / ``loom_reindex``.
 No paper section.
 
 ::
 
     DROP INDEX [IF EXISTS] [CONCURRENTLY] name   →  SELECT loom_drop_index('name')
     REINDEX INDEX [CONCURRENTLY] name            →  SELECT loom_reindex('name')
-    REINDEX TABLE [CONCURRENTLY] table           →  SELECT loom_reindex('its index')   (DuckDB)
+    REINDEX TABLE [CONCURRENTLY] table           →  SELECT loom_reindex('a');
+    REINDEX SCHEMA [CONCURRENTLY] schema            SELECT loom_reindex('b') …   (DuckDB)
+    REINDEX DATABASE
     REINDEX [(…)] TABLE table                    →  DO $$ BEGIN REINDEX [(…)] TABLE table;
                                                        PERFORM loom_reindex('each'); … END $$
-                                                                                (PostgreSQL)
+    REINDEX [(…)] SCHEMA schema                  →  REINDEX [(…)] SCHEMA schema;
+    REINDEX [(…)] DATABASE name                     DO $$ BEGIN PERFORM loom_reindex('each');
+                                                       … END $$               (PostgreSQL)
 
 Only names the catalog knows as loomdb indexes are rewritten; every other statement passes
 through unchanged, so the engine drops its own indexes.  ``DROP INDEX IF EXISTS`` of a name that
@@ -20,15 +24,20 @@ to no schema: ``DROP INDEX main.w`` or ``REINDEX INDEX main.w`` of loomdb index 
 with the statement to write (it reached the engine, which found no index ``main.w`` or, with
 ``IF EXISTS``, did nothing), unless the engine has an index of that qualified name.
 
-DuckDB has no ``REINDEX`` (its parser's error came back): there ``REINDEX TABLE t`` rebuilds the
-loomdb index built on ``t`` (found as ``names.same_source`` reads table names); a table with
-several is refused, naming each (one per statement, as ``DROP INDEX``), and so is one with none,
-like every other ``REINDEX`` that names no loomdb index.  On PostgreSQL they pass through,
-except ``REINDEX TABLE t`` of a table ``loom_create_index`` built indexes on: PostgreSQL
-rebuilds only the indexes it holds (``CREATE INDEX … USING`` ones among them), so the statement
-runs in a ``DO`` block with a ``loom_reindex`` of each of those — every index of the table
-rebuilt, in one transaction; ``CONCURRENTLY`` cannot run in a block and is refused there, with
-the statements to write.
+One rule on both engines: ``REINDEX TABLE t``, ``REINDEX SCHEMA s`` and ``REINDEX DATABASE``
+rebuild, with the engine's own indexes, every loomdb index built on ``t``, on a table (or view)
+of ``s``, or in the database (found as ``names.same_source`` reads table names), through
+``loom_reindex``.  DuckDB has no ``REINDEX`` (its parser's error came back): there each is one
+``loom_reindex`` statement, each rebuild committed on its own (``loom_reindex`` commits on a
+connection of its own), and a failed one is reported with those that ran and those that did
+not (``steps.Script``); a ``REINDEX`` that finds no loomdb index is refused, and so is
+``REINDEX SYSTEM`` (no loomdb index is on a system catalog).  On PostgreSQL, which rebuilds
+only the indexes it holds (``CREATE INDEX … USING`` ones among them), ``REINDEX TABLE t`` runs
+in a ``DO`` block with a ``loom_reindex`` of each of the others — every index of the table
+rebuilt, in one transaction; ``REINDEX SCHEMA`` and ``REINDEX DATABASE`` cannot run in a
+transaction block, so theirs run after the statement, in one ``DO`` block (all rebuilt or
+none).  ``CONCURRENTLY`` cannot run in a block and is refused there, with the statements to
+write; ``REINDEX SYSTEM`` passes.
 
 Names are read as the engine reads them (``calls.token_name``: on PostgreSQL unquoted ones
 folded to lower case; quotes removed); the catalog decides what matches and passes the name as
@@ -156,6 +165,27 @@ def _dollar_quoted(body: str) -> str:
     return f"${tag}${body}${tag}$"
 
 
+def _rebuilds(ours: list[str]) -> str:
+    """``PERFORM loom_reindex('a');`` for each index, a ``DO`` block's lines."""
+    return "".join(
+        "PERFORM "
+        + loom_call("loom_reindex", name, dialect="postgres").removeprefix("SELECT ")
+        + ";\n"
+        for name in ours
+    )
+
+
+def _no_concurrently(kind: str, named: str, where: str, ours: list[str]) -> LoomSyntaxError:
+    """``REINDEX kind CONCURRENTLY named`` of loomdb indexes: refused, with what to write."""
+    each = "; ".join(f"REINDEX INDEX {name}" for name in ours)
+    return LoomSyntaxError(
+        f"REINDEX {kind} CONCURRENTLY {named} cannot rebuild loomdb's indexes {where} "
+        f"({', '.join(ours)}): loomdb rebuilds an index in one transaction".replace("  ", " "),
+        hint=f"write REINDEX {kind} {named} without CONCURRENTLY, or rebuild them one per "
+        f"statement ({each}) and PostgreSQL's own with REINDEX … CONCURRENTLY".replace("  ", " "),
+    )
+
+
 def _postgres_reindex_table(
     statement: str, table: str, concurrently: bool, catalog: Catalog
 ) -> str | None:
@@ -166,48 +196,79 @@ def _postgres_reindex_table(
     ours = catalog.indexes_on(table)
     if not ours:
         return None
-    each = "; ".join(f"REINDEX INDEX {name}" for name in ours)
     if concurrently:
-        raise LoomSyntaxError(
-            f"REINDEX TABLE CONCURRENTLY {table} cannot rebuild loomdb's indexes on it "
-            f"({', '.join(ours)}): loomdb rebuilds an index in one transaction",
-            hint=f"write REINDEX TABLE {table} without CONCURRENTLY, or rebuild them one per "
-            f"statement ({each}) and PostgreSQL's own with REINDEX INDEX CONCURRENTLY",
-        )
-    calls = "".join(
-        "PERFORM "
-        + loom_call("loom_reindex", name, dialect="postgres").removeprefix("SELECT ")
-        + ";\n"
-        for name in ours
-    )
-    return "DO " + _dollar_quoted(f"\nBEGIN\n{statement.strip()}\n;\n{calls}END\n")
+        raise _no_concurrently("TABLE", table, "on it", ours)
+    body = f"\nBEGIN\n{statement.strip()}\n;\n{_rebuilds(ours)}END\n"
+    return "DO " + _dollar_quoted(body)
 
 
-def _reindex_table(table: str, dialect: str, catalog: Catalog) -> str | None:
-    """``REINDEX TABLE table`` on DuckDB: the ``loom_reindex`` call of its one loomdb index
-    (several or none refused)."""
+def _reindex_table(table: str, dialect: str, catalog: Catalog) -> str:
+    """``REINDEX TABLE table`` on DuckDB: a ``loom_reindex`` call of each loomdb index on it,
+    one statement each (each rebuild commits on its own; what ran is said if one fails:
+    ``steps.Script``); none is refused."""
     ours = catalog.indexes_on(table)
-    if len(ours) == 1:
-        return loom_call("loom_reindex", ours[0], dialect=dialect)
-    if ours:
+    if not ours:
         raise _no_reindex(
-            f"table {table} has {len(ours)} loomdb indexes ({', '.join(ours)})",
-            hint="rebuild them one per statement: "
-            + "; ".join(f"REINDEX INDEX {name}" for name in ours),
+            f"table {table} has no loomdb index to rebuild",
+            hint="SELECT name, source FROM loom.indexes lists loomdb's indexes",
         )
-    raise _no_reindex(
-        f"table {table} has no loomdb index to rebuild",
-        hint="SELECT name, source FROM loom.indexes lists loomdb's indexes",
-    )
+    return ";\n".join(loom_call("loom_reindex", name, dialect=dialect) for name in ours)
+
+
+def _reindex_all(
+    statement: str,
+    named: tuple[str | None, str],
+    dialect: str,
+    concurrently: bool,
+    catalog: Catalog,
+) -> str | None:
+    """``REINDEX SCHEMA schema`` (``schema``) or ``REINDEX DATABASE`` (None): every loomdb
+    index built on a table of the schema, or of the database, rebuilt as ``REINDEX TABLE``
+    rebuilds them.  On PostgreSQL its statement runs first (it cannot run in a transaction
+    block), then theirs in one ``DO`` block: all of them rebuilt, or none; None where there are
+    none.  On DuckDB one ``loom_reindex`` each; none is refused, as ``REINDEX TABLE``.
+    ``named``: the schema (None for a database) and the name as the statement wrote it."""
+    schema, written = named
+    ours = catalog.indexes_in(schema)
+    where = f"in schema {schema}" if schema is not None else "in this database"
+    if dialect == "duckdb":
+        if not ours:
+            raise _no_reindex(
+                f"there is no loomdb index to rebuild {where}",
+                hint="SELECT name, source FROM loom.indexes lists loomdb's indexes",
+            )
+        return ";\n".join(loom_call("loom_reindex", name, dialect=dialect) for name in ours)
+    if not ours:
+        return None
+    if concurrently:
+        kind = "SCHEMA" if schema is not None else "DATABASE"
+        raise _no_concurrently(kind, written, where, ours)
+    block = "DO " + _dollar_quoted(f"\nBEGIN\n{_rebuilds(ours)}END\n")
+    return f"{statement.strip()};\n{block}"
+
+
+def _whole(kind: str, rest: list[Token], dialect: str) -> tuple[bool, str | None]:
+    """Whether ``REINDEX kind rest`` is ``SCHEMA name`` or ``DATABASE [name]``, and the
+    schema it names (None for a database).  DuckDB's ``REINDEX DATABASE`` takes no name:
+    loomdb rebuilds the indexes of the database it is connected to."""
+    parts = _name(rest, dialect) if rest else None
+    if kind == "SCHEMA":
+        return parts is not None and len(parts) == 1, parts[0] if parts else None
+    if kind == "DATABASE" and rest and dialect == "duckdb":
+        raise _no_reindex(
+            "REINDEX DATABASE takes no name here",
+            hint="write REINDEX DATABASE: it rebuilds the loomdb indexes of this database",
+        )
+    return kind == "DATABASE" and (not rest or (parts is not None and len(parts) == 1)), None
 
 
 def reindex_call(
     statement: str, tokens: list[Token], dialect: str, catalog: Catalog | None
 ) -> str | None:
-    """The ``loom_reindex`` call for ``REINDEX INDEX name`` of a loomdb index, or for
-    ``REINDEX TABLE t`` of a table with loomdb indexes (DuckDB: one; PostgreSQL: its own
-    statement with them, ``_postgres_reindex_table``); else None, or on DuckDB a
-    LoomSyntaxError.  PostgreSQL's option list, ``REINDEX (VERBOSE) …``, is read past."""
+    """The ``loom_reindex`` call for ``REINDEX INDEX name`` of a loomdb index, the calls for
+    ``REINDEX TABLE t``, ``REINDEX SCHEMA s`` or ``REINDEX DATABASE`` where there are loomdb
+    indexes (DuckDB: one statement each; PostgreSQL: with its own statement); else None, or on
+    DuckDB a LoomSyntaxError.  PostgreSQL's option list, ``REINDEX (VERBOSE) …``, is read past."""
     if catalog is None or not tokens:
         return None
     text = statement[tokens[0].end + 1 :]
@@ -220,7 +281,9 @@ def reindex_call(
     kind = tail[0].text.upper() if tail else ""
     concurrently = [t.text.upper() for t in tail[1:2]] == ["CONCURRENTLY"]
     rest = tail[1 + concurrently :]
+    concurrently |= any(t.text.upper() == "CONCURRENTLY" for t in options)
     parts = _name(rest, dialect) if rest else None
+    whole, schema = _whole(kind, rest, dialect)
     if kind == "INDEX" and parts is not None:
         found = _ours(parts, "REINDEX INDEX", catalog)
         if found is not None:
@@ -229,14 +292,17 @@ def reindex_call(
         table = text[rest[0].start : rest[-1].end + 1]
         if dialect == "duckdb":
             return _reindex_table(table, dialect, catalog)
-        concurrently |= any(t.text.upper() == "CONCURRENTLY" for t in options)
         return _postgres_reindex_table(statement, table, concurrently, catalog)
+    elif whole:
+        written = text[rest[0].start : rest[-1].end + 1] if rest else ""
+        return _reindex_all(statement, (schema, written), dialect, concurrently, catalog)
     if dialect != "duckdb":
         return None
     raise _no_reindex(
         f"{statement.strip()[:80]!r} names no loomdb index",
-        hint="loomdb rebuilds its own indexes: REINDEX INDEX name or REINDEX TABLE table "
-        "(SELECT name, source FROM loom.indexes lists them)",
+        hint="loomdb rebuilds its own indexes: REINDEX INDEX name, REINDEX TABLE table, "
+        "REINDEX SCHEMA schema or REINDEX DATABASE (SELECT name, source FROM loom.indexes "
+        "lists them)",
     )
 
 

@@ -779,6 +779,40 @@ def _recorded_table(source: str, stats: Any) -> str:
         return source
 
 
+_SCHEMA_PG = (
+    "SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_class AS c "
+    "JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
+    "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text)"
+)
+
+
+def _schema_of(db: Queryable, source: str) -> str | None:
+    """The schema of the table or view ``source`` names here and now (DuckDB: lower case, of
+    this database), or None: a query, a table in another database, a name that finds none."""
+    text = source.strip().rstrip(";").strip()
+    if not is_table_name(text):
+        return None
+    if db.dialect == "postgres":
+        rows = db.query(_SCHEMA_PG, [text])
+        return str(rows[0][0]) if rows else None
+    parts = _relation_id(db, text)
+    return str(parts[0]) if parts is not None and len(parts) == 2 else None
+
+
+def indexes_in(db: Queryable, schema: str | None) -> list[str]:
+    """The indexes built on a table or view of ``schema`` (as the engine reads the name: on
+    DuckDB whatever its case), or every index where ``schema`` is None; by name."""
+    rows = db.query(f"SELECT name, source, stats FROM {SCHEMA}.indexes ORDER BY name")
+    if schema is None:
+        return [str(n) for n, _, _ in rows]
+    wanted = schema.lower() if db.dialect == "duckdb" else schema
+    return [
+        str(n)
+        for n, s, stats in rows
+        if isinstance(s, str) and _schema_of(db, _recorded_table(s, stats)) == wanted
+    ]
+
+
 def index_for(db: Queryable, source: str, fmt: str) -> str | None:
     """The newest index of format ``fmt`` built on ``source`` (:func:`indexes_on`), if any."""
     found = indexes_on(db, source, fmt)

@@ -34,6 +34,10 @@ class DbCatalog:
         found = catalog.indexes_on(self.db, table)
         return [n for n in found if catalog.index_relation(self.db, n) is None]
 
+    def indexes_in(self, schema: str | None) -> list[str]:
+        found = catalog.indexes_in(self.db, schema)
+        return [n for n in found if catalog.index_relation(self.db, n) is None]
+
     def index_for(self, table: str, format: str) -> str | None:
         return catalog.index_for(self.db, table, format)
 
