@@ -410,13 +410,27 @@ def test_reindex_table_where_one_rebuild_fails_says_what_was_rebuilt(engine):
     with pytest.raises((LoomError, *engine.errors), match="'a'") as caught:
         front(engine, "REINDEX TABLE pts")
     changed = {n for n, u in uids(engine).items() if before[n] != u}
+    schema = str(engine.rows("SELECT current_schema()")[0][0])
     if engine.name == "postgres":
         assert changed == set()
+        with pytest.raises((LoomError, *engine.errors), match="'a'") as caught:
+            front(engine, f"REINDEX SCHEMA {schema}")  # its own, then loomdb's: none rebuilt
+        assert uids(engine) == before
+        assert caught.value.__notes__[0].startswith(
+            f"REINDEX SCHEMA {schema} runs as 2 statements: REINDEX SCHEMA {schema} ran and "
+            "committed; DO $loomdb$"
+        )
         return
     assert changed == {"pts_b"}
     assert caught.value.__notes__ == [
         "REINDEX TABLE pts runs as 2 statements: SELECT loom_reindex('pts_b') ran and "
         "committed; SELECT loom_reindex('pts_a') failed"
+    ]
+    with pytest.raises(LoomError, match="'a'") as caught:
+        front(engine, f"REINDEX SCHEMA {schema}")  # by name: pts_a first
+    assert caught.value.__notes__ == [
+        f"REINDEX SCHEMA {schema} runs as 2 statements: SELECT loom_reindex('pts_a') failed; "
+        "SELECT loom_reindex('pts_b') did not run"
     ]
 
 
