@@ -178,11 +178,12 @@ def _rebuilds(ours: list[str]) -> str:
 def _no_concurrently(kind: str, named: str, where: str, ours: list[str]) -> LoomSyntaxError:
     """``REINDEX kind CONCURRENTLY named`` of loomdb indexes: refused, with what to write."""
     each = "; ".join(f"REINDEX INDEX {name}" for name in ours)
+    name = f" {named}" if named else ""
     return LoomSyntaxError(
-        f"REINDEX {kind} CONCURRENTLY {named} cannot rebuild loomdb's indexes {where} "
-        f"({', '.join(ours)}): loomdb rebuilds an index in one transaction".replace("  ", " "),
-        hint=f"write REINDEX {kind} {named} without CONCURRENTLY, or rebuild them one per "
-        f"statement ({each}) and PostgreSQL's own with REINDEX … CONCURRENTLY".replace("  ", " "),
+        f"REINDEX {kind} CONCURRENTLY{name} cannot rebuild loomdb's indexes {where} "
+        f"({', '.join(ours)}): loomdb rebuilds an index in one transaction",
+        hint=f"write REINDEX {kind}{name} without CONCURRENTLY, or rebuild them one per "
+        f"statement ({each}) and PostgreSQL's own with REINDEX … CONCURRENTLY",
     )
 
 
