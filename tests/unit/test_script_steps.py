@@ -50,6 +50,10 @@ def test_statements_in_an_open_transaction_are_said_not_to_be_committed():
     assert "statements 1–3 before it ran and were committed" in note
     (note,) = run("SELECT 1; SELECT x", "SELECT x", open_before=True)
     assert "ran in the transaction open before the script, not committed" in note
+    (note,) = run("BEGIN; SAVEPOINT s; ROLLBACK TO SAVEPOINT s; SELECT x", "SELECT x")
+    assert "statements 1–3 ran in the transaction statement 1 began, not committed" in note
+    (note,) = run("BEGIN; SELECT 1; COMMIT AND CHAIN; SELECT 2; SELECT x", "SELECT x")
+    assert "statements 1–2 ran and committed, then statements 3–4 ran in the transaction " in note
 
 
 def test_a_statement_refused_before_it_reached_the_engine_leaves_the_transaction_open():

@@ -72,11 +72,18 @@ class Script:
             self.steps = steps or [statement]
             for step, text in enumerate(self.steps, 1):
                 self.step = step
-                if first_word(text) in OPEN:
-                    self.opened = number if self.opened is None else self.opened
-                elif first_word(text) in CLOSE:
-                    self.opened = None
+                self._follow(text, number)
                 yield text
+
+    def _follow(self, statement: str, number: int) -> None:
+        """Note where the open transaction began (``statement``, the ``number``-th, may open
+        or end one; ``ROLLBACK TO SAVEPOINT`` ends none, ``COMMIT AND CHAIN`` opens the next)."""
+        said = statement.upper().split()[:6]
+        if first_word(statement) in OPEN:
+            self.opened = number if self.opened is None else self.opened
+        elif first_word(statement) in CLOSE and "TO" not in said:
+            chained = "CHAIN" in said and "NO" not in said
+            self.opened = number if chained else None
 
     def last(self) -> bool:
         """Whether the statement handed out last is the script's last."""
