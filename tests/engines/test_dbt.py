@@ -156,9 +156,10 @@ class Warm:
             self.proc.wait()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dbt_warm(tmp_path_factory) -> Iterator[Warm | None]:
-    """The forking runner, where dbt is a Python script (else every run is the executable's)."""
+    """The forking runner, where dbt is a Python script (else every run is the executable's);
+    stopped after this module's tests."""
     python = dbt_python(dbt_executable())
     if python is None:
         yield None
@@ -240,7 +241,7 @@ class Project:
                 path.unlink(missing_ok=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def packages(tmp_path_factory, dbt_warm) -> Project:
     """A copy of the example where dbt deps ran: the package the other copies take. Its parse
     primes the forking runner."""
