@@ -14,6 +14,7 @@ from typing import Any
 
 import loomdb
 from loomdb.engines.calls import rows_of, vectorized
+from loomdb.engines.postgres.installed import EXTENSION_VERSION
 from loomdb.engines.postgres.plpy_database import PlpyDatabase, raise_error
 from loomdb.errors import LoomError
 from loomdb.udfs import by_name
@@ -47,10 +48,7 @@ def _warn_if_not_updated(plpy: Any) -> None:
     pass the Python what an older version did."""
     global _version_checked
     _version_checked = True
-    rows = plpy.execute(
-        "SELECT extversion FROM pg_catalog.pg_extension "
-        "WHERE extname OPERATOR(pg_catalog.=) 'loomdb'::pg_catalog.name"
-    )
+    rows = plpy.execute(EXTENSION_VERSION)
     held = rows[0]["extversion"] if rows.nrows() else None
     if held is not None and held != loomdb.__version__:
         plpy.warning(

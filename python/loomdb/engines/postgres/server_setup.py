@@ -18,6 +18,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from loomdb.engines.postgres.installed import EXTENSION_SCHEMA, EXTENSION_VERSION
 from loomdb.engines.postgres.venv import refuse_foreign_folder
 from loomdb.errors import LoomStateError
 
@@ -282,14 +283,6 @@ def add_native(dsn: str) -> list[str]:
     return added
 
 
-#: The loomdb version a database holds: catalog and operator named (a database's owner may
-#: set its search_path, ALTER DATABASE … SET, to put a schema of theirs before pg_catalog)
-EXTENSION_VERSION = (
-    "SELECT extversion FROM pg_catalog.pg_extension "
-    "WHERE extname OPERATOR(pg_catalog.=) 'loomdb'::pg_catalog.name"
-)
-
-
 def extension_version(dsn: str) -> str | None:
     """The version of loomdb the database of ``dsn`` holds (None: not created there)."""
     with connect(dsn, pinned=True) as conn:
@@ -469,14 +462,6 @@ def native_predict(dsn: str) -> bool:
             "WHERE p.proname = 'loom_predict' AND l.lanname = 'c')"
         ).fetchone()
     return bool(row and row[0])
-
-
-#: The schema the loomdb extension is in
-EXTENSION_SCHEMA = (
-    "SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n "
-    "ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
-    "WHERE e.extname OPERATOR(pg_catalog.=) 'loomdb'::pg_catalog.name"
-)
 
 
 def check_functions_run(dsn: str) -> dict[str, str]:
