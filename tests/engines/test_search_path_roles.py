@@ -227,3 +227,50 @@ def test_no_role_operator_runs_in_the_row_versions_check(roles, pg_dsn):
         alice.close()
         admin.close()
         bob.execute("DROP OPERATOR = (oid, regclass)")
+
+
+#: lookalikes of the loomdb functions ``loomdb sql``'s rewrites call: (name, arguments, returns)
+LOOKALIKES = [
+    ("loom_create_index", "text, text, text, text", "text"),
+    ("loom_reindex", "text", "text"),
+    ("loom_drop_index", "text", "text"),
+    ("loom_train", "text, text, text, text", "text"),
+    ("loom_predict", "text, double precision[]", "double precision"),
+]
+FRONTEND_SCRIPT = """
+CREATE INDEX sp_fe_ix ON pts USING mlweaving (x, z) WITH (label = y);
+REINDEX INDEX sp_fe_ix;
+REINDEX TABLE pts;
+CREATE INDEX sp_fe_m ON train_mlweaving('pts', 2);
+SELECT min(prediction) FROM infer_mlweaving(sp_fe_m, 'pts');
+DROP INDEX sp_fe_ix;
+"""
+
+
+def test_no_role_lookalike_runs_for_the_sql_front_end(roles, pg_dsn, capsys):
+    """``loomdb sql`` rewrites loomdb's statements into calls of its functions: called by name
+    alone, bob's functions of the same signatures in a schema before the extension's on alice's
+    search_path were the ones run, as alice."""
+    from loomdb.cli.run_sql import run_script
+
+    alice, bob, _ = roles
+    bob.execute("DELETE FROM ran")
+    for name, args, returns in LOOKALIKES:
+        bob.execute(
+            f"CREATE FUNCTION {name}({args}) RETURNS {returns} LANGUAGE plpgsql AS $$ BEGIN "  # type: ignore[arg-type]
+            f"INSERT INTO {SCHEMA}.ran VALUES (current_user, '{name}'); RETURN NULL; END $$"
+        )
+        bob.execute(f"GRANT EXECUTE ON FUNCTION {name}({args}) TO PUBLIC")  # type: ignore[arg-type]
+    dsn = f"{pg_dsn} user={ALICE} options='-csearch_path={SCHEMA},public'"
+    try:
+        done = run_script(FRONTEND_SCRIPT, duckdb_path=None, dsn=dsn, progress=False)
+        assert ran(bob) == [], f"bob's functions ran for alice: {ran(bob)}"
+        assert done == 0, capsys.readouterr().err
+        assert alice.execute("SELECT name FROM loom.models WHERE name = 'sp_fe_m'").fetchall()
+        alice.execute("SELECT loom_drop_index('sp_fe_ix')")  # bob's, called by name: the trap works
+        assert ran(bob) == [(ALICE, "loom_drop_index")]
+    finally:
+        for name, args, _ in LOOKALIKES:
+            bob.execute(f"DROP FUNCTION {name}({args})")  # type: ignore[arg-type]
+        alice.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'sp_fe_m'")
+        alice.execute("SELECT loom_drop_index(name) FROM loom.indexes WHERE name = 'sp_fe_ix'")

@@ -19,6 +19,9 @@ class FakeCatalog:
         self.indexes = set(indexes)
         self.asked: list[str] = []
 
+    def functions_schema(self):
+        return None
+
     def index_name(self, name):
         self.asked.append(name)
         return name if name in self.indexes else None
@@ -446,6 +449,53 @@ def test_postgres_reindex_table_also_rebuilds_the_loomdb_indexes_on_it(sql):
         "PERFORM loom_reindex('b')",
         "END",
     ]
+
+
+class SchemaCatalog(FakeCatalog):
+    """FakeCatalog whose loomdb functions are in schema ``lo"om`` (PostgreSQL: the
+    extension's), where every rewritten call must name them."""
+
+    def functions_schema(self):
+        return 'lo"om'
+
+
+def _loom_functions(sql, dialect):
+    """Each loomdb function a statement calls: ``(its schema identifier or None, name)``; a
+    ``DO`` block's ``PERFORM`` lines read as the SELECTs they are."""
+    if sql.startswith("DO "):
+        lines = [ln for ln in sql.splitlines() if ln.startswith("PERFORM ")]
+        return [c for ln in lines for c in _loom_functions("SELECT " + ln[8:-1], dialect)]
+    tree = sqlglot.parse_one(sql, read=dialect)
+    calls = [f for f in tree.find_all(exp.Anonymous) if f.name.startswith("loom_")]
+    return [(f.parent.this if isinstance(f.parent, exp.Dot) else None, f.name) for f in calls]
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+@pytest.mark.parametrize(
+    "sql, function",
+    [
+        ("CREATE INDEX i ON t1 USING toc (a) WITH (label = y)", "loom_create_index"),
+        ("DROP INDEX wi", "loom_drop_index"),
+        ("REINDEX INDEX wi", "loom_reindex"),
+        ("REINDEX TABLE t1", "loom_reindex"),
+        ("CREATE INDEX i ON create_mlweaving('t1')", "loom_create_index"),
+        ("CREATE INDEX m2 ON train_mlweaving('t1', 3)", "loom_train"),
+        ("SELECT * FROM infer_mlweaving(m, 't1')", "loom_predict"),
+        ("SELECT p.a FROM infer_mlweaving(m, 't1') AS p JOIN u ON true", "loom_predict"),
+    ],
+)
+def test_rewritten_calls_name_the_schema_of_loomdbs_functions(sql, function, dialect):
+    """PostgreSQL: a rewritten statement called loom_drop_index(…), loom_reindex(…)… by name
+    alone, so a function of that signature another role made in a schema earlier on the
+    caller's search_path ran instead, as the caller: each call names the schema the catalog
+    gives, quoted."""
+    called = _loom_functions(one(sql, dialect, SchemaCatalog()), dialect)
+    assert [name for _, name in called] == [function]
+    schema = called[0][0]
+    assert isinstance(schema, exp.Identifier) and schema.quoted
+    assert schema.name == SchemaCatalog().functions_schema()
+    # where the catalog names no schema (DuckDB), a call is the function's name alone
+    assert _loom_functions(one(sql, dialect), dialect) == [(None, function)]
 
 
 @pytest.mark.parametrize(

@@ -130,15 +130,14 @@ def run_postgres(dsn: str, bars: ProgressBars, runner: _Runner) -> int:
     import psycopg
 
     from loomdb.cli.connect import postgres
-    from loomdb.engines.postgres.client import PsycopgDatabase
+    from loomdb.engines.postgres.client import PgCatalog, PsycopgDatabase
     from loomdb.errors import LoomError
     from loomdb.frontend import pieces, rewritten
     from loomdb.frontend.steps import Script
-    from loomdb.store.sql_catalog import DbCatalog
 
     with postgres(dsn) as conn:
         conn.add_notice_handler(lambda d: bars.message(d.message_primary or ""))
-        catalog = DbCatalog(PsycopgDatabase(conn))
+        catalog = PgCatalog(PsycopgDatabase(conn))
 
         def execute(part: str) -> None:
             script = Script(

@@ -4,7 +4,8 @@
 each (:mod:`.rewrite`): loomdb's own forms — ``CREATE INDEX … USING mlweaving|toc|dense``
 (:mod:`.create_index`), DoppioDB's ``create_mlweaving`` / ``train_mlweaving`` /
 ``infer_mlweaving`` (:mod:`.doppio`), ``DROP INDEX`` / ``REINDEX INDEX`` of a loomdb index
-(:mod:`.maintenance`) — become calls of loomdb's SQL functions; every other statement is
+(:mod:`.maintenance`) — become calls of loomdb's SQL functions (named with the schema
+``Catalog.functions_schema`` gives: on PostgreSQL the extension's); every other statement is
 returned exactly as written.  ``statements`` does the same lazily, rewriting each statement only
 when the one before it has run (a script may create the index its next statement drops); the
 DuckDB connection and ``loomdb sql`` use it, or ``pieces`` and ``rewritten`` where the caller

@@ -13,6 +13,7 @@ matches them whatever their case (``catalog.index_spelled``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlglot import exp
@@ -20,6 +21,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomSyntaxError
+from loomdb.frontend.catalog import Catalog
 from loomdb.options import sql_number
 from loomdb.store.names import fold
 
@@ -52,10 +54,25 @@ def fold_names(tree: exp.Expression, tokens: list[Token], dialect: str) -> exp.E
     return tree
 
 
-def loom_call(function: str, *args: str | None, dialect: str) -> str:
-    """``SELECT function('a', …)``: each argument a SQL string literal, or NULL for None."""
+def loom_function(
+    function: str, args: Sequence[exp.Expression], catalog: Catalog | None
+) -> exp.Expression:
+    """A call of loomdb's SQL function ``function``: named with the schema loomdb's functions
+    are in where the catalog says calls must name it (PostgreSQL: the extension's, so that a
+    function of the same signature another role made in a schema earlier on the search_path
+    is never the one run), by its name alone otherwise (DuckDB; no catalog)."""
+    call = exp.Anonymous(this=function, expressions=list(args))
+    schema = catalog.functions_schema() if catalog is not None else None
+    if schema is None:
+        return call
+    return exp.Dot(this=exp.to_identifier(schema, quoted=True), expression=call)
+
+
+def loom_call(function: str, *args: str | None, dialect: str, catalog: Catalog | None) -> str:
+    """``SELECT function('a', …)`` (``loom_function``): each argument a SQL string literal, or
+    NULL for None."""
     values = [exp.null() if a is None else exp.Literal.string(a) for a in args]
-    call = exp.Anonymous(this=function, expressions=values)
+    call = loom_function(function, values, catalog)
     return exp.select(call).sql(dialect=dialect, normalize_functions=False)
 
 

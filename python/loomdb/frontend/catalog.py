@@ -12,6 +12,13 @@ from typing import Protocol
 class Catalog(Protocol):
     """The questions the rewrites need answered."""
 
+    def functions_schema(self) -> str | None:
+        """The schema a rewritten statement names loomdb's functions with (as the catalog
+        spells it; the front-end quotes it), or None where they are called by name alone.
+        PostgreSQL: the loomdb extension's schema, read when asked (a script may create the
+        extension before its loomdb statements); DuckDB: None."""
+        ...
+
     def index_name(self, name: str) -> str | None:
         """The loomdb index ``name`` (as the engine reads it in the statement) names, spelled as the
         catalog records it, or None when it names none."""

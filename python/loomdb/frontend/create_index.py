@@ -28,6 +28,7 @@ from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomSyntaxError
 from loomdb.frontend.calls import literal_value, loom_call, table_text
+from loomdb.frontend.catalog import Catalog
 from loomdb.options import with_value
 
 
@@ -168,7 +169,7 @@ def _with_options(params: exp.IndexParameters) -> dict[str, Any]:
     return options
 
 
-def create_index_call(tree: exp.Create, fmt: str, dialect: str) -> str:
+def create_index_call(tree: exp.Create, fmt: str, dialect: str, catalog: Catalog | None) -> str:
     """The ``loom_create_index`` call for a parsed ``CREATE INDEX … USING fmt``."""
     index = tree.this
     params = index.args["params"]
@@ -212,4 +213,5 @@ def create_index_call(tree: exp.Create, fmt: str, dialect: str) -> str:
         label,
         json.dumps(options),
         dialect=dialect,
+        catalog=catalog,
     )

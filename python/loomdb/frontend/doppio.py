@@ -45,7 +45,13 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from loomdb.errors import LoomNotFoundError, LoomStateError, LoomSyntaxError
-from loomdb.frontend.calls import fold_names, literal_value, loom_call, string_value
+from loomdb.frontend.calls import (
+    fold_names,
+    literal_value,
+    loom_call,
+    loom_function,
+    string_value,
+)
 from loomdb.frontend.catalog import Catalog
 from loomdb.frontend.create_index import create_properties
 
@@ -118,7 +124,13 @@ def doppio_call(tree: exp.Create, function: str, dialect: str, catalog: Catalog 
         if tree.args.get("exists"):
             options["if_not_exists"] = True
         return loom_call(
-            "loom_create_index", name, table, label, json.dumps(options), dialect=dialect
+            "loom_create_index",
+            name,
+            table,
+            label,
+            json.dumps(options),
+            dialect=dialect,
+            catalog=catalog,
         )
     index = _need(catalog, function).index_for(table, "mlweaving")
     if index is None:
@@ -129,7 +141,9 @@ def doppio_call(tree: exp.Create, function: str, dialect: str, catalog: Catalog 
     options = {"index": index, "model": "linear"}
     for key, node in zip(TRAIN_ARGUMENTS, args[1:]):
         options[key] = literal_value(node, f"{function}'s {key}")
-    return loom_call("loom_train", name, table, None, json.dumps(options), dialect=dialect)
+    return loom_call(
+        "loom_train", name, table, None, json.dumps(options), dialect=dialect, catalog=catalog
+    )
 
 
 def _source_table(text: str, dialect: str) -> exp.Table:
@@ -161,7 +175,7 @@ def _predicting_select(call: exp.Anonymous, dialect: str, catalog: Catalog | Non
     features = _need(catalog, INFER).model_features(model)
     _need(catalog, INFER).columns(text)  # a table that cannot be read: loomdb's error, a hint
     row = exp.Array(expressions=[exp.column(f, quoted=True) for f in features])
-    predict = exp.Anonymous(this="loom_predict", expressions=[exp.Literal.string(model), row])
+    predict = loom_function("loom_predict", [exp.Literal.string(model), row], catalog)
     return exp.select(exp.Star(), exp.alias_(predict, "prediction")).from_(table)
 
 

@@ -95,7 +95,7 @@ def drop_index_call(tree: exp.Drop, dialect: str, catalog: Catalog | None) -> st
             f"DROP INDEX {ours[0]} CASCADE: a loomdb index has no dependent objects to cascade to",
             hint=f"write DROP INDEX {ours[0]}",
         )
-    return loom_call("loom_drop_index", ours[0], dialect=dialect)
+    return loom_call("loom_drop_index", ours[0], dialect=dialect, catalog=catalog)
 
 
 def _drop_names(tokens: list[Token], dialect: str) -> list[list[str]]:
@@ -165,11 +165,13 @@ def _dollar_quoted(body: str) -> str:
     return f"${tag}${body}${tag}$"
 
 
-def _rebuilds(ours: list[str]) -> str:
+def _rebuilds(ours: list[str], catalog: Catalog) -> str:
     """``PERFORM loom_reindex('a');`` for each index, a ``DO`` block's lines."""
     return "".join(
         "PERFORM "
-        + loom_call("loom_reindex", name, dialect="postgres").removeprefix("SELECT ")
+        + loom_call("loom_reindex", name, dialect="postgres", catalog=catalog).removeprefix(
+            "SELECT "
+        )
         + ";\n"
         for name in ours
     )
@@ -199,7 +201,7 @@ def _postgres_reindex_table(
         return None
     if concurrently:
         raise _no_concurrently("TABLE", table, "on it", ours)
-    body = f"\nBEGIN\n{statement.strip()}\n;\n{_rebuilds(ours)}END\n"
+    body = f"\nBEGIN\n{statement.strip()}\n;\n{_rebuilds(ours, catalog)}END\n"
     return "DO " + _dollar_quoted(body)
 
 
@@ -213,7 +215,9 @@ def _reindex_table(table: str, dialect: str, catalog: Catalog) -> str:
             f"table {table} has no loomdb index to rebuild",
             hint="SELECT name, source FROM loom.indexes lists loomdb's indexes",
         )
-    return ";\n".join(loom_call("loom_reindex", name, dialect=dialect) for name in ours)
+    return ";\n".join(
+        loom_call("loom_reindex", name, dialect=dialect, catalog=catalog) for name in ours
+    )
 
 
 def _reindex_all(
@@ -238,13 +242,15 @@ def _reindex_all(
                 f"there is no loomdb index to rebuild {where}",
                 hint="SELECT name, source FROM loom.indexes lists loomdb's indexes",
             )
-        return ";\n".join(loom_call("loom_reindex", name, dialect=dialect) for name in ours)
+        return ";\n".join(
+            loom_call("loom_reindex", name, dialect=dialect, catalog=catalog) for name in ours
+        )
     if not ours:
         return None
     if concurrently:
         kind = "SCHEMA" if schema is not None else "DATABASE"
         raise _no_concurrently(kind, written, where, ours)
-    block = "DO " + _dollar_quoted(f"\nBEGIN\n{_rebuilds(ours)}END\n")
+    block = "DO " + _dollar_quoted(f"\nBEGIN\n{_rebuilds(ours, catalog)}END\n")
     return f"{statement.strip()};\n{block}"
 
 
@@ -288,7 +294,7 @@ def reindex_call(
     if kind == "INDEX" and parts is not None:
         found = _ours(parts, "REINDEX INDEX", catalog)
         if found is not None:
-            return loom_call("loom_reindex", found, dialect=dialect)
+            return loom_call("loom_reindex", found, dialect=dialect, catalog=catalog)
     elif kind == "TABLE" and parts is not None:
         table = text[rest[0].start : rest[-1].end + 1]
         if dialect == "duckdb":

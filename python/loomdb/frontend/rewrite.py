@@ -168,7 +168,7 @@ def _create(tree: exp.Expression, dialect: str, catalog: Catalog | None) -> str 
     if function is not None:
         return doppio_call(tree, function, dialect, catalog)
     fmt = index_format(tree)
-    return create_index_call(tree, fmt, dialect) if fmt is not None else None
+    return create_index_call(tree, fmt, dialect, catalog) if fmt is not None else None
 
 
 # statements sqlglot keeps as a command word and a string, which wrap a statement of their own

@@ -18,6 +18,11 @@ class DbCatalog:
     def __init__(self, db: Queryable):
         self.db = db
 
+    def functions_schema(self) -> str | None:
+        """None: DuckDB's loomdb functions are registered on the connection and called by
+        name.  PostgreSQL's client front-end uses ``engines.postgres.client.PgCatalog``."""
+        return None
+
     def index_name(self, name: str) -> str | None:
         """A loomdb index the front-end rewrites DROP/REINDEX of: not one PostgreSQL holds
         as an index relation (``CREATE INDEX … USING`` in psql), whose statements pass.  On

@@ -15,6 +15,9 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from loomdb.engines.postgres.dialect import column_kind, type_name
+from loomdb.engines.postgres.installed import EXTENSION_SCHEMA
+from loomdb.errors import LoomStateError
+from loomdb.store.sql_catalog import DbCatalog
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")
 
@@ -89,3 +92,21 @@ class PsycopgDatabase:
         with translated(), self.conn.cursor() as cur:
             cur.execute(f"SELECT * FROM {relation} LIMIT 0")
             return [(d.name, column_kind(d.type_code)) for d in cur.description]
+
+
+class PgCatalog(DbCatalog):
+    """The SQL front-end's catalog on PostgreSQL (``loomdb sql``): a rewritten statement names
+    loomdb's functions with the extension's schema, so that a function of the same signature
+    that another role made in a schema earlier on the caller's search_path (a "$user" schema,
+    or public where the extension is elsewhere) is never the one run, as the caller."""
+
+    def functions_schema(self) -> str | None:
+        rows = self.db.query(EXTENSION_SCHEMA)
+        if not rows:
+            raise LoomStateError(
+                "the loomdb extension is not installed in this database: loomdb's statements "
+                "(CREATE INDEX … USING, DROP INDEX, REINDEX of a loomdb index…) cannot run",
+                hint="a superuser runs loomdb pg install --dsn … on the server's machine "
+                "(or CREATE EXTENSION loomdb where it is installed)",
+            )
+        return str(rows[0][0])
