@@ -253,8 +253,9 @@ def test_no_role_lookalike_runs_for_the_sql_front_end(roles, pg_dsn, capsys):
     search_path were the ones run, as alice."""
     from loomdb.cli.run_sql import run_script
 
-    alice, bob, _ = roles
+    _, bob, _ = roles
     bob.execute("DELETE FROM ran")
+    alice = connect(pg_dsn, ALICE, SCHEMA)
     for name, args, returns in LOOKALIKES:
         bob.execute(
             f"CREATE FUNCTION {name}({args}) RETURNS {returns} LANGUAGE plpgsql AS $$ BEGIN "  # type: ignore[arg-type]
@@ -274,3 +275,4 @@ def test_no_role_lookalike_runs_for_the_sql_front_end(roles, pg_dsn, capsys):
             bob.execute(f"DROP FUNCTION {name}({args})")  # type: ignore[arg-type]
         alice.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'sp_fe_m'")
         alice.execute("SELECT loom_drop_index(name) FROM loom.indexes WHERE name = 'sp_fe_ix'")
+        alice.close()
