@@ -14,7 +14,10 @@ are those without them."""
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -276,3 +279,34 @@ def test_no_role_lookalike_runs_for_the_sql_front_end(roles, pg_dsn, capsys):
         alice.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'sp_fe_m'")
         alice.execute("SELECT loom_drop_index(name) FROM loom.indexes WHERE name = 'sp_fe_ix'")
         alice.close()
+
+
+def test_no_role_function_grants_loom_load_the_server_files(roles, pg_dsn):
+    """loom_load of a file checks that the caller holds pg_read_server_files: alice, who does
+    not, makes a ``pg_has_role(name, text, text)`` saying yes in her schema, a better match for
+    the check's literals than pg_catalog's ``(name, name, text)``: it must not be the one
+    asked, and the server's files stay unread."""
+    _, bob, _ = roles
+    bob.execute("DELETE FROM ran")
+    alice = connect(pg_dsn, ALICE, SCHEMA)
+    folder = Path(tempfile.mkdtemp(prefix="loomdb-svm-"))
+    folder.chmod(0o755)  # the server's process would read it, were the check passed
+    path = folder / "points.svm"
+    path.write_text("1 1:0.5 2:1.5\n0 1:1.0\n")
+    path.chmod(0o644)
+    alice.execute(
+        "CREATE FUNCTION pg_has_role(name, text, text) RETURNS boolean LANGUAGE plpgsql AS $$ "
+        f"BEGIN INSERT INTO {SCHEMA}.ran VALUES (current_user, 'pg_has_role'); "  # type: ignore[arg-type]
+        "RETURN true; END $$"
+    )
+    try:
+        with pytest.raises(psycopg.Error, match="needs the pg_read_server_files role"):
+            alice.execute(f"SELECT loom_load('libsvm', '{path}', 'sp_loaded')")  # type: ignore[arg-type]
+        assert alice.execute("SELECT pg_catalog.to_regclass('sp_loaded')").fetchone() == (None,)
+        alice.execute("SELECT pg_has_role(current_user, 'pg_read_server_files', 'MEMBER')")
+        assert ran(bob) == [(ALICE, "pg_has_role")]  # hers, where named: the trap works
+    finally:
+        alice.execute("DROP FUNCTION pg_has_role(name, text, text)")
+        alice.execute("DROP TABLE IF EXISTS sp_loaded")
+        alice.close()
+        shutil.rmtree(folder)

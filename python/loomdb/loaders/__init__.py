@@ -185,7 +185,13 @@ def loom_load(db: Target, kind: str, path: str, table: str, options: str | None)
     import json
 
     if db.dialect == "postgres" and get(kind).reads_files:
-        allowed = db.query("SELECT pg_has_role(current_user, 'pg_read_server_files', 'MEMBER')")
+        # pg_catalog's, with its exact argument types: named alone, a pg_has_role(name, text,
+        # text) on the caller's search_path, which the caller may create, is the better match
+        # for the literals and would let it read the server's files without the role
+        allowed = db.query(
+            "SELECT pg_catalog.pg_has_role(CURRENT_USER, "
+            "CAST('pg_read_server_files' AS pg_catalog.name), CAST('MEMBER' AS pg_catalog.text))"
+        )
         if not (allowed and allowed[0][0]):
             raise LoomStateError(
                 "loom_load reads files on the database server: that needs the "
