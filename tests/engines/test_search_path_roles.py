@@ -310,3 +310,30 @@ def test_no_role_function_grants_loom_load_the_server_files(roles, pg_dsn):
         alice.execute("DROP TABLE IF EXISTS sp_loaded")
         alice.close()
         shutil.rmtree(folder)
+
+
+def test_no_role_current_schema_chooses_where_a_model_is_deployed(roles, pg_dsn):
+    """loom_deploy makes its function in the current schema: where pg_catalog comes after a
+    schema bob creates in on alice's search_path (as a database's owner may set it), bob's
+    ``current_schema()`` there must not be what loomdb asks."""
+    _, bob, _ = roles
+    bob.execute("DELETE FROM ran")
+    bob.execute(
+        "CREATE FUNCTION current_schema() RETURNS name LANGUAGE plpgsql AS $$ BEGIN "
+        f"INSERT INTO {SCHEMA}.ran VALUES (current_user, 'current_schema'); "  # type: ignore[arg-type]
+        "RETURN pg_catalog.current_schema(); END $$"
+    )
+    alice = connect(pg_dsn, ALICE, SCHEMA)
+    alice.execute(f"SET search_path = {SCHEMA}, pg_catalog, public")  # type: ignore[arg-type]
+    options = json.dumps({"model": "logistic", "epochs": 2, "replace": True})
+    try:
+        alice.execute(f"SELECT loom_train('sp_cs', 'pts', 'y', '{options}')")  # type: ignore[arg-type]
+        made = json.loads(alice.execute("SELECT loom_deploy('sp_cs')").fetchone()[0])  # type: ignore[index]
+        assert ran(bob) == [], f"bob's current_schema ran for alice: {ran(bob)}"
+        assert made["functions"] == [f"{SCHEMA}.predict_sp_cs(x, z)"]
+        alice.execute("SELECT current_schema()")
+        assert ran(bob) == [(ALICE, "current_schema")]  # bob's, where named: the trap works
+    finally:
+        alice.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'sp_cs'")
+        alice.close()
+        bob.execute(f"DROP FUNCTION {SCHEMA}.current_schema()")  # type: ignore[arg-type]

@@ -30,7 +30,7 @@ from loomdb.learn.model import LinearModel
 from loomdb.options import AnyOf, Boolean, Choices, Interval, Option, Options, Text, parse_json
 from loomdb.store import catalog
 from loomdb.store import encoding as encodings
-from loomdb.store.names import check_name, quote_ident
+from loomdb.store.names import builtin, check_name, quote_ident
 
 OPTIONS = Options(
     "loom_deploy",
@@ -130,7 +130,9 @@ def _refuse_catalog_schema(db: Any, schema: str) -> None:
 
 
 def _current_schema(db: Any) -> str:
-    rows = db.query("SELECT current_schema()")
+    # pg_catalog's: a database's owner may put pg_catalog after a schema others create in on
+    # the search_path (ALTER DATABASE … SET), where their current_schema() would be chosen
+    rows = db.query(f"SELECT {builtin('current_schema', db.dialect)}()")
     if not rows or rows[0][0] is None:
         raise LoomStateError(
             "there is no current schema to deploy into", hint='name one: {"schema": "…"}'
