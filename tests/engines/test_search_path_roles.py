@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from support.roles import connect, names, two_roles
 
@@ -337,3 +338,48 @@ def test_no_role_current_schema_chooses_where_a_model_is_deployed(roles, pg_dsn)
         alice.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'sp_cs'")
         alice.close()
         bob.execute(f"DROP FUNCTION {SCHEMA}.current_schema()")  # type: ignore[arg-type]
+
+
+def test_no_role_overload_beside_loom_predict_runs_for_infer_mlweaving(roles, pg_dsn):
+    """Where others may create in the extension's schema (public on PostgreSQL 14 and
+    earlier), bob's ``loom_predict(text, integer[])`` there is a better match for
+    ``ARRAY[integer columns]`` than the extension's ``(text, double precision[])``: the
+    ``loom_predict`` that ``infer_mlweaving`` becomes must pass its array as the latter."""
+    from loomdb.cli.run_sql import run_script
+    from loomdb.engines.postgres.installed import EXTENSION_SCHEMA
+
+    _, bob, _ = roles
+    bob.execute("DELETE FROM ran")
+    admin = connect(pg_dsn, "postgres", SCHEMA)
+    alice = connect(pg_dsn, ALICE, SCHEMA)
+    home = sql.Identifier(admin.execute(EXTENSION_SCHEMA).fetchone()[0])  # type: ignore[arg-type,index]
+    lookalike = sql.SQL("{}.loom_predict(text, integer[])").format(home)
+    admin.execute(sql.SQL("GRANT CREATE ON SCHEMA {} TO {}").format(home, sql.Identifier(BOB)))
+    bob.execute(
+        sql.SQL(
+            "CREATE FUNCTION {} RETURNS double precision LANGUAGE plpgsql AS $$ BEGIN "
+            "INSERT INTO {}.ran VALUES (current_user, 'loom_predict'); RETURN 0; END $$"
+        ).format(lookalike, sql.Identifier(SCHEMA))
+    )
+    bob.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO PUBLIC").format(lookalike))
+    alice.execute(
+        "CREATE TABLE ints AS SELECT g AS a, g % 7 AS b, g % 2 AS y "
+        "FROM pg_catalog.generate_series(1, 100) AS g"
+    )
+    dsn = f"{pg_dsn} user={ALICE} options='-csearch_path={SCHEMA},public'"
+    try:
+        alice.execute("""SELECT loom_train('sp_int', 'ints', 'y', '{"epochs": 2}')""")
+        script = "SELECT min(prediction) FROM infer_mlweaving(sp_int, 'ints')"
+        assert run_script(script, duckdb_path=None, dsn=dsn, progress=False) == 0
+        assert ran(bob) == [], f"bob's loom_predict ran for alice: {ran(bob)}"
+        alice.execute("SELECT loom_predict('sp_int', ARRAY[a, b]) FROM ints")  # the trap works
+        assert ran(bob) == [(ALICE, "loom_predict")]
+    finally:
+        bob.execute(sql.SQL("DROP FUNCTION {}").format(lookalike))
+        admin.execute(
+            sql.SQL("REVOKE CREATE ON SCHEMA {} FROM {}").format(home, sql.Identifier(BOB))
+        )
+        alice.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'sp_int'")
+        alice.execute("DROP TABLE ints")
+        for conn in (alice, admin):
+            conn.close()

@@ -211,6 +211,8 @@ def test_train_options_round_trip_through_json(sql, dialect, options):
     assert json.loads(text) == {"index": "wi", "model": "linear", **options}
 
 
+#: the feature array infer_mlweaving passes loom_predict (PostgreSQL: as its exact type)
+ROW = {"duckdb": '["a", "b""c"]', "postgres": 'CAST(ARRAY["a", "b""c"] AS DOUBLE PRECISION[])'}
 INFER = [
     (
         "SELECT * FROM infer_mlweaving(m, 't1', 3)",
@@ -220,7 +222,7 @@ INFER = [
     (
         "SELECT * FROM infer_mlweaving(m, 't1', 3)",
         "postgres",
-        """SELECT *, loom_predict('m', ARRAY["a", "b""c"]) AS prediction FROM t1""",
+        f"""SELECT *, loom_predict('m', {ROW["postgres"]}) AS prediction FROM t1""",
     ),
     (
         "select * from infer_mlweaving('m', 's.t1')",
@@ -230,7 +232,7 @@ INFER = [
     (
         "SELECT count(*) FROM (SELECT * FROM infer_mlweaving(m, 't1', 2)) AS q",
         "postgres",
-        """SELECT count(*) FROM (SELECT *, loom_predict('m', ARRAY["a", "b""c"]) AS """
+        f"""SELECT count(*) FROM (SELECT *, loom_predict('m', {ROW["postgres"]}) AS """
         """prediction FROM t1) AS q""",
     ),
     (
@@ -243,7 +245,7 @@ INFER = [
         "CREATE TABLE p AS SELECT id, prediction FROM infer_mlweaving(m, 't1') AS x",
         "postgres",
         """CREATE TABLE p AS SELECT id, prediction FROM (SELECT *, loom_predict('m', """
-        """ARRAY["a", "b""c"]) AS prediction FROM t1) AS x""",
+        f"""{ROW["postgres"]}) AS prediction FROM t1) AS x""",
     ),
 ]
 
@@ -271,7 +273,7 @@ def test_infer_mlweaving_inside_explain_or_prepare_is_rewritten(wrapper, dialect
         assert one(other, dialect) == other  # the engine's to judge
 
 
-PREDICTING = """(SELECT *, loom_predict('m', {array}["a", "b""c"]) AS prediction FROM t1{sample})"""
+PREDICTING = """(SELECT *, loom_predict('m', {row}) AS prediction FROM t1{sample})"""
 
 
 @pytest.mark.parametrize(
@@ -300,8 +302,7 @@ def test_infer_mlweaving_keeps_the_rest_of_the_statement_as_written(
     join = " JOIN " if "USING" in after else ""
     call = f"infer_mlweaving(m, 't1'){alias}{sample}"
     statement = f"{sql} FROM {before}{join}{call}{after}".replace("c,  JOIN", "c JOIN")
-    array = "ARRAY" if dialect == "postgres" else ""
-    expected = statement.replace(call, PREDICTING.format(array=array, sample=sample) + clause)
+    expected = statement.replace(call, PREDICTING.format(row=ROW[dialect], sample=sample) + clause)
     assert one(statement, dialect) == expected
 
 

@@ -10,7 +10,8 @@
                          '{"index": "<t1's mlweaving index>", "model": "linear", "epochs": …}')
 
     SELECT * FROM infer_mlweaving(m, 't1' [, label_index])
-    →  SELECT *, loom_predict('m', [f1, f2, …]) AS prediction FROM t1     -- ARRAY[…] in psql
+    →  SELECT *, loom_predict('m', [f1, f2, …]) AS prediction FROM t1
+                                   -- psql: CAST(ARRAY[…] AS DOUBLE PRECISION[])
 
 Where loomdb departs from DoppioDB, and why:
 
@@ -174,7 +175,11 @@ def _predicting_select(call: exp.Anonymous, dialect: str, catalog: Catalog | Non
     table = _source_table(text, dialect)
     features = _need(catalog, INFER).model_features(model)
     _need(catalog, INFER).columns(text)  # a table that cannot be read: loomdb's error, a hint
-    row = exp.Array(expressions=[exp.column(f, quoted=True) for f in features])
+    row: exp.Expression = exp.Array(expressions=[exp.column(f, quoted=True) for f in features])
+    if dialect == "postgres":  # loom_predict's own type: ARRAY[integer columns] is integer[],
+        # for which a loom_predict(text, integer[]) another role made beside the extension's
+        # (where others may create: public on PostgreSQL 14) would be the better match
+        row = exp.cast(row, exp.DataType.build("DOUBLE PRECISION[]", dialect=dialect))
     predict = loom_function("loom_predict", [exp.Literal.string(model), row], catalog)
     return exp.select(exp.Star(), exp.alias_(predict, "prediction")).from_(table)
 
