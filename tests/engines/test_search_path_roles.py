@@ -386,3 +386,37 @@ def test_no_role_overload_beside_loom_predict_runs_for_infer_mlweaving(roles, pg
         alice.execute("DROP TABLE ints")
         for conn in (alice, admin):
             conn.close()
+
+
+def test_no_role_lookalike_runs_for_loomdb_plot(roles, pg_dsn, tmp_path):
+    """``loomdb plot --dsn`` reads a model's epochs with loom_training_info: called by name
+    alone, bob's of the same signature in a schema before the extension's on alice's
+    search_path was the one run, as alice."""
+    from loomdb.cli.main import main
+
+    _, bob, _ = roles
+    bob.execute("DELETE FROM ran")
+    alice = connect(pg_dsn, ALICE, SCHEMA)
+    columns = (
+        "epoch integer, loss double precision, validation_loss double precision, "
+        '"precision" integer, rows bigint, bytes bigint, seconds double precision, '
+        "lr double precision"
+    )
+    bob.execute(
+        f"CREATE FUNCTION loom_training_info(model text) RETURNS TABLE ({columns}) "  # type: ignore[arg-type]
+        f"LANGUAGE plpgsql AS $$ BEGIN INSERT INTO {SCHEMA}.ran VALUES "
+        "(current_user, 'loom_training_info'); RETURN; END $$"
+    )
+    bob.execute("GRANT EXECUTE ON FUNCTION loom_training_info(text) TO PUBLIC")
+    dsn = f"{pg_dsn} user={ALICE} options='-csearch_path={SCHEMA},public'"
+    try:
+        alice.execute("""SELECT loom_train('sp_plot', 'pts', 'y', '{"epochs": 2}')""")
+        assert main(["plot", "sp_plot", "--dsn", dsn, "-o", str(tmp_path / "p.png")]) == 0
+        assert ran(bob) == [], f"bob's loom_training_info ran for alice: {ran(bob)}"
+        assert (tmp_path / "p.png").stat().st_size > 0
+        alice.execute("SELECT * FROM loom_training_info('sp_plot')")  # the trap works
+        assert ran(bob) == [(ALICE, "loom_training_info")]
+    finally:
+        bob.execute(f"DROP FUNCTION {SCHEMA}.loom_training_info(text)")  # type: ignore[arg-type]
+        alice.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'sp_plot'")
+        alice.close()

@@ -17,10 +17,7 @@ from typing import Any
 
 from loomdb.errors import LoomNotFoundError, LoomOptionError, LoomStateError
 
-QUERY = (
-    "SELECT epoch, loss, validation_loss, precision FROM loom_training_info('{model}') "
-    "ORDER BY epoch"
-)
+QUERY = "SELECT epoch, loss, validation_loss, precision FROM {function}('{model}') ORDER BY epoch"
 
 
 @dataclass
@@ -36,13 +33,17 @@ class Curve:
         return len({p for p in self.precision if p is not None}) > 1
 
 
-def curves(rows_of: Any, models: Sequence[str]) -> list[Curve]:
-    """``rows_of(sql)`` runs a query on the chosen engine; one curve per model."""
+def curves(
+    rows_of: Any, models: Sequence[str], function: str = "loom_training_info"
+) -> list[Curve]:
+    """``rows_of(sql)`` runs a query on the chosen engine; one curve per model, read with
+    ``function`` (loom_training_info as the engine must call it: PostgreSQL's named with the
+    extension's schema)."""
     from loomdb.store.names import check_name
 
     out = []
     for model in models:
-        rows = rows_of(QUERY.format(model=check_name(model, "model")))
+        rows = rows_of(QUERY.format(function=function, model=check_name(model, "model")))
         if not rows:
             raise LoomStateError(
                 f"model '{model}' has no recorded epochs", hint="train it with loom_train"
@@ -134,10 +135,13 @@ def run_plot(args: argparse.Namespace) -> int:
             con.close()
     else:
         from loomdb.cli.connect import postgres
-        from loomdb.engines.postgres.client import PsycopgDatabase
+        from loomdb.engines.postgres.client import PsycopgDatabase, extension_schema
+        from loomdb.store.names import quote_ident
 
         with postgres(args.dsn) as conn:
-            found = curves(PsycopgDatabase(conn).query, args.models)
+            db = PsycopgDatabase(conn)
+            function = f"{quote_ident(extension_schema(db))}.loom_training_info"
+            found = curves(db.query, args.models, function)
     draw(found, path, args.title)
     print(path)
     return 0

@@ -94,19 +94,27 @@ class PsycopgDatabase:
             return [(d.name, column_kind(d.type_code)) for d in cur.description]
 
 
+def extension_schema(db: PsycopgDatabase) -> str:
+    """The schema the loomdb extension's functions are in, for calls that name it: by name
+    alone, a function of the same signature that another role made in a schema earlier on the
+    caller's search_path (a "$user" schema, or public where the extension is elsewhere) would
+    be the one run, as the caller.  LoomStateError where the extension is not created."""
+    rows = db.query(EXTENSION_SCHEMA)
+    if not rows:
+        raise LoomStateError(
+            "the loomdb extension is not installed in this database: loomdb's functions "
+            "cannot be called",
+            hint="a superuser runs loomdb pg install --dsn … on the server's machine "
+            "(or CREATE EXTENSION loomdb where it is installed)",
+        )
+    return str(rows[0][0])
+
+
 class PgCatalog(DbCatalog):
     """The SQL front-end's catalog on PostgreSQL (``loomdb sql``): a rewritten statement names
-    loomdb's functions with the extension's schema, so that a function of the same signature
-    that another role made in a schema earlier on the caller's search_path (a "$user" schema,
-    or public where the extension is elsewhere) is never the one run, as the caller."""
+    loomdb's functions with the extension's schema (:func:`extension_schema`)."""
+
+    db: PsycopgDatabase
 
     def functions_schema(self) -> str | None:
-        rows = self.db.query(EXTENSION_SCHEMA)
-        if not rows:
-            raise LoomStateError(
-                "the loomdb extension is not installed in this database: loomdb's statements "
-                "(CREATE INDEX … USING, DROP INDEX, REINDEX of a loomdb index…) cannot run",
-                hint="a superuser runs loomdb pg install --dsn … on the server's machine "
-                "(or CREATE EXTENSION loomdb where it is installed)",
-            )
-        return str(rows[0][0])
+        return extension_schema(self.db)
