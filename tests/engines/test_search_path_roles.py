@@ -10,9 +10,9 @@ take another type, and ``to_jsonb(<alice's row type>)`` (the row forms of predic
 records who ran it in bob's table.  alice trains and predicts with the row forms, then a
 superuser does the same on alice's table: none of bob's functions may run, and the results
 are those without them.  Later tests plant what other loomdb SQL would pick: lookalike
-``loom_*`` functions before the extension's schema (``loomdb sql``'s rewrites) and a
-``loom_predict(text, integer[])`` in it (``infer_mlweaving``), a ``pg_has_role`` saying yes
-(``loom_load``'s check) and a ``current_schema()`` ahead of pg_catalog (``loom_deploy``)."""
+``loom_*`` functions before the extension's schema (``loomdb sql``'s rewrites, ``loomdb plot``)
+and a ``loom_predict(text, integer[])`` in it (``infer_mlweaving``), a ``pg_has_role`` saying
+yes (``loom_load``'s check) and a ``current_schema()`` ahead of pg_catalog (``loom_deploy``)."""
 
 from __future__ import annotations
 
