@@ -10,6 +10,7 @@ that need the shared datasets.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,28 @@ def engine(request) -> Iterator[Engine]:
         e = PgEngine(request.getfixturevalue("pg_dsn"))
     yield e
     e.close()
+
+
+LOOMDB_SQL = [sys.executable, "-m", "loomdb.cli.main", "sql", "-q", "--keep-going", "--echo"]
+DEMO = Path(__file__).resolve().parents[1] / "sql" / "demo.sql"
+
+
+def sql_env(**extra: str) -> dict[str, str]:
+    """The environment ``loomdb sql`` and psql run in: UTF-8 output, plus ``extra``."""
+    env = dict(os.environ, PYTHONIOENCODING="utf-8", PGCLIENTENCODING="UTF8")
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def demo_on_duckdb(tmp_path_factory) -> tuple[list[str], subprocess.CompletedProcess]:
+    """``sql/demo.sql`` run once by ``loomdb sql`` on a fresh DuckDB file: the command and
+    what it did.  The demo is the suite's slowest script: this one run is the output
+    test_sql_regression pins and the first of the two runs on one file test_cli compares."""
+    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    cmd = [*LOOMDB_SQL, "--duckdb", str(path), "-f", str(DEMO)]
+    done = subprocess.run(cmd, capture_output=True, encoding="utf-8", env=sql_env(), timeout=600)
+    return cmd, done
 
 
 @pytest.fixture(scope="session")

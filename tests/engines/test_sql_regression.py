@@ -45,22 +45,20 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import need
+from conftest import DEMO, LOOMDB_SQL, need, sql_env
 from loomdb.cli.output import render
 
 SQL = Path(__file__).resolve().parents[1] / "sql"
 EXPECTED = SQL / "expected"
 SCRIPTS = {p.stem: p for p in SQL.glob("*.sql")}
-SCRIPTS["demo"] = SQL.parents[1] / "sql" / "demo.sql"  # the README's demo, pinned the same way
+SCRIPTS["demo"] = DEMO  # the README's demo, pinned the same way
 FEATURES = sorted(SCRIPTS)
 RUNS = ("duckdb", "postgres", "loomdb-postgres")
-LOOMDB_SQL = [sys.executable, "-m", "loomdb.cli.main", "sql", "-q", "--keep-going", "--echo"]
 PSQL_OPTIONS = ["-X", "-a", "-q", "-v", "ON_ERROR_STOP=0", "-v", "SHOW_CONTEXT=never"]
 TIMEOUT_S = 600
 
@@ -103,17 +101,15 @@ def _run(cmd: list[str], *, stdin_path: Path | None = None, env: dict[str, str])
             timeout=TIMEOUT_S,
         )
     out = done.stdout.decode("utf-8")
+    err = done.stderr.decode("utf-8", "replace") if done.stderr else ""
+    return _ran(cmd, done.returncode, out, err)
+
+
+def _ran(cmd: list[str], returncode: int, out: str, err: str) -> str:
+    """``out``, once the command is seen to have run its script to the end."""
     # loomdb sql --keep-going: 3 when a statement failed (the scripts pin errors on purpose)
-    assert done.returncode in (0, 3), f"{cmd[:6]} exited {done.returncode}:\n{out[-3000:]}" + (
-        done.stderr.decode("utf-8", "replace")[-3000:] if done.stderr else ""
-    )
+    assert returncode in (0, 3), f"{cmd[:6]} exited {returncode}:\n{out[-3000:]}" + err[-3000:]
     return out
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ, PYTHONIOENCODING="utf-8", PGCLIENTENCODING="UTF8")
-    env.update(extra)
-    return env
 
 
 def check(feature: str, run: str, actual: str) -> None:
@@ -145,7 +141,11 @@ def check(feature: str, run: str, actual: str) -> None:
 
 
 @pytest.mark.parametrize("feature", FEATURES)
-def test_duckdb(feature, tmp_path):
+def test_duckdb(feature, tmp_path, request):
+    if feature == "demo":  # run once for this test and test_cli's (conftest.demo_on_duckdb)
+        cmd, done = request.getfixturevalue("demo_on_duckdb")
+        check(feature, "duckdb", _ran(cmd, done.returncode, done.stdout, done.stderr))
+        return
     out = _run(
         [
             *LOOMDB_SQL,
@@ -154,7 +154,7 @@ def test_duckdb(feature, tmp_path):
             "-f",
             str(SCRIPTS[feature]),
         ],
-        env=_env(),
+        env=sql_env(),
     )
     check(feature, "duckdb", out)
 
@@ -178,7 +178,7 @@ def pg_sandbox(dsn: str, feature: str) -> Iterator[dict[str, str]]:
         conn.execute(f'CREATE SCHEMA "{schema}"')  # type: ignore[arg-type]
         options = f"-c search_path={schema},public -c client_min_messages=warning -c lc_messages=C"
         try:
-            yield _env(PGOPTIONS=options)
+            yield sql_env(PGOPTIONS=options)
         finally:  # the schema first: its CREATE INDEX … USING indexes go with their relations
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # type: ignore[arg-type]
             now_models, now_indexes = _catalog(conn)
@@ -230,7 +230,7 @@ def test_loomdb_sql_on_postgres(feature, pg_dsn):
 def test_keep_going_prints_errors_in_order_and_exits_3(tmp_path):
     script = "SELECT 1 AS a; SELECT loom_train('m', 't', 'y', '{\"epoch\": 1}'); SELECT 2 AS b"
     cmd = [*LOOMDB_SQL, "--duckdb", str(tmp_path / "k.duckdb"), "-c", script]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=TIMEOUT_S)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=sql_env(), timeout=TIMEOUT_S)
     assert done.returncode == 3, done.stderr
     lines = done.stdout.splitlines()
     error = lines.index("ERROR:  unknown loom_train option 'epoch'")
@@ -238,7 +238,7 @@ def test_keep_going_prints_errors_in_order_and_exits_3(tmp_path):
     assert lines.index("SELECT 1 AS a;") < lines.index(" 1") < error < lines.index(" 2")
     # without --keep-going the first error ends the run, on stderr
     plain = [a for a in cmd if a not in ("--keep-going", "--echo")]
-    done = subprocess.run(plain, capture_output=True, text=True, env=_env(), timeout=TIMEOUT_S)
+    done = subprocess.run(plain, capture_output=True, text=True, env=sql_env(), timeout=TIMEOUT_S)
     assert done.returncode == 3 and " 2" not in done.stdout.splitlines()
     assert "HINT:  did you mean 'epochs'?" in done.stderr
 
