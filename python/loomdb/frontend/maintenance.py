@@ -209,10 +209,15 @@ def _reindex_table(table: str, dialect: str, catalog: Catalog) -> str:
     """``REINDEX TABLE table`` on DuckDB: a ``loom_reindex`` call of each loomdb index on it,
     one statement each (each rebuild commits on its own; what ran is said if one fails:
     ``steps.Script``); none is refused."""
-    ours = catalog.indexes_on(table)
+    return _each_rebuilt(catalog.indexes_on(table), f"on table {table}", dialect, catalog)
+
+
+def _each_rebuilt(ours: list[str], where: str, dialect: str, catalog: Catalog) -> str:
+    """DuckDB: one ``loom_reindex`` statement for each of ``ours``, the loomdb indexes
+    ``where``; none is refused."""
     if not ours:
         raise _no_reindex(
-            f"table {table} has no loomdb index to rebuild",
+            f"there is no loomdb index to rebuild {where}",
             hint="SELECT name, source FROM loom.indexes lists loomdb's indexes",
         )
     return ";\n".join(
@@ -237,14 +242,7 @@ def _reindex_all(
     ours = catalog.indexes_in(schema)
     where = f"in schema {schema}" if schema is not None else "in this database"
     if dialect == "duckdb":
-        if not ours:
-            raise _no_reindex(
-                f"there is no loomdb index to rebuild {where}",
-                hint="SELECT name, source FROM loom.indexes lists loomdb's indexes",
-            )
-        return ";\n".join(
-            loom_call("loom_reindex", name, dialect=dialect, catalog=catalog) for name in ours
-        )
+        return _each_rebuilt(ours, where, dialect, catalog)
     if not ours:
         return None
     if concurrently:
