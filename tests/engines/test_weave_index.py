@@ -205,3 +205,60 @@ def test_regression_labels_keep_float64_precision(engine):
     # 2^-32 steps move the mse by ~1e-5 of itself; float32 labels moved it by orders
     for metric in ("mse", "r2"):
         assert on_index[metric] == pytest.approx(on_source[metric], rel=1e-4), metric
+
+
+# Each engine's one-time shuffle of row numbers 1..n (the default seed, 42), as its layout reads
+# a source: row k of the read is the source's row ORDER[engine][k].
+ORDER = {
+    "duckdb": "SELECT rn FROM range(1, {n} + 1) t(rn) ORDER BY hash(rn, 42), rn",
+    "postgres": "SELECT rn FROM pg_catalog.generate_series(1::int8, {n}::int8) rn "
+    "ORDER BY pg_catalog.hashint8extended(rn, 42::int8), rn",
+}
+
+
+def _order(engine, n: int) -> np.ndarray:
+    return np.asarray([r[0] for r in engine.rows(ORDER[engine.name].format(n=n))]) - 1
+
+
+def _models(engine, X, y) -> dict[int, tuple]:
+    """Coefficients, intercept and each epoch's loss of a default train at 32 and at 4 bits."""
+    engine.load("same", X, y)
+    engine.scalar("SELECT loom_create_index('same_i', 'same', 'y', '{\"format\": \"mlweaving\"}')")
+    out = {}
+    for s in (32, 4):
+        opts = json.dumps({"index": "same_i", "model": "linear", "precision": s, "progress": False})
+        engine.scalar(f"SELECT loom_train('same{s}', NULL, 'y', '{opts}')")
+        coef, intercept, history = engine.rows(
+            f"SELECT coefficients, intercept, history FROM loom.models WHERE name = 'same{s}'"
+        )[0]
+        losses = [h["loss"] for h in json.loads(history)]
+        out[s] = (np.asarray(json.loads(coef)), json.loads(intercept), losses)
+    return out
+
+
+def test_the_same_minibatches_train_the_same_model_on_both_engines(pg_dsn):
+    """The engines shuffle a source with hashes of their own (README: Shuffles differ by
+    engine), and an early stop's epoch depends on the minibatches: the default seed's DuckDB
+    shuffle of 2,000 MNIST rows stopped after 312 epochs, PostgreSQL's after 163, at the same
+    time an epoch.  Stored so that DuckDB reads them in PostgreSQL's order, the rows train
+    the same model on both, bit for bit, in as many epochs: the two engines' trains of an
+    mlweaving index differ in the order of their rows and in nothing else."""
+    from support.engines import DuckEngine, PgEngine
+
+    rng = np.random.default_rng(11)
+    X = rng.uniform(0.0, 255.0, size=(1500, 12))
+    y = X @ rng.normal(size=12) + rng.normal(size=1500)
+    duck, other, pg = DuckEngine(), DuckEngine(), PgEngine(pg_dsn)
+    try:
+        wanted, duck_reads = _order(pg, len(y)), _order(duck, len(y))
+        stored = np.empty(len(y), dtype=np.int64)
+        stored[duck_reads] = wanted  # DuckDB's k-th read row holds PostgreSQL's k-th
+        on_pg, on_duck = _models(pg, X, y), _models(duck, X[stored], y[stored])
+        as_is = _models(other, X, y)  # stored as PostgreSQL stores them: other minibatches
+    finally:
+        for engine in (duck, other, pg):
+            engine.close()
+    for s in (32, 4):
+        assert np.array_equal(on_duck[s][0], on_pg[s][0]), s
+        assert on_duck[s][1:] == on_pg[s][1:], s  # the intercept, every epoch's loss
+        assert not np.array_equal(as_is[s][0], on_pg[s][0]), s
