@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from loomdb.errors import LoomError
+
+Fill = Callable[[argparse.ArgumentParser], None]
+Handler = Callable[[argparse.Namespace], int]
 
 
 def _sql(args: argparse.Namespace) -> int:
@@ -45,6 +49,24 @@ def _pg(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pg_prepare(args: argparse.Namespace) -> int:
+    from loomdb.engines.postgres import install
+
+    return install.run_prepare(args)
+
+
+def _load(args: argparse.Namespace) -> int:
+    from loomdb.cli.load import run_load
+
+    return run_load(args)
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from loomdb.cli.plot import run_plot
+
+    return run_plot(args)
+
+
 def _bench(args: argparse.Namespace) -> int:
     from loomdb.cli.bench import run_suite
 
@@ -64,11 +86,35 @@ def _fuzz(args: argparse.Namespace) -> int:
     return fuzz(args)
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="loomdb", description="in-database machine learning")
-    sub = p.add_subparsers(dest="cmd", required=True)
+class _Subcommand(argparse.ArgumentParser):
+    """A subcommand's parser whose arguments ``fill`` adds only when it parses or prints its
+    help: every ``loomdb`` process builds all the subcommands' parsers, and what one of them
+    needs for its arguments (the PostgreSQL installer and psycopg, the loaders' entry points,
+    the fuzzer) must not be imported by the others."""
 
-    s = sub.add_parser("sql", help="run SQL through loomdb's front-end, like psql")
+    def __init__(self, *args: Any, fill: Fill | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fill = fill
+
+    def _filled(self) -> None:
+        fill, self._fill = self._fill, None
+        if fill is not None:
+            fill(self)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._filled()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._filled()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._filled()
+        return super().format_help()
+
+
+def _sql_arguments(s: argparse.ArgumentParser) -> None:
     where = s.add_mutually_exclusive_group(required=True)
     where.add_argument("--duckdb", metavar="PATH", help="a DuckDB database file (:memory: ok)")
     where.add_argument("--dsn", help="a PostgreSQL connection string")
@@ -85,34 +131,33 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument(
         "-e", "--echo", action="store_true", help="print each statement before its result"
     )
-    s.set_defaults(func=_sql)
 
-    pg = sub.add_parser("pg", help="PostgreSQL administration")
-    pgsub = pg.add_subparsers(dest="pgcmd", required=True)
-    inst = pgsub.add_parser("install", help="install the loomdb extension into a local server")
+
+def _install_arguments(parser: argparse.ArgumentParser) -> None:
     from loomdb.engines.postgres import install
 
-    install.add_arguments(inst)
-    inst.set_defaults(func=_pg)
-    prep = pgsub.add_parser(
-        "prepare", help="the server machine's part of install, without a server (images)"
-    )
-    install.add_arguments(prep, prepare_only=True)
-    prep.set_defaults(func=lambda args: install.run_prepare(args))
+    install.add_arguments(parser)
 
-    ld = sub.add_parser("load", help="load a file or folder into a new table (read here)")
+
+def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
+    from loomdb.engines.postgres import install
+
+    install.add_arguments(parser, prepare_only=True)
+
+
+def _load_arguments(parser: argparse.ArgumentParser) -> None:
     from loomdb.cli import load
 
-    load.add_arguments(ld)
-    ld.set_defaults(func=load.run_load)
+    load.add_arguments(parser)
 
-    pl = sub.add_parser("plot", help="draw models' loss per epoch (and bits read) as a PNG")
+
+def _plot_arguments(parser: argparse.ArgumentParser) -> None:
     from loomdb.cli import plot
 
-    plot.add_arguments(pl)
-    pl.set_defaults(func=plot.run_plot)
+    plot.add_arguments(parser)
 
-    b = sub.add_parser("bench", help="run a benchmark suite and print its table")
+
+def _bench_arguments(b: argparse.ArgumentParser) -> None:
     from loomdb.bench import SUITES
 
     b.add_argument("suite", choices=sorted(SUITES))
@@ -129,13 +174,45 @@ def parser() -> argparse.ArgumentParser:
         metavar="F[,F…]",
         help="storage formats to lay out (scale: default dense,toc,mlweaving)",
     )
-    b.set_defaults(func=_bench)
 
-    f = sub.add_parser("fuzz", help="fuzz loomdb's decoders with hostile bytes (needs atheris)")
+
+def _fuzz_arguments(parser: argparse.ArgumentParser) -> None:
     from loomdb.fuzz.campaign import add_arguments
 
-    add_arguments(f)
-    f.set_defaults(func=_fuzz)
+    add_arguments(parser)
+
+
+def parser() -> argparse.ArgumentParser:
+    """``loomdb``'s parser; each subcommand's arguments are added when it is the one run (or
+    its help is printed), so that starting one imports only what that one needs."""
+    p = argparse.ArgumentParser(prog="loomdb", description="in-database machine learning")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Subcommand)
+
+    def add(parent: Any, name: str, help: str, fill: Fill | None, func: Handler | None) -> Any:
+        command = parent.add_parser(name, help=help, fill=fill)
+        if func is not None:
+            command.set_defaults(func=func)
+        return command
+
+    add(sub, "sql", "run SQL through loomdb's front-end, like psql", _sql_arguments, _sql)
+    pg = add(sub, "pg", "PostgreSQL administration", None, None)
+    pgsub = pg.add_subparsers(dest="pgcmd", required=True)
+    add(
+        pgsub,
+        "install",
+        "install the loomdb extension into a local server",
+        _install_arguments,
+        _pg,
+    )
+    prepare = "the server machine's part of install, without a server (images)"
+    add(pgsub, "prepare", prepare, _prepare_arguments, _pg_prepare)
+    load = "load a file or folder into a new table (read here)"
+    add(sub, "load", load, _load_arguments, _load)
+    plot = "draw models' loss per epoch (and bits read) as a PNG"
+    add(sub, "plot", plot, _plot_arguments, _plot)
+    add(sub, "bench", "run a benchmark suite and print its table", _bench_arguments, _bench)
+    fuzz = "fuzz loomdb's decoders with hostile bytes (needs atheris)"
+    add(sub, "fuzz", fuzz, _fuzz_arguments, _fuzz)
     return p
 
 

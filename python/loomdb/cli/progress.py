@@ -7,8 +7,6 @@ import re
 import sys
 from typing import Any
 
-from tqdm import tqdm
-
 EPOCH = re.compile(r"epoch (\d+)/(\d+)")
 
 
@@ -34,6 +32,8 @@ class ProgressBars:
             return
         epoch, total = int(match.group(1)), int(match.group(2))
         if self.bar is None or epoch == 1:
+            from tqdm import tqdm  # only where a bar is drawn: its import costs every start
+
             self.close()
             self.bar = tqdm(
                 total=total,

@@ -36,11 +36,10 @@ def _print_result(description: Any, rows: list[tuple]) -> None:
 
 def _error_lines(e: BaseException) -> list[str]:
     """psql's lines for an error: ERROR, then DETAIL and HINT when there are any."""
-    import psycopg
-
     from loomdb.errors import LoomError
 
-    if isinstance(e, psycopg.Error):
+    psycopg = sys.modules.get("psycopg")  # not imported: e is no psycopg error (DuckDB's run)
+    if psycopg is not None and isinstance(e, psycopg.Error):
         d = e.diag
         message, detail, hint = d.message_primary or str(e), d.message_detail, d.message_hint
     elif isinstance(e, LoomError):
@@ -156,6 +155,16 @@ def run_postgres(dsn: str, bars: ProgressBars, runner: _Runner) -> int:
     return 3 if runner.failed else 0
 
 
+def _reported() -> tuple[type[BaseException], ...]:
+    """The errors a script's run prints rather than raises: loomdb's and the engines' drivers'.
+    A driver that was not imported raised nothing (only the chosen engine's is: psycopg's
+    import alone took a third of ``loomdb sql --duckdb``'s start)."""
+    from loomdb.errors import LoomError
+
+    drivers = (sys.modules.get(name) for name in ("duckdb", "psycopg"))
+    return (LoomError, *(driver.Error for driver in drivers if driver is not None))
+
+
 def run_script(
     text: str,
     *,
@@ -167,11 +176,6 @@ def run_script(
 ) -> int:
     """Run every statement, stopping at the first error (printed with its hint on stderr) unless
     ``keep_going``; the exit code: 0, or 3 when a statement failed."""
-    import duckdb
-    import psycopg
-
-    from loomdb.errors import LoomError
-
     bars = ProgressBars(enabled=progress, bars=sys.stderr.isatty())
     runner = _Runner(
         text, "duckdb" if duckdb_path is not None else "postgres", keep_going=keep_going, echo=echo
@@ -181,7 +185,7 @@ def run_script(
             return run_duckdb(duckdb_path, bars, runner)
         assert dsn is not None
         return run_postgres(dsn, bars, runner)
-    except (psycopg.Error, LoomError, duckdb.Error) as e:
+    except _reported() as e:
         bars.close()
         _print_error(e, sys.stderr)
         return 3
