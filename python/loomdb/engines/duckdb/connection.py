@@ -219,13 +219,16 @@ _instances: weakref.WeakValueDictionary[str, Instance] = weakref.WeakValueDictio
 
 
 def register(
-    con: duckdb.DuckDBPyConnection, progress: bool = True
+    con: duckdb.DuckDBPyConnection, progress: bool = True, *, private: bool = False
 ) -> tuple[ConnectionState, Instance]:
     """Create loomdb's catalog in ``con``'s database (if writable), register every function
     (once per database), and equip ``con`` with its macros.  A connection already equipped
     (registered before, or a loomdb connection's ``.duckdb``) keeps its functions, macros and
     state: registering the functions again failed on its TEMP macros' names ("loom_train is
-    not an scalar function")."""
+    not an scalar function").  ``private``: ``con`` is the one connection to a database made
+    just now (``loomdb.connect()``'s in-memory one), where no connection can have registered
+    loomdb's functions, so they are not looked for (a scan of DuckDB's 3,000 functions, a
+    quarter of the connection's start)."""
     read_only = _read_only(con)
     try:
         if not read_only:
@@ -242,7 +245,8 @@ def register(
         known.progress = progress
         return known, instance
     state = ConnectionState(identity, read_only, progress)
-    _refuse_a_second_registration(con, instance)
+    if not private:
+        _refuse_a_second_registration(con, instance)
     instance.add(con, state)
     register_functions(con, instance)
     instance.owner = weakref.ref(con)
@@ -323,11 +327,12 @@ class Connection:
         con: duckdb.DuckDBPyConnection,
         progress: bool = True,
         parent: Connection | None = None,
+        private: bool = False,
     ):
         self.duckdb = con
         self.home: str = parent.home if parent is not None else _database(con)  # loomdb's
         if parent is None:
-            self.state, self.instance = register(con, progress)
+            self.state, self.instance = register(con, progress, private=private)
         else:  # a cursor: the database's functions exist; it needs its own state and macros
             self.instance = parent.instance
             self.state = ConnectionState(parent.state.identity, parent.state.read_only, progress)
@@ -540,9 +545,10 @@ def _open(path: str, read_only: bool, config: dict[str, Any]) -> duckdb.DuckDBPy
 
 def connect(path: str | None = None, *, progress: bool = True, **config: Any) -> Connection:
     read_only = bool(config.pop("read_only", False))
-    con = _open(path or ":memory:", read_only, config)
-    try:
-        return Connection(con, progress)
+    path = path or ":memory:"
+    con = _open(path, read_only, config)
+    try:  # ":memory:" is a new database of its own (":memory:name" is shared, a file may be)
+        return Connection(con, progress, private=path == ":memory:")
     except BaseException:
         con.close()  # no connection left holding the file
         raise
