@@ -248,7 +248,7 @@ def register(
     if not private:
         _refuse_a_second_registration(con, instance)
     instance.add(con, state)
-    register_functions(con, instance)
+    register_functions(con, instance, new=private)
     instance.owner = weakref.ref(con)
     equip(con, state)
     return state, instance

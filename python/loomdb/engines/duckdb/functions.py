@@ -505,9 +505,12 @@ def _return_type(udf: Udf) -> Any:
     return duckdb.list_type(duckdb.struct_type({c.name: _type(c.type) for c in udf.columns}))
 
 
-def _create(con: Any, name: str, fn: Any, params: list[Any] | None, udf: Udf) -> None:
-    with contextlib.suppress(Exception):  # not registered yet
-        con.remove_function(name)
+def _create(
+    con: Any, name: str, fn: Any, params: list[Any] | None, udf: Udf, new: bool = False
+) -> None:
+    if not new:  # (``new``: the database has none: each refusal costs a raised error)
+        with contextlib.suppress(Exception):  # not registered yet
+            con.remove_function(name)
     con.create_function(
         name,
         fn,
@@ -521,8 +524,9 @@ def _create(con: Any, name: str, fn: Any, params: list[Any] | None, udf: Udf) ->
     )
 
 
-def register_functions(con: Any, instance: Instance) -> None:
-    """Create every function (public and hidden twin) in ``con``'s database."""
+def register_functions(con: Any, instance: Instance, new: bool = False) -> None:
+    """Create every function (public and hidden twin) in ``con``'s database, replacing those
+    ``con`` made before unless the database is ``new``."""
     udfs = load()
     rows = row_forms(udfs)
     for udf in udfs:
@@ -532,12 +536,12 @@ def register_functions(con: Any, instance: Instance) -> None:
             # untyped parameters (DuckDB's ANY): a row form takes a STRUCT of any fields, and
             # every vector's type is checked here (``_number_lists``), so a LIST of DATEs is a
             # LoomOptionError with a hint rather than a binder's "no function matches"
-            _create(con, udf.name, _vector_fn(udf, instance, False, row_form), None, udf)
-            _create(con, hidden, _vector_fn(udf, instance, True, row_form), None, udf)
+            _create(con, udf.name, _vector_fn(udf, instance, False, row_form), None, udf, new)
+            _create(con, hidden, _vector_fn(udf, instance, True, row_form), None, udf, new)
             continue
-        types = [_type(a.type) for a in udf.args]
-        _create(con, udf.name, _scalar_fn(udf, instance, False), None, udf)
-        _create(con, hidden, _scalar_fn(udf, instance, True), types + [_type("bigint")], udf)
+        types = [*(_type(a.type) for a in udf.args), _type("bigint")]
+        _create(con, udf.name, _scalar_fn(udf, instance, False), None, udf, new)
+        _create(con, hidden, _scalar_fn(udf, instance, True), types, udf, new)
 
 
 def remove_functions(con: Any) -> None:
