@@ -18,8 +18,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow as pa  # (pyarrow.compute, 30 ms to import, only where it is used)
 
 from loomdb.csr import CsrRows
 from loomdb.engines.duckdb import memory
@@ -371,6 +370,8 @@ def _row_major(columns: list[np.ndarray]) -> np.ndarray:
 
 def _csr(indices: Any, values: Any, width: int) -> CsrRows:
     """Two arrow list columns (one row each) as CSR rows; NULL lists or elements refused."""
+    import pyarrow.compute as pc
+
     if indices.null_count or values.null_count:
         raise LoomDataError("a sparse row has a NULL indices or values array")
     lengths = pc.list_value_length(indices).to_numpy(zero_copy_only=False)

@@ -37,8 +37,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow as pa  # (pyarrow.compute, 30 ms to import, only where it is used)
 
 from loomdb.csr import CsrRows
 from loomdb.engines.calls import MAX_WIDTH, feature_rows, not_one_dimensional, vectorized
@@ -123,6 +122,8 @@ def _features(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
             values = column.values.slice(ends[0], ends[-1] - ends[0])
         if values is not None and values.null_count == 0:
             if pa.types.is_decimal(values.type):  # (to_numpy gives Decimal objects)
+                import pyarrow.compute as pc
+
                 values = pc.cast(values, pa.float64(), safe=False)
             X = values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
             return X.reshape(n, width), np.ones(n, dtype=bool)
@@ -163,6 +164,8 @@ def _sparse(indices: pa.Array, values: pa.Array) -> tuple[CsrRows, np.ndarray]:
     """Two LIST vectors (indices: integers, values: numbers; ``_number_lists`` checked their
     types) → (CsrRows, ok) without a Python loop per value; a row with a NULL list or a NULL
     element is not ok."""
+    import pyarrow.compute as pc
+
     indices, values = _one_chunk(indices), _one_chunk(values)
     n = len(indices)
     ok = indices.is_valid().to_numpy(zero_copy_only=False) & values.is_valid().to_numpy(
@@ -203,6 +206,8 @@ def _named(udf: Udf, column: pa.Array) -> tuple[NamedRows, np.ndarray]:
     a NULL row is not ok.
     Numeric and boolean fields become float64 columns, text ones keep their values, others
     stay unread."""
+    import pyarrow.compute as pc
+
     column = _one_chunk(column)
     if pa.types.is_null(column.type):  # an untyped NULL: every row NULL
         return NamedRows(len(column), {}, {}), np.zeros(len(column), dtype=bool)
@@ -339,6 +344,8 @@ def _retyped(column: pa.Array, element: pa.DataType) -> pa.Array:
 
 def _widths_differ(column: pa.Array) -> bool:
     """Whether the rows of a LIST vector hold different numbers of values (NULL rows aside)."""
+    import pyarrow.compute as pc
+
     column = _one_chunk(column)
     kind = column.type
     if pa.types.is_fixed_size_list(kind) or not len(column):
