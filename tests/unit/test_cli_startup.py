@@ -47,6 +47,22 @@ def test_sql_on_duckdb_imports_neither_psycopg_nor_the_other_subcommands():
     assert done.stdout.splitlines()[-1] == "0 []"
 
 
+def test_sql_on_postgresql_imports_no_duckdb():
+    """Refused here (nothing listens on port 1): the error is PostgreSQL's, with its hint."""
+    probe = (
+        "import sys\n"
+        "from loomdb.cli.main import main\n"
+        "status = main(['sql', '--dsn', 'host=127.0.0.1 port=1', '-q', '-c', 'SELECT 1'])\n"
+        "print(status, [m for m in ('duckdb', 'pyarrow', 'tqdm') if m in sys.modules])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.splitlines()[-1] == "3 []", done.stdout + done.stderr
+    assert "ERROR:  could not connect to PostgreSQL" in done.stderr
+    assert "HINT:  check --dsn" in done.stderr
+
+
 def test_the_top_level_help_lists_every_subcommand(capsys):
     out = helped(capsys)
     for command in ("sql", "pg", "load", "plot", "bench", "fuzz"):
