@@ -60,14 +60,23 @@ SET_TRAPS = [
 ]
 
 
+def _recording(
+    bob: psycopg.Connection, name: str, args: str, returns: str, value: str | None = "NULL"
+) -> None:
+    """bob's ``name(args)``, which anyone may run: it records who ran it in ``ran``, then
+    returns ``value`` (nothing, for a table)."""
+    done = "RETURN;" if value is None else f"RETURN {value};"
+    bob.execute(
+        f"CREATE FUNCTION {name}({args}) RETURNS {returns} LANGUAGE plpgsql AS $$ BEGIN "  # type: ignore[arg-type]
+        f"INSERT INTO {SCHEMA}.ran VALUES (current_user, '{name}'); {done} END $$"
+    )
+    bob.execute(f"GRANT EXECUTE ON FUNCTION {name}({args}) TO PUBLIC")  # type: ignore[arg-type]
+
+
 def _plant(bob: psycopg.Connection) -> None:
     note = "INSERT INTO {s}.ran VALUES (current_user, '{f}');"
     for name, args, returns, value in TRAPS:
-        bob.execute(
-            f"CREATE FUNCTION {name}({args}) RETURNS {returns} LANGUAGE plpgsql AS $$ BEGIN "  # type: ignore[arg-type]
-            f"{note.format(s=SCHEMA, f=name)} RETURN {value}; END $$"
-        )
-        bob.execute(f"GRANT EXECUTE ON FUNCTION {name}({args}) TO PUBLIC")  # type: ignore[arg-type]
+        _recording(bob, name, args, returns, value)
     for name, arg, element in SET_TRAPS:
         bob.execute(
             f"CREATE FUNCTION {name}(a {arg}) RETURNS SETOF {element} LANGUAGE plpgsql AS $$ "  # type: ignore[arg-type]
@@ -264,11 +273,7 @@ def test_no_role_lookalike_runs_for_the_sql_front_end(roles, pg_dsn, capsys):
     bob.execute("DELETE FROM ran")
     alice = connect(pg_dsn, ALICE, SCHEMA)
     for name, args, returns in LOOKALIKES:
-        bob.execute(
-            f"CREATE FUNCTION {name}({args}) RETURNS {returns} LANGUAGE plpgsql AS $$ BEGIN "  # type: ignore[arg-type]
-            f"INSERT INTO {SCHEMA}.ran VALUES (current_user, '{name}'); RETURN NULL; END $$"
-        )
-        bob.execute(f"GRANT EXECUTE ON FUNCTION {name}({args}) TO PUBLIC")  # type: ignore[arg-type]
+        _recording(bob, name, args, returns)
     dsn = f"{pg_dsn} user={ALICE} options='-csearch_path={SCHEMA},public'"
     try:
         done = run_script(FRONTEND_SCRIPT, duckdb_path=None, dsn=dsn, progress=False)
@@ -402,12 +407,7 @@ def test_no_role_lookalike_runs_for_loomdb_plot(roles, pg_dsn, tmp_path):
         '"precision" integer, rows bigint, bytes bigint, seconds double precision, '
         "lr double precision"
     )
-    bob.execute(
-        f"CREATE FUNCTION loom_training_info(model text) RETURNS TABLE ({columns}) "  # type: ignore[arg-type]
-        f"LANGUAGE plpgsql AS $$ BEGIN INSERT INTO {SCHEMA}.ran VALUES "
-        "(current_user, 'loom_training_info'); RETURN; END $$"
-    )
-    bob.execute("GRANT EXECUTE ON FUNCTION loom_training_info(text) TO PUBLIC")
+    _recording(bob, "loom_training_info", "model text", f"TABLE ({columns})", None)
     dsn = f"{pg_dsn} user={ALICE} options='-csearch_path={SCHEMA},public'"
     try:
         alice.execute("""SELECT loom_train('sp_plot', 'pts', 'y', '{"epochs": 2}')""")
