@@ -7,9 +7,9 @@ each (:mod:`.rewrite`): loomdb's own forms — ``CREATE INDEX … USING mlweavin
 (:mod:`.maintenance`) — become calls of loomdb's SQL functions (named with the schema
 ``Catalog.functions_schema`` gives: on PostgreSQL the extension's); every other statement is
 returned exactly as written.  ``statements`` does the same lazily, rewriting each statement only
-when the one before it has run (a script may create the index its next statement drops); the
-DuckDB connection and ``loomdb sql`` use it, or ``pieces`` and ``rewritten`` where the caller
-must know which statement is the last before running the others.
+when the one before it has run (a script may create the index its next statement drops).  The
+DuckDB connection and ``loomdb sql`` run ``pieces`` and ``rewritten`` through
+``steps.Script``, which does the same and says, when a statement fails, what had run.
 """
 
 from __future__ import annotations
