@@ -355,6 +355,34 @@ def test_duckdb_reindex_table_rebuilds_the_tables_loomdb_index():
         duck.close()
 
 
+def test_duckdb_reindex_of_several_indexes_returns_every_rebuilds_summary():
+    """DuckDB's REINDEX TABLE of a table with several loomdb indexes (and REINDEX SCHEMA,
+    REINDEX DATABASE) rebuilt each, but ``con.execute`` and ``con.sql`` returned the last
+    rebuild's summary alone: one row per rebuilt index, in one text column, as one rebuild."""
+    from support.engines import DuckEngine
+
+    duck = DuckEngine()
+    try:
+        duck.rows(POINTS)
+        for name, method in (("pts_w", "toc"), ("pts_d", "dense")):
+            front(duck, f"CREATE INDEX {name} ON pts USING {method} (a, b) WITH (label = y)")
+        single = duck.con.execute("REINDEX INDEX pts_w")
+        assert [d[:2] for d in single.description] == [("loom_reindex('pts_w')", "VARCHAR")]
+        for sql in ("REINDEX TABLE pts", "REINDEX SCHEMA main", "REINDEX DATABASE"):
+            before = uids(duck)
+            cur = duck.con.execute(sql)
+            described = [d[:2] for d in cur.description]
+            said = [json.loads(text)["name"] for (text,) in cur.fetchall()]
+            changed = {n for n, u in uids(duck).items() if before[n] != u}
+            assert sorted(said) == sorted(changed) == ["pts_d", "pts_w"], sql
+            assert described == [("loom_reindex", "VARCHAR")]
+            rel = duck.con.sql(sql)  # loomdb's DDL runs at once; its relation gives every row
+            assert rel.columns == ["loom_reindex"]
+            assert sorted(json.loads(text)["name"] for (text,) in rel.fetchall()) == sorted(said)
+    finally:
+        duck.close()
+
+
 def uids(engine) -> dict[str, str]:
     return {str(n): str(u) for n, u in engine.rows("SELECT name, uid FROM loom.indexes")}
 

@@ -319,6 +319,18 @@ def _ddl_rewritten(piece: str, statement: str) -> bool:
     return called and bool(words) and words[0].upper() in _DDL
 
 
+def _summaries_query(summaries: list[tuple[str, Any]]) -> tuple[str, list[Any]]:
+    """A query, and its parameters, giving ``summaries`` (each a column's name and a value of
+    loomdb's DDL), one row each, in one text column: the name they share, else that of the
+    function they call (``loom_reindex('a')``, ``loom_reindex('b')``: ``loom_reindex``)."""
+    names = {name for name, _ in summaries}
+    name = names.pop() if len(names) == 1 else summaries[0][0].split("(", 1)[0]
+    values = [None if v is None else str(v) for _, v in summaries]
+    if len(values) == 1:
+        return f"SELECT CAST($1 AS VARCHAR) AS {quote_ident(name)}", values
+    return f"SELECT unnest(CAST($1 AS VARCHAR[])) AS {quote_ident(name)}", [values]
+
+
 class Connection:
     """A DuckDB connection whose statements pass through loomdb's SQL front-end."""
 
@@ -365,23 +377,32 @@ class Connection:
         state.elsewhere = None if database == self.home else database
         state.search_path = "" if state.elsewhere is not None else str(path or "")
 
-    def _run(self, sql: str, last: Any, now: Any = None) -> Any:
+    def _run(self, sql: str, last: Any, rows: Any, now: bool = False) -> Any:
         """Run every statement but the last, then ``last(statement)`` on the last one; each is
         rewritten once the one before it has run (a script may create the index its next
         statement drops: the next one was rewritten before it ran, so DROP INDEX reached
-        DuckDB and train_mlweaving found no index).  ``now`` (``sql``, whose relation runs when
-        read): what runs a last statement that was DDL of loomdb's at once instead, as DuckDB
-        runs its own."""
+        DuckDB and train_mlweaving found no index).  A last statement loomdb runs as several
+        (``REINDEX TABLE t`` of a table with several loomdb indexes: one ``loom_reindex``
+        each) gives every one's summary, one row each: ``rows(query, params)`` (DuckDB's
+        ``execute`` or ``sql``) over them.  ``now`` (``sql``, whose relation runs when read):
+        a last statement that is DDL of loomdb's runs at once instead, as DuckDB runs its own,
+        giving ``rows`` over its summary."""
         self.state.interrupted.clear()
         script = self._script(sql)
+        summaries: list[tuple[str, Any]] = []  # the last statement's steps': (column, value)
         with script.noting(), loom_errors(self):
             for statement in script:
                 self._track(statement)
-                if script.last():
-                    piece = script.pieces[-1]
-                    ddl = now is not None and _ddl_rewritten(piece, statement)
-                    return now(statement) if ddl else last(statement)
-                self.duckdb.execute(statement).fetchall()  # results stream: finish each one
+                several = script.number == len(script.pieces) and len(script.steps) > 1
+                ddl = now and script.last() and _ddl_rewritten(script.pieces[-1], statement)
+                if several or ddl:
+                    summaries.append(self._summary(statement))
+                    if script.last():
+                        return rows(*_summaries_query(summaries))
+                elif script.last():
+                    return last(statement)
+                else:
+                    self.duckdb.execute(statement).fetchall()  # results stream: finish each
             return None
 
     def _script(self, sql: str) -> Script:
@@ -410,7 +431,7 @@ class Connection:
     def execute(self, sql: str, parameters: Any = None) -> Connection:
         """Run ``sql``; this connection, holding the last statement's result (DuckDB's
         ``execute`` returns its connection too), whose fetches raise loomdb's errors."""
-        self._run(sql, lambda s: self.duckdb.execute(s, parameters))
+        self._run(sql, lambda s: self.duckdb.execute(s, parameters), self.duckdb.execute)
         return self
 
     def sql(self, query: str, *, alias: str = "", params: Any = None) -> Relation | None:
@@ -422,16 +443,19 @@ class Connection:
         def last(statement: str) -> Any:
             return self.duckdb.sql(statement, alias=alias, params=params)
 
-        return _wrapped(self._run(query, last, self._run_ddl), self)
+        def rows(summaries: str, values: list[Any]) -> Any:
+            return self.duckdb.sql(summaries, alias=alias, params=values)
+
+        return _wrapped(self._run(query, last, rows, now=True), self)
 
     query = from_query = sql  # DuckDB's other names of ``sql``
 
-    def _run_ddl(self, statement: str) -> Any:
-        """Run loomdb's DDL (one call, one value) now; a relation over what it returned."""
+    def _summary(self, statement: str) -> tuple[str, Any]:
+        """Run ``statement``, a call of loomdb's DDL (one call, one value) now: its column's
+        name and its value."""
         result = self.duckdb.execute(statement)
         ((value,),) = result.fetchall()
-        name = quote_ident(result.description[0][0])
-        return self.duckdb.sql(f"SELECT CAST($1 AS VARCHAR) AS {name}", params=[value])
+        return str(result.description[0][0]), value
 
     # A result streams: its fetches run UDFs too.  Each is DuckDB's own in a try (no copy).
     def fetchone(self) -> Any:
