@@ -364,7 +364,27 @@ def test_two_replacing_trains_of_one_name_give_a_loom_error_or_serialise(tmp_pat
     con.close()
 
 
-def test_interrupt_stops_a_train(con):
+class _Says(logging.Handler):
+    """Sets ``event`` once a ``loomdb.progress`` message holds ``words``."""
+
+    def __init__(self, words: str, event: threading.Event):
+        super().__init__(logging.INFO)
+        self.words, self.event = words, event
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.words in record.getMessage():
+            self.event.set()
+
+
+def test_interrupt_stops_a_train(caplog):
+    """The interrupt is sent once the train says its first epoch ran (no timing assumed: a
+    fixed sleep lost the interrupt on a slow machine, sent before the train began, and the
+    test then waited for 100,000 epochs)."""
+    caplog.set_level(logging.INFO, logger="loomdb.progress")
+    training = threading.Event()
+    says = _Says("loom_train slow: epoch ", training)
+    logging.getLogger("loomdb.progress").addHandler(says)
+    con = loomdb.connect()  # progress on: its epochs reach the logger
     rng = np.random.default_rng(0)
     X = rng.normal(size=(20000, 20))
     load_duckdb(con.duckdb, "long", X, (X[:, 0] > 0).astype(float))
@@ -380,14 +400,21 @@ def test_interrupt_stops_a_train(con):
 
     thread = threading.Thread(target=train)
     thread.start()
-    time.sleep(1.5)
-    asked = time.monotonic()
-    con.interrupt()
-    thread.join(timeout=30)
-    stopped = time.monotonic() - asked
+    try:
+        assert training.wait(timeout=120), f"no epoch said within two minutes: {errors}"
+        asked = time.monotonic()
+        con.interrupt()
+        thread.join(timeout=30)
+        stopped = time.monotonic() - asked
+    finally:
+        logging.getLogger("loomdb.progress").removeHandler(says)
+        if thread.is_alive():
+            con.interrupt()
+            thread.join(timeout=30)
     assert not thread.is_alive() and stopped < 5, f"still running {stopped:.1f} s after interrupt"
     assert errors and isinstance(errors[0], loomdb.LoomInterrupted), errors
     assert con.execute("SELECT count(*) FROM loom.models WHERE name = 'slow'").fetchall() == [(0,)]
+    con.close()
 
 
 CTRL_C_SCRIPT = """

@@ -22,25 +22,31 @@ def test_cancel_stops_a_train_within_moments(pg_dsn):
         load_postgres(setup, "cancel_t", X, (X[:, 0] > 0).astype(float))
     worker = psycopg.connect(pg_dsn, autocommit=True)
     pid = worker.info.backend_pid
+    training = threading.Event()  # the train's NOTICE of an epoch: it is running
+    worker.add_notice_handler(
+        lambda notice: "cancel_m: epoch " in (notice.message_primary or "") and training.set()
+    )
     errors: list[BaseException] = []
 
     def train() -> None:
         try:
             worker.execute(
-                "SELECT loom_train('cancel_m', 'cancel_t', 'y', "
-                '\'{"epochs": 100000, "tol": 0, "progress": false}\')'
+                "SELECT loom_train('cancel_m', 'cancel_t', 'y', '{\"epochs\": 100000, \"tol\": 0}')"
             )
         except BaseException as e:  # noqa: BLE001 - judged below
             errors.append(e)
 
     thread = threading.Thread(target=train)
     thread.start()
-    time.sleep(2.0)
+    # no timing assumed: a cancel sent before the statement began (a fixed sleep on a slow
+    # machine) was lost, and the train ran its 100,000 epochs
+    started = training.wait(timeout=120)
     with psycopg.connect(pg_dsn, autocommit=True) as other:
         asked = time.monotonic()
         other.execute("SELECT pg_cancel_backend(%s)", [pid])
     thread.join(timeout=30)
     stopped = time.monotonic() - asked
+    assert started, f"no epoch said within two minutes: {errors}"
     assert not thread.is_alive() and stopped < 5, f"still running {stopped:.1f} s after cancel"
     assert errors and isinstance(errors[0], psycopg.errors.QueryCanceled), errors
     assert worker.execute(
