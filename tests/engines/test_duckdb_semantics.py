@@ -604,6 +604,36 @@ def test_a_train_inside_an_open_transaction_is_refused(con):
     assert con.execute("SELECT count(*) FROM loom.models").fetchall() == [(1,)]
 
 
+def test_the_transaction_is_followed_by_what_duckdb_did_not_by_the_first_word(con):
+    """The connection took a BEGIN that DuckDB refused (PostgreSQL's ISOLATION LEVEL) for an
+    open transaction: a train was then refused "inside an open transaction" that did not
+    exist, and a failed script's note said statements DuckDB had committed were not.  It took
+    ROLLBACK TO SAVEPOINT (which DuckDB refuses, leaving the transaction open and aborted) for
+    the end of the transaction, as if a ROLLBACK had run."""
+    train = "SELECT loom_train('t', 'src', 'z', '{\"model\": \"linear\", \"epochs\": 1}')"
+    with pytest.raises(duckdb.ParserException):
+        con.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+    assert json.loads(con.execute(train).fetchall()[0][0])["model"] == "t"
+    con.execute("CREATE TABLE ran (x INTEGER)")
+    with pytest.raises(duckdb.Error) as caught:
+        con.execute("INSERT INTO ran VALUES (1); SELECT x FROM nosuch_ran")
+    assert caught.value.__notes__ == [
+        "statement 2 of 2 (SELECT x FROM nosuch_ran) failed; statement 1 before it ran and was "
+        "committed"
+    ]
+    assert con.execute("SELECT count(*) FROM ran").fetchall() == [(1,)]
+    con.execute("BEGIN")
+    con.execute("INSERT INTO ran VALUES (2)")
+    with pytest.raises(duckdb.ParserException):
+        con.execute("ROLLBACK TO SAVEPOINT s")
+    assert con.state.in_transaction  # still open (and aborted): only ROLLBACK ends it
+    with pytest.raises(duckdb.TransactionException, match="aborted"):
+        con.execute("SELECT 1")
+    con.execute("ROLLBACK")
+    assert not con.state.in_transaction
+    assert con.execute("SELECT count(*) FROM ran").fetchall() == [(1,)]
+
+
 def test_progress_reaches_python_users_by_default():
     script = (
         "import loomdb\n"

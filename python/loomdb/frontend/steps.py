@@ -34,6 +34,19 @@ def first_word(statement: str) -> str:
     return words[0].upper() if words else ""
 
 
+def transaction(statement: str) -> str | None:
+    """What ``statement`` does to the transaction: "begin" (``BEGIN``, ``START TRANSACTION``)
+    opens one, "end" (``COMMIT``, ``END``, ``ROLLBACK``, ``ABORT``) ends it, "chain" (``COMMIT
+    AND CHAIN``) ends it and opens the next; None for any other, ``ROLLBACK TO SAVEPOINT``
+    (which ends none) among them."""
+    said = statement.upper().split()[:6]
+    if first_word(statement) in OPEN:
+        return "begin"
+    if first_word(statement) not in CLOSE or "TO" in said:
+        return None
+    return "chain" if "CHAIN" in said and "NO" not in said else "end"
+
+
 def words(statement: str, most: int = 48) -> str:
     """The statement's first words, on one line, at most ``most`` characters (then "…")."""
     text = " ".join(statement.split())
@@ -78,12 +91,11 @@ class Script:
     def _follow(self, statement: str, number: int) -> None:
         """Note where the open transaction began (``statement``, the ``number``-th, may open
         or end one; ``ROLLBACK TO SAVEPOINT`` ends none, ``COMMIT AND CHAIN`` opens the next)."""
-        said = statement.upper().split()[:6]
-        if first_word(statement) in OPEN:
+        change = transaction(statement)
+        if change == "begin":
             self.opened = number if self.opened is None else self.opened
-        elif first_word(statement) in CLOSE and "TO" not in said:
-            chained = "CHAIN" in said and "NO" not in said
-            self.opened = number if chained else None
+        elif change is not None:
+            self.opened = number if change == "chain" else None
 
     def last(self) -> bool:
         """Whether the statement handed out last is the script's last."""

@@ -48,8 +48,6 @@ from loomdb.udfs import load
 if TYPE_CHECKING:
     from loomdb.frontend.steps import Script
 
-OPEN = {"BEGIN", "START"}
-CLOSE = {"COMMIT", "END", "ROLLBACK", "ABORT"}
 NAMESPACE = {"USE", "SET", "RESET"}  # statements that may change how names resolve
 
 
@@ -351,17 +349,30 @@ class Connection:
             self.instance.add(con, self.state)
             equip(con, self.state)
 
-    def _track(self, statement: str) -> None:
-        """Note what ``statement`` changes of the connection's state loomdb follows (called
-        before it runs; a change of namespace is read before the next statement)."""
+    @contextmanager
+    def _track(self, statement: str) -> Iterator[None]:
+        """Run the body (``statement``), noting what it changed of the connection's state that
+        loomdb follows.  The transaction is what DuckDB made of it (``steps.transaction``): a
+        BEGIN it refused (``BEGIN ISOLATION LEVEL …``) opened none, a statement it could not
+        parse (``ROLLBACK TO SAVEPOINT``, ``COMMIT AND CHAIN``) left an open one open (and
+        aborted), a COMMIT or ROLLBACK that failed otherwise ended it (DuckDB rolls back a
+        failed commit).  A change of namespace is read before the next statement."""
+        from loomdb.frontend.steps import first_word, transaction
+
         self._follow_namespace()
-        first = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else ""
-        if first in OPEN:
-            self.state.in_transaction = True
-        elif first in CLOSE:
-            self.state.in_transaction = False
-        elif first in NAMESPACE:
+        if first_word(statement) in NAMESPACE:
             self.state.namespace_changed = True
+        change = transaction(statement)
+        try:
+            yield
+        except duckdb.ParserException:
+            raise
+        except BaseException:
+            if change == "end":
+                self.state.in_transaction = False
+            raise
+        if change is not None:
+            self.state.in_transaction = change != "end"
 
     def _follow_namespace(self) -> None:
         """After a USE/SET/RESET, read how this connection now resolves names, for loomdb's
@@ -392,17 +403,17 @@ class Connection:
         summaries: list[tuple[str, Any]] = []  # the last statement's steps': (column, value)
         with script.noting(), loom_errors(self):
             for statement in script:
-                self._track(statement)
                 several = script.number == len(script.pieces) and len(script.steps) > 1
                 ddl = now and script.last() and _ddl_rewritten(script.pieces[-1], statement)
-                if several or ddl:
-                    summaries.append(self._summary(statement))
-                    if script.last():
-                        return rows(*_summaries_query(summaries))
-                elif script.last():
-                    return last(statement)
-                else:
-                    self.duckdb.execute(statement).fetchall()  # results stream: finish each
+                with self._track(statement):
+                    if several or ddl:
+                        summaries.append(self._summary(statement))
+                        if script.last():
+                            return rows(*_summaries_query(summaries))
+                    elif script.last():
+                        return last(statement)
+                    else:
+                        self.duckdb.execute(statement).fetchall()  # results stream: finish each
             return None
 
     def _script(self, sql: str) -> Script:
@@ -421,8 +432,7 @@ class Connection:
         script = self._script(sql)
         with script.noting(), loom_errors():
             for statement in script:
-                self._track(statement)
-                with ctrl_c_interrupts(self):
+                with self._track(statement), ctrl_c_interrupts(self):
                     self.duckdb.execute(statement)
                 yield self
                 with ctrl_c_interrupts(self):
