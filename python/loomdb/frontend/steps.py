@@ -14,7 +14,8 @@ autocommit).  Statements since the ``BEGIN`` that opened it (or, on a loomdb Duc
 in a transaction when the script began, every statement) are not committed: an error the
 engine raised aborted that transaction on both engines (only ``ROLLBACK`` ends it), while one
 loomdb's front-end raised before the statement reached the engine left it open.  The
-transaction is followed by each statement's first word, as the DuckDB connection follows it.
+transaction is followed by what each statement does to it (:func:`transaction`), the rule the
+DuckDB connection follows too, once DuckDB has run the statement.
 """
 
 from __future__ import annotations
