@@ -108,6 +108,51 @@ def test_a_relation_raises_the_loom_error_when_it_is_read(late, read):
         RELATION_READS[read](early)
 
 
+LATE_NOTE = (
+    "statement 2 of 2 (SELECT i, loom_predict(CASE WHEN i < 9000 THEN…) failed; statement 1 "
+    "before it ran and was committed"
+)
+
+
+@pytest.mark.filterwarnings("ignore:Arrow output on a DB-API result")
+@pytest.mark.parametrize("fetch", FETCHES)
+def test_a_scripts_last_statement_failing_in_a_fetch_says_what_ran(late, fetch):
+    """A script whose last statement failed only when its rows were fetched (a result
+    streams) got no note of what had run: ``con.execute`` gave it to an error of the
+    statement's start alone, and ``loomdb sql`` (``each``) none."""
+    late.execute("CREATE TABLE ran (x INTEGER)")
+    with pytest.raises(loomdb.LoomNotFoundError) as caught:
+        FETCHES[fetch](late.execute(f"INSERT INTO ran VALUES (1); {LATE}"))
+    assert caught.value.__notes__ == [LATE_NOTE]
+    with pytest.raises(loomdb.LoomNotFoundError) as caught:
+        for cur in late.each(f"INSERT INTO ran VALUES (2); {LATE}"):
+            FETCHES[fetch](cur)
+    assert caught.value.__notes__ == [LATE_NOTE]
+    assert late.execute("SELECT count(*) FROM ran").fetchall() == [(2,)]
+    with pytest.raises(loomdb.LoomNotFoundError) as caught:  # a statement of its own: no note
+        FETCHES[fetch](late.execute("SELECT 1").execute(LATE))
+    assert not getattr(caught.value, "__notes__", None)
+
+
+@pytest.mark.parametrize(
+    "read", ["fetchall", "to_arrow_table", "to_arrow_reader", "iter_rows", "printed"]
+)
+def test_a_scripts_relation_that_fails_when_read_says_what_ran(late, read):
+    """``con.sql`` of a script returns its last statement's relation, which runs when read: an
+    error there got no note of what the statements before it had done (one of a relation
+    made from it, which runs more than the statement, gets none)."""
+    late.execute("CREATE TABLE ran (x INTEGER)")
+    relation = late.sql(f"INSERT INTO ran VALUES (1); {LATE}")
+    for _ in range(2):  # each read that fails
+        with pytest.raises(loomdb.LoomNotFoundError) as caught:
+            RELATION_READS[read](relation)
+        assert caught.value.__notes__ == [LATE_NOTE]
+    assert late.execute("SELECT count(*) FROM ran").fetchall() == [(1,)]
+    with pytest.raises(loomdb.LoomNotFoundError) as caught:
+        RELATION_READS["a derived relation"](relation)
+    assert not getattr(caught.value, "__notes__", None)
+
+
 def test_a_raw_connections_error_names_the_loom_error_and_its_hint():
     """Where no loomdb connection reads the error back (a raw connection given to register, as
     dbt-duckdb's is), DuckDB's text is what the user sees: it names the LoomError's class and

@@ -462,6 +462,24 @@ def test_reindex_table_where_one_rebuild_fails_says_what_was_rebuilt(engine):
     ]
 
 
+def test_a_script_whose_last_statement_fails_as_its_rows_are_read_says_what_ran(engine):
+    """DuckDB streams a result: a last statement failing past its first rows failed in the
+    fetch, after ``con.execute`` had returned, and its error said nothing of what the script
+    had run (PostgreSQL's failed in the statement, with the note)."""
+    engine.rows("CREATE TABLE ran (x INTEGER)")
+    late = (
+        "SELECT CAST(CASE WHEN i < 500000 THEN '1' ELSE 'x' END AS INTEGER) "
+        "FROM generate_series(1, 1000000) AS g(i)"
+    )
+    with pytest.raises((LoomError, *engine.errors)) as caught:
+        front(engine, f"INSERT INTO ran VALUES (1); {late}")
+    assert caught.value.__notes__ == [
+        "statement 2 of 2 (SELECT CAST(CASE WHEN i < 500000 THEN '1' ELSE…) failed; statement "
+        "1 before it ran and was committed"
+    ]
+    assert engine.rows("SELECT count(*) FROM ran") == [(1,)]
+
+
 def test_duckdb_a_script_rewrites_each_statement_once_the_one_before_ran():
     """``con.execute`` rewrote a script's next statement before running the one before it (to
     know which was last): DROP INDEX of the index the script had just created reached DuckDB

@@ -6,9 +6,13 @@ what DuckDB's own would: ``execute`` the connection itself (as DuckDB's does), `
 :class:`Relation`.  A result streams, so a UDF may fail after the statement started (a later
 vector, another worker thread): every fetch of the connection (``fetchall``, ``to_arrow_table``,
 a reader's batches…) and every read of a relation raises the loomdb function's own error too,
-by a ``try`` around DuckDB's own call — nothing is copied.  ``.duckdb`` is the raw connection;
-``register(con)`` equips an existing one (e.g. from a dbt-duckdb plugin's
-``configure_connection``).
+by a ``try`` around DuckDB's own call — nothing is copied.  The error of a script's last
+statement gets the note of what the script ran (``steps.Script``) there too: the connection
+keeps the script whose result it holds (``held``), and a relation the script it is the last
+statement of.
+``.duckdb`` is the raw connection (a statement run on it is not seen: run none there between a
+script and the fetches of its result); ``register(con)`` equips an existing one (e.g. from a
+dbt-duckdb plugin's ``configure_connection``).
 
 A read-only database works: the catalog is created only where the database is writable, and
 writing functions say why they cannot run.  Explicit transactions opened through this
@@ -20,6 +24,7 @@ connection runs or fetches a statement from the main thread (see :func:`ctrl_c_i
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -116,42 +121,73 @@ def ctrl_c_interrupts(con: Connection | None) -> Any:
     return ctrl_c.interrupts(con)
 
 
-def _translated(call: Callable[..., Any], con: Connection | None = None) -> Callable[..., Any]:
+def _noting(script: Script | None) -> contextlib.AbstractContextManager[None]:
+    """``script``'s note (what it ran: ``steps.Script``) on an error the body raises, where a
+    script's last statement runs there (a fetch of its result, a read of its relation)."""
+    return script.noting() if script is not None else contextlib.nullcontext()
+
+
+def _translated(
+    call: Callable[..., Any], con: Connection | None = None, script: Script | None = None
+) -> Callable[..., Any]:
     """``call`` raising :func:`raise_loom`'s errors, relations (and readers, and row iterators)
     it returns made to do the same, and :class:`Relation` arguments unwrapped; with ``con``
-    (the loomdb connection it runs on), Ctrl-C meanwhile interrupts it."""
+    (the loomdb connection it runs on), Ctrl-C meanwhile interrupts it; with ``script``, its
+    errors and those of the readers it returns get the script's note (``call`` reads the
+    script's last statement)."""
 
     @functools.wraps(call)
     def translated(*args: Any, **kwargs: Any) -> Any:
         args = tuple(a.duckdb if isinstance(a, Relation) else a for a in args)
         kwargs = {k: v.duckdb if isinstance(v, Relation) else v for k, v in kwargs.items()}
-        with loom_errors(con):
-            return _wrapped(call(*args, **kwargs), con)
+        with _noting(script), loom_errors(con):
+            return _wrapped(call(*args, **kwargs), con, script)
 
     return translated
 
 
-def _wrapped(value: Any, con: Connection | None = None) -> Any:
+def _wrapped(value: Any, con: Connection | None = None, script: Script | None = None) -> Any:
     """A relation as a :class:`Relation` (of ``con``), a reader or a generator raising loomdb's
-    errors (and, with ``con``, answering Ctrl-C as ``con.interrupt()`` while each is read)."""
+    errors (and, with ``con``, answering Ctrl-C as ``con.interrupt()`` while each is read;
+    with ``script``, giving its note: they read the script's last statement)."""
     if isinstance(value, _RELATIONS):
         return Relation(value, con)
     if isinstance(value, pa.RecordBatchReader):
-        return pa.RecordBatchReader.from_batches(value.schema, _rows(value, con, True))
+        return pa.RecordBatchReader.from_batches(value.schema, _rows(value, con, True, script))
     if isinstance(value, Iterator):
-        return _rows(value, con)
+        return _rows(value, con, script=script)
     return value
 
 
-def _rows(batches: Iterable[Any], con: Connection | None = None, arrow: bool = False) -> Any:
-    """``batches`` (a reader's record batches, ``iter_rows``' rows) raising loomdb's errors.
-    They are read after the call that made them returned: Ctrl-C interrupts ``con`` while
-    each is read (``ctrl_c.read``; an Arrow reader's batch on a thread of its own, since
-    Arrow waits for DuckDB's stream in C, where no signal handler runs)."""
-    try:
-        yield from ctrl_c.read(iter(batches), con, waits_in_c=arrow)
-    except Exception as e:
-        raise_loom(e)
+def _rows(
+    batches: Iterable[Any],
+    con: Connection | None = None,
+    arrow: bool = False,
+    script: Script | None = None,
+) -> Any:
+    """``batches`` (a reader's record batches, ``iter_rows``' rows) raising loomdb's errors,
+    with ``script``'s note.  They are read after the call that made them returned: Ctrl-C
+    interrupts ``con`` while each is read (``ctrl_c.read``; an Arrow reader's batch on a
+    thread of its own, since Arrow waits for DuckDB's stream in C, where no signal handler
+    runs)."""
+    with _noting(script):
+        try:
+            yield from ctrl_c.read(iter(batches), con, waits_in_c=arrow)
+        except Exception as e:
+            raise_loom(e)
+
+
+#: a relation's attributes that run it and read its rows (the others make another relation,
+#: or say what it is): where its errors are the statement's (``Relation.script``)
+READS = frozenset(
+    {
+        "arrow", "df", "execute", "fetch_arrow_reader", "fetch_arrow_table", "fetch_df",
+        "fetch_df_chunk", "fetch_record_batch", "fetchall", "fetchdf", "fetchmany",
+        "fetchnumpy", "fetchone", "iter_rows", "materialize", "pl", "preview", "record_batch",
+        "shape", "show", "tf", "to_arrow_reader", "to_arrow_table", "to_df", "to_dicts",
+        "torch",
+    }
+)  # fmt: skip
 
 
 class Relation:
@@ -161,21 +197,30 @@ class Relation:
     the relation's own; ``.duckdb`` is DuckDB's relation itself (what DuckDB's functions taking
     a relation need: a Relation passed to a method of a loomdb connection or relation is
     unwrapped).  ``con``: the loomdb connection it came from, which Ctrl-C interrupts while
-    the relation is read (None for a relation made by :func:`register`'s raw connection)."""
+    the relation is read (None for a relation made by :func:`register`'s raw connection).
+    ``script``: the script whose last statement it is (``con.sql`` of several statements, or
+    of one loomdb runs as several), whose note (what ran: ``steps.Script``) an error of a
+    read of its rows gets, as ``con.execute``'s would (not one of a relation made from it,
+    which runs more than the statement, nor a write of it to a file or table)."""
 
-    __slots__ = ("con", "duckdb")
+    __slots__ = ("con", "duckdb", "script")
 
-    def __init__(self, relation: Any, con: Connection | None = None):
+    def __init__(self, relation: Any, con: Connection | None = None, script: Script | None = None):
         self.duckdb = relation
         self.con = con
+        self.script = script
+
+    def _read(self, name: str) -> Script | None:
+        """The script whose note an error of attribute ``name`` gets: none but for a read."""
+        return self.script if name in READS else None
 
     def __getattr__(self, name: str) -> Any:
-        with loom_errors(self.con):  # a property may run the query (shape)
+        with _noting(self._read(name)), loom_errors(self.con):  # a property may run it (shape)
             value = getattr(self.duckdb, name)
-        return _translated(value, self.con) if callable(value) else value
+        return _translated(value, self.con, self._read(name)) if callable(value) else value
 
     def __len__(self) -> int:
-        with loom_errors(self.con):
+        with _noting(self.script), loom_errors(self.con):
             return len(self.duckdb)
 
     def __getitem__(self, key: Any) -> Any:
@@ -185,17 +230,17 @@ class Relation:
         return name in self.duckdb
 
     def __str__(self) -> str:
-        with loom_errors(self.con):
+        with _noting(self.script), loom_errors(self.con):
             return str(self.duckdb)
 
     def __repr__(self) -> str:
-        with loom_errors(self.con):
+        with _noting(self.script), loom_errors(self.con):
             return repr(self.duckdb)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The rows as an Arrow C stream (what ``pa.table(rel)``, polars… read): the stream of
         a reader raising loomdb's errors, where a Python consumer reads it."""
-        reader = _translated(self.duckdb.to_arrow_reader, self.con)()
+        reader = _translated(self.duckdb.to_arrow_reader, self.con, self.script)()
         return reader.__arrow_c_stream__(requested_schema)
 
 
@@ -295,11 +340,12 @@ def _fetch(name: str) -> Callable[..., Any]:
     method = getattr(duckdb.DuckDBPyConnection, name)
 
     def fetch(self: Connection, *args: Any, **kwargs: Any) -> Any:
-        try:
-            with ctrl_c_interrupts(self):
-                return _wrapped(method(self.duckdb, *args, **kwargs), self)
-        except Exception as e:
-            raise_loom(e)
+        with _noting(self.held):
+            try:
+                with ctrl_c_interrupts(self):
+                    return _wrapped(method(self.duckdb, *args, **kwargs), self, self.held)
+            except Exception as e:
+                raise_loom(e)
 
     fetch.__name__ = fetch.__qualname__ = name
     fetch.__doc__ = method.__doc__
@@ -340,6 +386,9 @@ class Connection:
         private: bool = False,
     ):
         self.duckdb = con
+        #: the script whose last statement's result the connection holds (its fetches give
+        #: an error the script's note, as its ``execute`` did); None: not one of loomdb's
+        self.held: Script | None = None
         self.home: str = parent.home if parent is not None else _database(con)  # loomdb's
         if parent is None:
             self.state, self.instance = register(con, progress, private=private)
@@ -388,7 +437,7 @@ class Connection:
         state.elsewhere = None if database == self.home else database
         state.search_path = "" if state.elsewhere is not None else str(path or "")
 
-    def _run(self, sql: str, last: Any, rows: Any, now: bool = False) -> Any:
+    def _run(self, sql: str, last: Any, rows: Any, now: bool = False) -> tuple[Any, Script]:
         """Run every statement but the last, then ``last(statement)`` on the last one; each is
         rewritten once the one before it has run (a script may create the index its next
         statement drops: the next one was rewritten before it ran, so DROP INDEX reached
@@ -397,8 +446,9 @@ class Connection:
         each) gives every one's summary, one row each: ``rows(query, params)`` (DuckDB's
         ``execute`` or ``sql``) over them.  ``now`` (``sql``, whose relation runs when read):
         a last statement that is DDL of loomdb's runs at once instead, as DuckDB runs its own,
-        giving ``rows`` over its summary."""
+        giving ``rows`` over its summary.  Returns what the last one gave, and the script."""
         self.state.interrupted.clear()
+        self.held = None
         script = self._script(sql)
         summaries: list[tuple[str, Any]] = []  # the last statement's steps': (column, value)
         with script.noting(), loom_errors(self):
@@ -409,12 +459,12 @@ class Connection:
                     if several or ddl:
                         summaries.append(self._summary(statement))
                         if script.last():
-                            return rows(*_summaries_query(summaries))
+                            return rows(*_summaries_query(summaries)), script
                     elif script.last():
-                        return last(statement)
+                        return last(statement), script
                     else:
                         self.duckdb.execute(statement).fetchall()  # results stream: finish each
-            return None
+            return None, script
 
     def _script(self, sql: str) -> Script:
         """``sql``'s statements, each rewritten by the front-end just before it runs, and what
@@ -429,11 +479,13 @@ class Connection:
         """Run a script statement by statement, yielding this connection holding each one's
         result (fetch it before the next): what ``loomdb sql`` prints."""
         self.state.interrupted.clear()
+        self.held = None
         script = self._script(sql)
         with script.noting(), loom_errors():
             for statement in script:
                 with self._track(statement), ctrl_c_interrupts(self):
                     self.duckdb.execute(statement)
+                self.held = script  # its fetches fail with the note of what ran
                 yield self
                 with ctrl_c_interrupts(self):
                     self.duckdb.fetchall()  # whatever the caller left: a result must end first
@@ -441,7 +493,9 @@ class Connection:
     def execute(self, sql: str, parameters: Any = None) -> Connection:
         """Run ``sql``; this connection, holding the last statement's result (DuckDB's
         ``execute`` returns its connection too), whose fetches raise loomdb's errors."""
-        self._run(sql, lambda s: self.duckdb.execute(s, parameters), self.duckdb.execute)
+        _, self.held = self._run(
+            sql, lambda s: self.duckdb.execute(s, parameters), self.duckdb.execute
+        )
         return self
 
     def sql(self, query: str, *, alias: str = "", params: Any = None) -> Relation | None:
@@ -456,7 +510,8 @@ class Connection:
         def rows(summaries: str, values: list[Any]) -> Any:
             return self.duckdb.sql(summaries, alias=alias, params=values)
 
-        return _wrapped(self._run(query, last, rows, now=True), self)
+        relation, script = self._run(query, last, rows, now=True)
+        return Relation(relation, self, script) if isinstance(relation, _RELATIONS) else relation
 
     query = from_query = sql  # DuckDB's other names of ``sql``
 
@@ -469,25 +524,28 @@ class Connection:
 
     # A result streams: its fetches run UDFs too.  Each is DuckDB's own in a try (no copy).
     def fetchone(self) -> Any:
-        try:
-            with ctrl_c_interrupts(self):
-                return self.duckdb.fetchone()
-        except Exception as e:
-            raise_loom(e)
+        with _noting(self.held):
+            try:
+                with ctrl_c_interrupts(self):
+                    return self.duckdb.fetchone()
+            except Exception as e:
+                raise_loom(e)
 
     def fetchmany(self, *args: Any, **kwargs: Any) -> list[Any]:
-        try:
-            with ctrl_c_interrupts(self):
-                return self.duckdb.fetchmany(*args, **kwargs)
-        except Exception as e:
-            raise_loom(e)
+        with _noting(self.held):
+            try:
+                with ctrl_c_interrupts(self):
+                    return self.duckdb.fetchmany(*args, **kwargs)
+            except Exception as e:
+                raise_loom(e)
 
     def fetchall(self) -> list[Any]:
-        try:
-            with ctrl_c_interrupts(self):
-                return self.duckdb.fetchall()
-        except Exception as e:
-            raise_loom(e)
+        with _noting(self.held):
+            try:
+                with ctrl_c_interrupts(self):
+                    return self.duckdb.fetchall()
+            except Exception as e:
+                raise_loom(e)
 
     fetchnumpy = _fetch("fetchnumpy")
     fetchdf = _fetch("fetchdf")
@@ -500,16 +558,19 @@ class Connection:
     tf = _fetch("tf")
 
     def begin(self) -> Connection:
+        self.held = None
         self.duckdb.begin()
         self.state.in_transaction = True
         return self
 
     def commit(self) -> Connection:
+        self.held = None
         self.state.in_transaction = False
         self.duckdb.commit()
         return self
 
     def rollback(self) -> Connection:
+        self.held = None
         self.state.in_transaction = False
         self.duckdb.rollback()
         return self
@@ -550,6 +611,7 @@ class Connection:
         call = _translated(value, self)
 
         def method(*args: Any, **kwargs: Any) -> Any:
+            self.held = None  # (executemany, a method of DuckDB's running a statement…)
             out = call(*args, **kwargs)
             return self if out is self.duckdb else out  # (executemany, register…)
 
