@@ -477,7 +477,8 @@ class Connection:
 
     def each(self, sql: str) -> Iterator[Connection]:
         """Run a script statement by statement, yielding this connection holding each one's
-        result (fetch it before the next): what ``loomdb sql`` prints."""
+        result (fetch it before the next; an error of the fetch gets the script's note): what
+        ``loomdb sql`` prints."""
         self.state.interrupted.clear()
         self.held = None
         script = self._script(sql)
