@@ -1,7 +1,8 @@
 """``{"parallel": n}`` through SQL on both engines: reproducible, recorded, within 1% of the
 serial loss at convergence on real and synthetic data, refused where it cannot be honoured,
-checked like every read; and in PostgreSQL, planned as a parallel append of whole shards under
-a partial aggregate that parallel workers run."""
+checked like every read; in threads of the process while the epoch's minibatches are kept in
+memory; and in PostgreSQL, for an epoch too large to keep, planned as a parallel append of
+whole shards under a partial aggregate that parallel workers run."""
 
 from __future__ import annotations
 
@@ -51,9 +52,9 @@ def test_a_parallel_train_is_reproducible_and_says_so(digits, fmt):
     W2, b2, _, _ = _model(engine)
     assert np.array_equal(W1, W2) and np.array_equal(b1, b2)
     assert options["parallel"] == 2 and options["format"] == fmt
-    assert all(e["shards"] == 2 and 1 <= e["workers"] <= 2 for e in history)
-    if engine.name == "duckdb":  # a thread per shard, every epoch
-        assert all(e["workers"] == 2 for e in history)
+    # kept in memory (cache_mb): a thread per shard, every epoch, on both engines
+    assert all(e["shards"] == 2 and e["workers"] == 2 for e in history)
+    assert all(e["shards_in"] == "threads" for e in history)
     _train(engine, {**opts, "parallel": 1}, "'digits'", "digit")
     one, one_b, options, history = _model(engine)
     assert options["parallel"] == 1 and "shards" not in history[-1]
@@ -256,7 +257,7 @@ def test_shards_run_in_the_workers_and_the_model_does_not_care_who_ran_them(pg):
     records = shard_state.unpack(state)
     assert sorted(r[0]["shard"] for r in records) == [0, 1, 2]
     assert all(int(r[0]["worker"].split(":")[0]) != leader for r in records)
-    opts = {"index": "pix", "parallel": 3, "epochs": 4}
+    opts = {"index": "pix", "parallel": 3, "epochs": 4, "cache_mb": 0}  # 0: in the workers
     _train(pg, opts, "NULL")
     shared = _model(pg)[0]
     pg.rows("SET parallel_leader_participation = off")
@@ -286,7 +287,7 @@ def test_a_workers_error_reads_as_the_leaders(pg):
 def test_the_planner_settings_are_put_back_inside_a_transaction(pg):
     with pg.conn.transaction():
         before = pg.rows("SELECT current_setting('enable_hashagg'), current_setting('work_mem')")
-        _train(pg, {"index": "pix", "parallel": 2, "epochs": 2}, "NULL")
+        _train(pg, {"index": "pix", "parallel": 2, "epochs": 2, "cache_mb": 0}, "NULL")
         after = pg.rows("SELECT current_setting('enable_hashagg'), current_setting('work_mem')")
         workers = pg.scalar("SELECT current_setting('max_parallel_workers_per_gather')")
     assert before == after and workers == pg.scalar(
@@ -299,10 +300,11 @@ def test_fewer_workers_than_shards_are_recorded_as_used(pg):
     still trains every shard — the leader runs the rest — and the history says how many
     processes actually ran them; the model is the same (Bismarck §3.3: the merge is the shards'
     row-weighted average, whoever ran them)."""
-    opts = {"index": "pix", "parallel": 3, "epochs": 3}
+    opts = {"index": "pix", "parallel": 3, "epochs": 3, "cache_mb": 0}  # 0: in the workers
     _train(pg, opts, "NULL")
     W, b, _, history = _model(pg)
     assert all(e["shards"] == 3 and 1 <= e["workers"] <= 3 for e in history)
+    assert all(e["shards_in"] == "processes" for e in history)
     pg.rows("SET max_parallel_workers = 0")
     try:
         _train(pg, opts, "NULL")
@@ -314,16 +316,24 @@ def test_fewer_workers_than_shards_are_recorded_as_used(pg):
     assert np.array_equal(W0, W) and np.array_equal(b0, b)
 
 
-def test_postgres_says_when_serial_epochs_would_come_from_memory(pg):
-    """Parallel workers are new processes each epoch and keep nothing: when a serial train
-    would keep the minibatches in memory, the train says so (and trains as asked)."""
-    pg.notices.clear()
-    _train(pg, {"index": "pix", "parallel": 2, "epochs": 2}, "NULL")
-    said = [n for n in pg.notices if "new worker processes" in n]
-    assert len(said) == 1 and "loom_train m: parallel 2" in said[0] and "cache_mb 256" in said[0]
-    assert _model(pg)[2]["parallel"] == 2
-    pg.notices.clear()
-    _train(pg, {"index": "pix", "parallel": 2, "epochs": 2, "cache_mb": 0}, "NULL")
-    assert not [n for n in pg.notices if "new worker processes" in n]  # every epoch reads
-    _train(pg, {"index": "pix", "parallel": 2, "epochs": 2, "progress": False}, "NULL")
-    assert not [n for n in pg.notices if "new worker processes" in n]
+def test_postgres_runs_kept_epochs_in_threads_and_others_in_workers(pg):
+    """An epoch whose minibatches the backend keeps (``cache_mb``) runs in threads of the
+    backend; one known too large to keep, in the server's parallel workers (each a new process
+    that reads its shard from the table); an epoch found too large while it is read (the first)
+    in threads, the rest in workers — and where the shards ran never changes the model."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(24000, 5))
+    pg.load("big", X, (X[:, 2] > 0).astype(float))
+    pg.scalar("SELECT loom_create_index('bix', 'big', 'y', '{\"batch_size\": 500}')")
+    stored = pg.scalar("SELECT bytes FROM loom.indexes WHERE name = 'bix'")
+    assert 1 << 20 < stored < 2 << 20  # between one and two cache_mb of 1: tried, not kept
+    models, places = [], []
+    for cache in (256, 0, 1):
+        _train(pg, {"index": "bix", "parallel": 2, "epochs": 3, "cache_mb": cache}, "NULL")
+        W, b, options, history = _model(pg)
+        models.append((W, b))
+        places.append([e["shards_in"] for e in history])
+        assert options["cache_mb"] == cache and all(e["shards"] == 2 for e in history)
+    assert places == [["threads"] * 3, ["processes"] * 3, ["threads", "processes", "processes"]]
+    for W, b in models[1:]:
+        assert np.array_equal(W, models[0][0]) and np.array_equal(b, models[0][1])

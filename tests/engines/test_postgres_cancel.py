@@ -1,5 +1,6 @@
 """PostgreSQL: a cancel (pg_cancel_backend, statement_timeout) stops a train promptly, even in
-epochs that read nothing from the database (the batches are cached in memory)."""
+epochs that read nothing from the database (the batches are cached in memory), and when the
+epochs' shards run in threads of the backend (``parallel``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from loomdb.bench.tables import load_postgres
 pytestmark = pytest.mark.postgres
 
 
-def test_cancel_stops_a_train_within_moments(pg_dsn):
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_cancel_stops_a_train_within_moments(pg_dsn, parallel):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(20000, 20))
     with psycopg.connect(pg_dsn, autocommit=True) as setup:
@@ -31,7 +33,8 @@ def test_cancel_stops_a_train_within_moments(pg_dsn):
     def train() -> None:
         try:
             worker.execute(
-                "SELECT loom_train('cancel_m', 'cancel_t', 'y', '{\"epochs\": 100000, \"tol\": 0}')"
+                "SELECT loom_train('cancel_m', 'cancel_t', 'y', "
+                f'\'{{"epochs": 100000, "tol": 0, "parallel": {parallel}}}\')'
             )
         except BaseException as e:  # noqa: BLE001 - judged below
             errors.append(e)
@@ -55,6 +58,8 @@ def test_cancel_stops_a_train_within_moments(pg_dsn):
     with pytest.raises(psycopg.errors.QueryCanceled):
         worker.execute("SET statement_timeout = '1500ms'")
         worker.execute(
-            "SELECT loom_train('cancel_m', 'cancel_t', 'y', '{\"epochs\": 100000, \"tol\": 0}')"
+            "SELECT loom_train('cancel_m', 'cancel_t', 'y', "
+            f'\'{{"epochs": 100000, "tol": 0, "parallel": {parallel}}}\')'
         )
+    assert worker.execute("SELECT count(*) FROM loom.models").fetchone() == (0,)  # still usable
     worker.close()

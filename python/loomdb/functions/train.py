@@ -252,7 +252,6 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     train_parallel.check_layout(p.opts, epochs)
     progress = None
     if p.opts["progress"]:
-        train_parallel.advise(db, p.opts, p.cache_bytes, laid, what)
         progress = _progress(db, what)
     report = None
     if cluster is None:

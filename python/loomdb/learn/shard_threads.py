@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -61,7 +62,9 @@ class ThreadedShards:
     def __enter__(self) -> ThreadedShards:
         self._stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
         self._threads = [
-            self._stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="loomdb-shard"))
+            self._stack.enter_context(
+                ThreadPoolExecutor(1, thread_name_prefix="loomdb-shard", initializer=_no_signals)
+            )
             for _ in range(self.shards)
         ]
         return self
@@ -100,7 +103,21 @@ class ThreadedShards:
             future.result()  # a shard's own error, raised here
         totals = merge(results, start, W, b, optimizer)
         widest[0] = max(r.widest for r in results)
-        return totals
+        return {**totals, "shards_in": "threads"}
+
+
+# what a fault raises in the thread that caused it; every other signal is the process's
+_FAULTS = {"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP", "SIGABRT", "SIGSYS"}
+
+
+def _no_signals() -> None:
+    """Leave the process's signals to the thread that started the train.  In a PostgreSQL
+    backend its handlers (a cancel, ``statement_timeout``'s alarm, a latch's wake-up) belong to
+    the thread that runs PostgreSQL's code, and the shards' threads never do; Python runs its
+    own handlers in the main thread whichever thread the signal reached."""
+    if hasattr(signal, "pthread_sigmask"):
+        faults = {getattr(signal, name) for name in _FAULTS if hasattr(signal, name)}
+        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - faults)
 
 
 def _hands(batches: Iterable[Batch], shards: int) -> Iterator[tuple[int, list[Batch]]]:

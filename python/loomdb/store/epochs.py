@@ -111,6 +111,12 @@ class Epochs:
             return False
         return info.bytes * self.train_stop / info.batches > 2 * self.budget
 
+    def keeps(self, precision: int) -> bool:
+        """Whether this process keeps an epoch's training minibatches at ``precision`` once
+        read: kept already, or none yet known too large for ``cache_mb``."""
+        key = self._key(precision)
+        return key in self.kept.cached or (self.budget > 0 and key not in self.kept.too_large)
+
     def validation_rows(self) -> int:
         """The rows of the validation batches."""
         info = self.layout.info
