@@ -391,3 +391,18 @@ def test_a_distributed_train_on_the_records_is_the_trainers_adam(engine, folder)
     dist = fitted("dist", cluster="inprocess", compress="none", step_batches=1)
     assert dist.shape == plain.shape == (16 * 16, 1)
     assert np.allclose(dist, plain, rtol=1e-9, atol=1e-12)
+
+
+def test_a_parallel_train_on_the_records_runs_in_threads_on_both_engines(engine, folder):
+    """The records read with their index's settings (image size, colour, scans), which
+    PostgreSQL's parallel workers are not given: on both engines the shards run in threads of
+    the process that reads them, whether the epoch is kept (cache_mb) or read again."""
+    load(engine, folder)
+    create(engine)
+    for cache in (0, 256):
+        first = train(engine, "par", parallel=2, cache_mb=cache, replace=True)
+        W = engine.scalar("SELECT coefficients FROM loom.models WHERE name = 'par'")
+        again = train(engine, "par", parallel=2, cache_mb=cache, replace=True)
+        assert engine.scalar("SELECT coefficients FROM loom.models WHERE name = 'par'") == W
+        assert [e["loss"] for e in again] == [e["loss"] for e in first]
+        assert all(e["shards"] == 2 and e["shards_in"] == "threads" for e in first)
