@@ -1,7 +1,9 @@
-"""A parallel epoch in n threads of this process: Bismarck's shards (``learn/averaging``), each
-trained by a thread of its own while this thread reads the epoch's minibatches and deals them
-out by number.  No paper section of its own (Bismarck §3.3 runs segments in processes; threads
-share the decoded minibatches kept between epochs instead of reading them n times).
+"""A parallel epoch in n threads of this process (DuckDB's, or a PostgreSQL backend's for the
+epochs it keeps in memory): Bismarck's shards (``learn/averaging``), each trained by a thread of
+its own while this thread reads the epoch's minibatches and deals them out by number; every
+call into the database (reads, ``check``) stays on this thread.  No paper section of its own
+(Bismarck §3.3 runs segments in processes; threads share the decoded minibatches kept between
+epochs instead of reading them n times).
 
 Threads run Python one at a time but for code that lets go of the interpreter lock — numpy's
 matrix products and ufuncs on large enough arrays, numba kernels compiled ``nogil`` (TOC's and

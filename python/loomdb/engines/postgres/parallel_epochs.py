@@ -1,6 +1,8 @@
 """Running a parallel epoch in PostgreSQL: one statement whose plan hands each shard to one
 parallel worker (or the leader), which runs ``loom._epoch_agg`` over it.  No paper section of
-its own (Bismarck §3.3's shared-nothing segments; see ``epoch_aggregate``).
+its own (Bismarck §3.3's shared-nothing segments; see ``epoch_aggregate``).  This is the path
+of an epoch too large for the backend to keep; one it keeps in memory runs in threads of the
+backend (``functions/train_parallel.KeptOrWorkers``).
 
 The statement is a UNION ALL of one subquery per shard under the aggregate.  Shard j reads
 the minibatches j, j + n, … (listed: ``batch = ANY(ARRAY[…])``, which the planner estimates
