@@ -63,3 +63,49 @@ def test_cancel_stops_a_train_within_moments(pg_dsn, parallel):
         )
     assert worker.execute("SELECT count(*) FROM loom.models").fetchone() == (0,)  # still usable
     worker.close()
+
+
+def test_a_terminated_backend_ends_while_its_shards_run_in_threads(pg_dsn):
+    """pg_terminate_backend during a parallel train whose shards run in threads of the backend
+    (the epochs are kept in memory): the backend process ends within moments, its threads with
+    it, and the server goes on."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(20000, 20))
+    with psycopg.connect(pg_dsn, autocommit=True) as setup:
+        load_postgres(setup, "term_t", X, (X[:, 0] > 0).astype(float))
+    worker = psycopg.connect(pg_dsn, autocommit=True)
+    pid = worker.info.backend_pid
+    training = threading.Event()
+    worker.add_notice_handler(
+        lambda notice: "term_m: epoch 2" in (notice.message_primary or "") and training.set()
+    )
+    errors: list[BaseException] = []
+
+    def train() -> None:
+        try:
+            worker.execute(
+                "SELECT loom_train('term_m', 'term_t', 'y', "
+                '\'{"epochs": 100000, "tol": 0, "parallel": 2}\')'
+            )
+        except BaseException as e:  # noqa: BLE001 - judged below
+            errors.append(e)
+
+    thread = threading.Thread(target=train)
+    thread.start()
+    started = training.wait(timeout=120)
+    with psycopg.connect(pg_dsn, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+        deadline = time.monotonic() + 10
+        alive = True
+        while alive and time.monotonic() < deadline:
+            alive = other.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid]
+            ).fetchone() != (0,)
+            time.sleep(0.1)
+        assert started and not alive, f"backend {pid} still there 10 s after its termination"
+        assert other.execute(
+            "SELECT count(*) FROM loom.models WHERE name = 'term_m'"
+        ).fetchone() == (0,)
+    thread.join(timeout=30)
+    assert not thread.is_alive() and errors and isinstance(errors[0], psycopg.OperationalError)
+    worker.close()
