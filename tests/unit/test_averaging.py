@@ -169,16 +169,22 @@ def test_parallel_refuses_a_backend_the_shards_cannot_run(monkeypatch, backend):
     train_parallel.check_options({"parallel": 1, "backend": backend})  # serial: its own loop
 
 
-def test_postgres_shards_refuse_a_format_bound_to_its_index():
-    """pcr reads with its index's image settings, which the workers' job does not carry."""
+def test_postgres_shards_of_a_format_bound_to_its_index_run_in_threads():
+    """pcr reads with its index's image settings, which the workers' job does not carry: on an
+    engine with parallel workers its shards run in threads of the process, kept or not; another
+    format's epochs choose between threads and the workers (``KeptOrWorkers``)."""
     from types import SimpleNamespace
 
-    from loomdb.functions.train_parallel import DatabaseShards
+    from loomdb.functions import train_parallel
+    from loomdb.store.formats.dense import DenseFormat
     from loomdb.store.formats.pcr import PcrFormat
 
-    laid = SimpleNamespace(relation="r", fmt=PcrFormat.__new__(PcrFormat))
-    with pytest.raises(LoomOptionError, match="format 'pcr'.*cannot train 2 shards"):
-        DatabaseShards(None, laid, 4, 2, None, None)
+    db = SimpleNamespace(run_shards=None, check_interrupt=lambda: None)
+    epochs = SimpleNamespace(train_stop=4)
+    for fmt, runs in ((PcrFormat, ThreadedShards), (DenseFormat, train_parallel.KeptOrWorkers)):
+        laid = SimpleNamespace(relation="r", fmt=fmt.__new__(fmt))
+        with train_parallel.runner(db, {"parallel": 2}, laid, epochs, None, None) as runner:
+            assert type(runner) is runs
 
 
 def test_shard_state_round_trips_and_refuses_every_truncation():
