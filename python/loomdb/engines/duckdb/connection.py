@@ -524,30 +524,9 @@ class Connection:
         return str(result.description[0][0]), value
 
     # A result streams: its fetches run UDFs too.  Each is DuckDB's own in a try (no copy).
-    def fetchone(self) -> Any:
-        with _noting(self.held):
-            try:
-                with ctrl_c_interrupts(self):
-                    return self.duckdb.fetchone()
-            except Exception as e:
-                raise_loom(e)
-
-    def fetchmany(self, *args: Any, **kwargs: Any) -> list[Any]:
-        with _noting(self.held):
-            try:
-                with ctrl_c_interrupts(self):
-                    return self.duckdb.fetchmany(*args, **kwargs)
-            except Exception as e:
-                raise_loom(e)
-
-    def fetchall(self) -> list[Any]:
-        with _noting(self.held):
-            try:
-                with ctrl_c_interrupts(self):
-                    return self.duckdb.fetchall()
-            except Exception as e:
-                raise_loom(e)
-
+    fetchone = _fetch("fetchone")
+    fetchmany = _fetch("fetchmany")
+    fetchall = _fetch("fetchall")
     fetchnumpy = _fetch("fetchnumpy")
     fetchdf = _fetch("fetchdf")
     fetch_df = _fetch("fetch_df")
