@@ -149,6 +149,29 @@ def test_dropping_the_model_drops_its_trials(points):
     assert engine.rows("SELECT * FROM loom_trials('plain')") == []
 
 
+def test_trials_are_the_current_versions_search(points):
+    """loom_trials lists the search that made the current version: a loom_train of the name
+    (replace) listed the earlier tune's trials as if they had made it, and so did a rollback
+    from a tuned version to a trained one, or the dropped tuned version's."""
+    engine = points
+    tune(engine, "v", lr=[0.1, 0.3])
+    searched = trials(engine, "v")
+    options = json.dumps({**BASE, "replace": True})
+    engine.scalar(f"SELECT loom_train('v', 'pts', 'y', '{options}')")
+    assert trials(engine, "v") == []
+    engine.scalar("SELECT loom_deploy('v', '{\"version\": 1}')")
+    assert trials(engine, "v") == searched
+    engine.scalar("SELECT loom_deploy('v', '{\"version\": 2}')")
+    engine.scalar("SELECT loom_drop_model('v', 1)")
+    assert trials(engine, "v") == []
+    assert engine.scalar("SELECT count(*) FROM loom.trials WHERE model = 'v'") == 0
+    engine.scalar(f"SELECT loom_train('w', 'pts', 'y', '{options}')")
+    tune(engine, "w", lr=[0.1, 0.3], replace=True)
+    assert len(trials(engine, "w")) == 2
+    engine.scalar("SELECT loom_rollback('w')")
+    assert trials(engine, "w") == []
+
+
 @pytest.mark.parametrize("extra", [{}, {"parallel": 2}])
 def test_trials_share_one_layout_that_a_failed_trial_leaves_standing(points, extra):
     """``"cache_mb": 0`` lays the source out in a table (``parallel`` 2 on PostgreSQL: one its

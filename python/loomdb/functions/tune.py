@@ -75,7 +75,7 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
         tuned = {"search": s.search, "trial": number, "trials": len(rows), "metric": metric}
         record.options = {**record.options, "tuned": tuned}
         catalog.put_model(db, record, replace=exists)
-        catalog.put_trials(db, name, rows)
+        catalog.put_trials(db, name, rows, catalog.current_version(db, name))
         if exists:
             deploy.refresh(db, name, model, db.role())
     return json.dumps(_summary(name, s, rows, number, score, time.perf_counter() - started))
@@ -216,8 +216,9 @@ def _summary(name, s: Space, rows, number, score, seconds) -> dict[str, Any]:
 
 
 def trials(db: Any, name: str) -> list[tuple[Any, ...]]:
-    """(trial, status, score, seconds, options, error, metric) rows of the model's search (a
-    row an older loomdb wrote names no metric: it was scored by the loss)."""
+    """(trial, status, score, seconds, options, error, metric) rows of the search that made
+    the model's current version (``catalog.trials_of``; a row an older loomdb wrote names no
+    metric: it was scored by the loss)."""
     found = catalog.trials_of(db, check_name(name, "model"))
     if not found:
         catalog.get_model(db, name)  # no such model: say so; a trained one has no trials

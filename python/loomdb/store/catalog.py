@@ -83,6 +83,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("error", "text"),
         ("created_at", "timestamp"),
         ("metric", "text"),  # what scored the trial ("validation loss", …; functions/tune.py)
+        ("version", "integer"),  # the model's version the search made (NULL: an older loomdb's)
     ],
     "indexes": [
         ("name", "name"),
@@ -122,7 +123,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 }
 TABLES["model_versions"] = list(TABLES["models"])  # a model's versions but the current one
 # columns added since a table was first released: ALTER TABLE … ADD COLUMN IF NOT EXISTS
-ADDED = {"models": ["version"], "trials": ["metric"]}
+ADDED = {"models": ["version"], "trials": ["metric", "version"]}
 KEYS = {
     "models": "name",
     "model_versions": "name, version",
@@ -435,8 +436,9 @@ def versions_of(db: Queryable, name: str) -> list[dict[str, Any]]:
 
 
 def drop_version(db: Queryable, name: str, version: int) -> None:
-    """Delete an old version of model ``name`` (never the current one); the current row
-    remembers the newest number given, which may have been this one's."""
+    """Delete an old version of model ``name`` (never the current one) and the trials of the
+    search that made it; the current row remembers the newest number given, which may have
+    been this one's."""
     if version == current_version(db, name):
         raise LoomStateError(
             f"version {version} is the current version of model '{name}'",
@@ -449,6 +451,7 @@ def drop_version(db: Queryable, name: str, version: int) -> None:
         [name, version],
     ):
         raise _no_version(name, version)
+    db.execute(f"DELETE FROM {SCHEMA}.trials WHERE model = $1 AND version = $2", [name, version])
     _remember_newest(db, name, newest)
 
 
@@ -528,12 +531,13 @@ def grantees(db: Queryable, model: str) -> list[str]:
 # -- trials: loom_tune's search, one row per trial ----------------------------------------------
 
 
-def put_trials(db: Queryable, model: str, trials: list[dict[str, Any]]) -> None:
+def put_trials(db: Queryable, model: str, trials: list[dict[str, Any]], version: int) -> None:
     """Replace the model's trials (of this role: row-level security hides the others') with
-    ``trials``: dicts of trial, status, options, score, seconds, error, metric."""
+    ``trials``: dicts of trial, status, options, score, seconds, error, metric, of the search
+    that made ``version`` of the model."""
     delete_trials(db, model)
     for t in trials:
-        _insert(db, "trials", {"model": model, **t})
+        _insert(db, "trials", {"model": model, **t, "version": version})
 
 
 def delete_trials(db: Queryable, model: str) -> None:
@@ -541,8 +545,14 @@ def delete_trials(db: Queryable, model: str) -> None:
 
 
 def trials_of(db: Queryable, model: str) -> list[dict[str, Any]]:
-    """The model's trials in trial order (none for a model loom_tune did not make)."""
-    return _select(db, "trials", "model = $1 ORDER BY trial", [check_name(model, "model")])
+    """The trials of the search that made the model's current version, in trial order (none
+    for a version loom_tune did not make: a loom_train of the name, or one rolled back to).  A
+    row an older loomdb wrote names no version, which it did not record: it is listed."""
+    rows = _select(db, "trials", "model = $1 ORDER BY trial", [check_name(model, "model")])
+    if not rows:
+        return rows
+    current = current_version(db, model)
+    return [r for r in rows if r.get("version") in (None, current)]
 
 
 # -- deployments: native SQL functions made from models ----------------------------------------
