@@ -117,6 +117,27 @@ def test_roc_curve_equals_scikit_learns(engine, kind):
     assert np.trapezoid(curve[:, 1], curve[:, 2]) == pytest.approx(auc, rel=1e-12)
 
 
+def test_roc_curve_refuses_labels_that_are_neither_class(engine):
+    """A row whose label is none of a binary model's classes is neither positive nor
+    negative: the curve counted it as a negative (a source of classes 0, 1 and 5 drew a
+    curve of 0 against 1 and 5; one of 0 and 1 for a model of 3 and 8 said it had 0 positive
+    and 240 negative rows)."""
+    X, y = data()
+    engine.load("t", X, y)
+    train(engine, "bin", "t", {"epochs": 5})
+    y_new = y.copy()
+    y_new[:7] = 5.0
+    engine.load("t_new", X, y_new)
+    message = error_of(engine, "SELECT * FROM loom_roc_curve('bin', 't_new')")[0]
+    assert "5" in message and "neither of model 'bin''s classes 0, 1" in message, message
+    engine.load("t38", X, np.where(y == 1.0, 8.0, 3.0))
+    train(engine, "b38", "t38", {"epochs": 5})
+    message = error_of(engine, "SELECT * FROM loom_roc_curve('b38', 't')")[0]
+    assert "neither of model 'b38''s classes 3, 8" in message, message
+    kept = "SELECT * FROM loom_roc_curve('bin', 'SELECT * FROM t_new WHERE y IN (0, 1)')"
+    assert len(engine.rows(kept)) > 2
+
+
 def weights_of(engine, model: str) -> dict[float | None, dict[str, tuple]]:
     """{class: {feature: (weight, weight_standardized, rank, odds_ratio)}}."""
     out: dict[float | None, dict[str, tuple]] = {}

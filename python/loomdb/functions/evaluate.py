@@ -152,6 +152,7 @@ def roc_curve(db: Any, name: str, source: str) -> list[tuple[float, float, float
             "precision, recall and f1 (per_class) and the confusion matrix for one-vs-rest",
         )
     model, Z, y, _ = scored(db, name, source)
+    _two_classes(model, name, source, y, catalog.get_model(db, name).label)
     positive = y == model.classes[1]
     if positive.all() or not positive.any():
         raise LoomDataError(
@@ -162,6 +163,22 @@ def roc_curve(db: Any, name: str, source: str) -> list[tuple[float, float, float
     score = model.probabilities(Z) if model.kind == "logistic" else Z[:, 0]
     points = metrics.roc_curve(positive, score)
     return list(zip(*(p.tolist() for p in points), strict=True))
+
+
+def _two_classes(model: LinearModel, name: str, source: str, y: np.ndarray, label: str) -> None:
+    """Refuse labels that are neither of a binary model's classes: such a row is neither
+    positive nor negative, so no curve counts it (a text label's other values never get here:
+    they read as NULL, and are skipped)."""
+    other = np.unique(y[~np.isin(y, model.classes)])
+    if len(other):
+        shown = ", ".join(map(class_text, other[:5])) + (", …" if len(other) > 5 else "")
+        classes = ", ".join(map(class_text, model.classes))
+        raise LoomDataError(
+            f"source {source!r} holds rows labelled {shown}, neither of model '{name}''s "
+            f"classes {classes}: such a row is neither positive nor negative",
+            hint=f"draw the curve on the rows of those two classes (a SELECT source: … WHERE "
+            f"{quote_ident(label)} IN ({classes})), or check that the source is the model's",
+        )
 
 
 def _require(source: str, name: str, kinds: dict, columns: list[str], reads: str) -> None:
