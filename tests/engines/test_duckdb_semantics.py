@@ -862,3 +862,20 @@ def test_arguments_of_types_no_form_takes_name_the_function_not_its_hidden_twin(
     with pytest.raises(loomdb.LoomOptionError, match="loom_weights takes no arguments"):
         c.execute("SELECT * FROM loom_weights(1.5)").fetchall()
     c.close()
+
+
+def test_a_wrong_number_of_arguments_is_a_loomdb_error_with_the_signature():
+    """More or fewer arguments than any form takes was DuckDB's BinderException ("Macro
+    loom_rollback() does not support the supplied arguments") on a loomdb connection."""
+    c = loomdb.connect(progress=False)
+    for sql, told, hint in [
+        ("SELECT loom_rollback('m', 1)", "takes 1 argument,", "loom_rollback(model text)"),
+        ("SELECT loom_model_info()", "takes 1 argument,", "loom_model_info(model text)"),
+        ("SELECT * FROM loom_roc_curve('m')", "takes 2 arguments", "(model text, source text)"),
+        ("SELECT loom_simulate('i', '{}', 3)", "takes 1 or 2 arguments", "[, options text])"),
+        ("SELECT loom_tune('m')", "takes 3 or 4 arguments", "label text [, options text])"),
+    ]:
+        with pytest.raises(loomdb.LoomOptionError) as info:
+            c.execute(sql).fetchall()
+        assert told in str(info.value) and hint in (info.value.hint or ""), sql
+    c.close()

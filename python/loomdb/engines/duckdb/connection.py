@@ -79,7 +79,7 @@ def raise_loom(error: Exception) -> NoReturn:
         ) from error
     original = raised_in_udf(error)
     if original is None:
-        raise _misbound(error) or error
+        raise _misbound(error) or _miscounted(error) or error
     raise original.with_traceback(None) from None
 
 
@@ -99,6 +99,30 @@ def _misbound(error: Exception) -> LoomOptionError | None:
         f"{udf.name} takes no arguments of types ({found.group(2)})",
         hint=f"{udf.name}({signature}): cast each argument to its type, e.g. "
         "CAST(x AS BIGINT) for a bigint, CAST(x AS VARCHAR) for text",
+    )
+
+
+_MACRO_ARGS = re.compile(r"Macro (\w+)\(\) does not support the supplied arguments")
+
+
+def _miscounted(error: Exception) -> LoomOptionError | None:
+    """A loomdb function called with more or fewer arguments than any form of it takes:
+    DuckDB's binder says the macro does not support them; say it of the function, with its
+    arguments (those in brackets may be left out)."""
+    found = _MACRO_ARGS.search(str(error)) if isinstance(error, duckdb.BinderException) else None
+    udf = next((u for u in load() if found and u.name == found.group(1)), None)
+    if found is None or udf is None:
+        return None
+    required = [f"{a.name} {a.type}" for a in udf.args if a.default is None]
+    optional = [f"{a.name} {a.type}" for a in udf.args if a.default is not None]
+    signature = ", ".join(required)
+    for each in optional:
+        signature += f" [, {each}" if signature else f"[{each}"
+    counts = [str(n) for n in range(len(required), len(udf.args) + 1)]
+    told = " or ".join([", ".join(counts[:-1]), counts[-1]] if len(counts) > 1 else counts)
+    return LoomOptionError(
+        f"{udf.name} takes {told} argument{'' if told == '1' else 's'}, not the number given",
+        hint=f"call it as {udf.name}({signature}{']' * len(optional)})",
     )
 
 
