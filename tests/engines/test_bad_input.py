@@ -225,3 +225,19 @@ def test_automatic_step_on_features_near_the_largest_double(good):
         assert lrs[1] == pytest.approx(lrs[0], rel=1e-6), method
     message = train_error(good, "huge_scale", '{"standardize": "none"}', name="m_none")
     assert "beyond double precision" in message and "no step size" in message
+
+
+@pytest.mark.parametrize(
+    "sql, what",
+    [
+        ("SELECT loom_tune(NULL, 'good', 'y', '{\"lr\": [0.1, 0.2]}')", "model"),
+        ("SELECT loom_evaluate_index('keep', NULL)", "index"),
+        ("SELECT loom_evaluate_index(NULL, 'ix')", "model"),
+        ("SELECT loom_simulate(NULL)", "index"),
+        ("SELECT loom_deploy(NULL)", "model"),
+    ],
+)
+def test_a_null_name_is_said_to_be_null(good, sql, what):
+    """A NULL name was "invalid model name None": Python's word for SQL's NULL."""
+    message = error_of(good, sql)
+    assert f"the {what} name is NULL" in message and "None" not in message, message

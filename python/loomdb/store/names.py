@@ -50,6 +50,11 @@ def literal(text: str) -> str:
 
 def check_name(name: object, what: str = "model") -> str:
     """A model or index name: letters, digits and underscores, at most 63, not a digit first."""
+    if name is None:  # SQL's NULL (a subquery that found nothing), not Python's None
+        raise LoomOptionError(
+            f"the {what} name is NULL",
+            hint=f"pass the {what}'s name as text (a subquery giving it may have found no row)",
+        )
     if not isinstance(name, str) or not NAME.match(name):
         shown = repr(name) if not isinstance(name, str) or len(name) < 80 else repr(name[:77])
         raise LoomOptionError(
