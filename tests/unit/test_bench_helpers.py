@@ -201,3 +201,57 @@ def test_bench_arguments_are_checked_before_the_suite_runs(monkeypatch, tmp_path
     for where, problem in [(tmp_path / "nosuch" / "r.json", "there is no folder"), (tmp_path, "")]:
         with pytest.raises(LoomNotFoundError, match=f"cannot write --json .*{problem}"):
             run_suite("toc", quick=True, json_path=str(where), dsn=None)
+
+
+class _FakePg:
+    """A psycopg connection that records each statement; the extension is in ``my ext``."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.description: list[str] | None = None
+        self.answer: list[tuple] = []
+
+    def cursor(self) -> _FakePg:
+        return self
+
+    def __enter__(self) -> _FakePg:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def execute(self, sql: str, params: object = None) -> _FakePg:
+        self.sent.append(sql)
+        schema = "pg_catalog.pg_extension" in sql
+        count = sql.startswith("SELECT count(*)")
+        self.answer = [("my ext",)] if schema else [(1,)] if count else [("{}",)]
+        self.description = ["column"] if sql.lstrip().upper().startswith("SELECT") else None
+        return self
+
+    def fetchall(self) -> list[tuple]:
+        return self.answer
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_bench_names_the_extensions_schema_in_every_postgresql_call(monkeypatch):
+    """loomdb bench called loom_* by bare name on PostgreSQL, where a function of the same
+    signature another role made earlier on the search_path would be the one run; loomdb's
+    other clients name the extension's schema."""
+    import re
+
+    import psycopg
+
+    from loomdb.bench import loom_runs
+    from loomdb.bench.engines import engines
+
+    fake = _FakePg()
+    monkeypatch.setattr(psycopg, "connect", lambda *a, **k: fake)
+    with engines("host=nowhere") as found:
+        pg = found[-1]
+        assert pg.name == "postgres" and pg.loom == '"my ext".'
+        loom_runs.create_index(pg, "bench_ix", "t", "y", format="toc")
+    calls = [c for sql in fake.sent for c in re.findall(r'((?:"[^"]*"\.)?)loom_[a-z_]+\(', sql)]
+    assert len(calls) == 2 and set(calls) == {'"my ext".'}, fake.sent
+    assert found[0].loom == ""  # DuckDB: loomdb's functions are the connection's own

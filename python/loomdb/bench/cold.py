@@ -47,7 +47,7 @@ def run(quick: bool = False, dsn: str | None = None) -> list[BenchTable]:
 def _train(engine: BenchEngine, index: str, epochs: int) -> list[float]:
     opts = {"index": index, "epochs": epochs, "tol": 0, "cache_mb": 0, "replace": True}
     opts.update(model="logistic", progress=False)
-    engine.scalar(f"SELECT loom_train('bench_cold', NULL, 'y', '{json.dumps(opts)}')")
+    engine.scalar(f"SELECT {engine.loom}loom_train('bench_cold', NULL, 'y', '{json.dumps(opts)}')")
     history = engine.scalar("SELECT history FROM loom.models WHERE name = 'bench_cold'")
     history = json.loads(history) if isinstance(history, str) else history
     return [h["seconds"] for h in history if "epoch" in h]
@@ -110,7 +110,8 @@ def cold_epochs(X: np.ndarray, y: np.ndarray, dsn: str | None, epochs: int) -> B
                 opts = json.dumps({**layout, "batch_size": BATCH})
                 info = json.loads(
                     engine.scalar(
-                        f"SELECT loom_create_index('bench_ix', 'bench_cold_src', 'y', '{opts}')"
+                        f"SELECT {engine.loom}loom_create_index('bench_ix', "
+                        f"'bench_cold_src', 'y', '{opts}')"
                     )
                 )
                 wall, cpu = _measure(engine, epochs)
@@ -118,8 +119,8 @@ def cold_epochs(X: np.ndarray, y: np.ndarray, dsn: str | None, epochs: int) -> B
                     base.setdefault(key, value)
                 row = [engine.name, label, info["bytes"], base["bytes"] / info["bytes"]]
                 table.add(*row, wall, base["wall"] / wall, cpu, base["cpu"] / cpu)
-                engine.run("SELECT loom_drop_index('bench_ix')")
-            engine.run("SELECT loom_drop_model('bench_cold')")
+                engine.run(f"SELECT {engine.loom}loom_drop_index('bench_ix')")
+            engine.run(f"SELECT {engine.loom}loom_drop_model('bench_cold')")
             engine.run("DROP TABLE bench_cold_src")
     if dsn is None:
         table.notes.append("PostgreSQL not measured: pass --dsn to include it")

@@ -20,6 +20,7 @@ class BenchEngine:
     run: Callable[[str], list[tuple]]
     load: Callable[..., list[str]]
     raw: Any = None  # the engine's own connection (duckdb / psycopg), for what a user would do
+    loom: str = ""  # what a call of loomdb's function is prefixed with (:func:`loom_prefix`)
 
     def scalar(self, sql: str) -> Any:
         return self.run(sql)[0][0]
@@ -32,6 +33,17 @@ class BenchEngine:
             self.run(sql)
             best = min(best, time.perf_counter() - started)
         return best
+
+
+def loom_prefix(conn: Any) -> str:
+    """``"schema".``, the loomdb extension's schema on the psycopg connection ``conn``: the
+    bench names it in every call of loomdb's functions, as loomdb's other clients do
+    (``client.extension_schema``), so that a function of the same signature another role made
+    in a schema earlier on the search_path is never the one run."""
+    from loomdb.engines.postgres.client import PsycopgDatabase, extension_schema
+    from loomdb.store.names import quote_ident
+
+    return quote_ident(extension_schema(PsycopgDatabase(conn))) + "."
 
 
 @contextmanager
@@ -62,7 +74,13 @@ def engines(dsn: str | None) -> Iterator[list[BenchEngine]]:
         run_pg("CREATE SCHEMA loombench")
         run_pg("SET search_path = loombench, public")
         found.append(
-            BenchEngine("postgres", run_pg, lambda *a, **k: load_postgres(conn, *a, **k), conn)
+            BenchEngine(
+                "postgres",
+                run_pg,
+                lambda *a, **k: load_postgres(conn, *a, **k),
+                conn,
+                loom_prefix(conn),
+            )
         )
     try:
         yield found

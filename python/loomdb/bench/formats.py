@@ -34,7 +34,7 @@ def _epoch_seconds(engine: BenchEngine, epochs: int, **opts: object) -> list[flo
             **opts,
         }
     )
-    engine.scalar(f"SELECT loom_train('bench_fm', NULL, 'y', '{train}')")
+    engine.scalar(f"SELECT {engine.loom}loom_train('bench_fm', NULL, 'y', '{train}')")
     history = engine.scalar("SELECT history FROM loom.models WHERE name = 'bench_fm'")
     history = json.loads(history) if isinstance(history, str) else history
     return [h["seconds"] for h in history if "epoch" in h]
@@ -80,7 +80,8 @@ def epoch_times(
                     opts = json.dumps({**layout, "batch_size": batch_size})
                     info = json.loads(
                         engine.scalar(
-                            f"SELECT loom_create_index('bench_ix', 'bench_fmt', 'y', '{opts}')"
+                            f"SELECT {engine.loom}loom_create_index('bench_ix', "
+                            f"'bench_fmt', 'y', '{opts}')"
                         )
                     )
                     cold = float(np.median(_epoch_seconds(engine, epochs, cache_mb=0))) * 1000
@@ -100,8 +101,8 @@ def epoch_times(
                         warm,
                         base["warm"] / warm,
                     )
-                    engine.run("SELECT loom_drop_index('bench_ix')")
-                engine.run("SELECT loom_drop_model('bench_fm')")
+                    engine.run(f"SELECT {engine.loom}loom_drop_index('bench_ix')")
+                engine.run(f"SELECT {engine.loom}loom_drop_model('bench_fm')")
     if dsn is None:
         table.notes.append("PostgreSQL not measured: pass --dsn to include it")
     return table

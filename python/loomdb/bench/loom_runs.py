@@ -44,7 +44,7 @@ def train(engine: BenchEngine, name: str, source: str | None, label: str, **opts
     options = json.dumps({"replace": True, "progress": False, **opts})
     src = "NULL" if source is None else f"'{source}'"
     started = time.perf_counter()
-    engine.scalar(f"SELECT loom_train('{name}', {src}, '{label}', '{options}')")
+    engine.scalar(f"SELECT {engine.loom}loom_train('{name}', {src}, '{label}', '{options}')")
     return stored(engine.run, name, time.perf_counter() - started)
 
 
@@ -76,8 +76,10 @@ def create_index(
 ) -> tuple[float, dict[str, Any]]:
     """Build index ``name`` (replacing one of that name); (wall seconds, its summary)."""
     if engine.scalar(f"SELECT count(*) FROM loom.indexes WHERE name = '{name}'"):
-        engine.run(f"SELECT loom_drop_index('{name}')")
+        engine.run(f"SELECT {engine.loom}loom_drop_index('{name}')")
     options = json.dumps(opts)
     started = time.perf_counter()
-    info = engine.scalar(f"SELECT loom_create_index('{name}', '{source}', '{label}', '{options}')")
+    info = engine.scalar(
+        f"SELECT {engine.loom}loom_create_index('{name}', '{source}', '{label}', '{options}')"
+    )
     return time.perf_counter() - started, as_json(info)

@@ -68,8 +68,8 @@ def measure(
         out.warm = best_of(lambda: epochs(k), _trained, repeat)
         whole = {"epochs": k, "tol": 0, **FIXED}
         out.whole = best_of(lambda: train(engine, MODEL, TABLE, LABEL, **whole), _wall, repeat)
-    engine.run(f"SELECT loom_drop_index('{INDEX}')")
-    engine.run(f"SELECT loom_drop_model('{MODEL}')")
+    engine.run(f"SELECT {engine.loom}loom_drop_index('{INDEX}')")
+    engine.run(f"SELECT {engine.loom}loom_drop_model('{MODEL}')")
     return out
 
 

@@ -61,7 +61,7 @@ def _train(
     engine: BenchEngine, options: dict[str, Any], source: str = "NULL", label: str = "y"
 ) -> dict[str, Any]:
     opts = json.dumps({"replace": True, "progress": False, **options})
-    call = f"SELECT loom_train('bench_pm', {source}, '{label}', '{opts}')"
+    call = f"SELECT {engine.loom}loom_train('bench_pm', {source}, '{label}', '{opts}')"
     summary = json.loads(engine.scalar(call))
     history = engine.scalar("SELECT history FROM loom.models WHERE name = 'bench_pm'")
     history = json.loads(history) if isinstance(history, str) else history
@@ -105,7 +105,8 @@ def parallel_table(
                 for fmt in FORMATS:
                     built = json.dumps({"format": fmt})
                     engine.scalar(
-                        f"SELECT loom_create_index('bench_px', 'bench_par', 'y', '{built}')"
+                        f"SELECT {engine.loom}loom_create_index('bench_px', "
+                        f"'bench_par', 'y', '{built}')"
                     )
                     serial = None
                     for n in shards:
@@ -117,8 +118,8 @@ def parallel_table(
                         table.add(
                             engine.name, name, fmt, n, r["workers"], r["epoch_ms"], speed, r["loss"]
                         )
-                    engine.run("SELECT loom_drop_index('bench_px')")
-            engine.run("SELECT loom_drop_model('bench_pm')")
+                    engine.run(f"SELECT {engine.loom}loom_drop_index('bench_px')")
+            engine.run(f"SELECT {engine.loom}loom_drop_model('bench_pm')")
     if dsn is None:
         table.notes.append("PostgreSQL not measured: pass --dsn to include it")
     return table
@@ -137,7 +138,9 @@ def convergence_table(dsn: str | None, shards: Sequence[int] = (1, 2)) -> BenchT
         for engine in found:
             for sample, label in samples:
                 engine.run(f"DROP TABLE IF EXISTS bench_par_{sample}")
-                engine.run(f"SELECT loom_load('sample', '{sample}', 'bench_par_{sample}')")
+                engine.run(
+                    f"SELECT {engine.loom}loom_load('sample', '{sample}', 'bench_par_{sample}')"
+                )
                 for fmt in FORMATS:
                     serial = None
                     for n in shards:
@@ -155,7 +158,7 @@ def convergence_table(dsn: str | None, shards: Sequence[int] = (1, 2)) -> BenchT
                             (r["loss"] / serial["loss"] - 1) * 100,
                         )
                 engine.run(f"DROP TABLE bench_par_{sample}")
-            engine.run("SELECT loom_drop_model('bench_pm')")
+            engine.run(f"SELECT {engine.loom}loom_drop_model('bench_pm')")
     return table
 
 

@@ -92,12 +92,13 @@ def fidelity(ds: ImageSet) -> dict[int, tuple[float, float, float]]:
 
 def _load(engine: BenchEngine, ds: ImageSet, table: str, part: tuple[str, dict]) -> None:
     opts = json.dumps({**part[1], "replace": True})
-    engine.run(f"SELECT loom_load('{ds.loader}', '{part[0]}', '{table}', '{opts}')")
+    engine.run(f"SELECT {engine.loom}loom_load('{ds.loader}', '{part[0]}', '{table}', '{opts}')")
 
 
 def _accuracy(engine: BenchEngine, options: dict[str, Any] | None = None) -> float:
     text = engine.scalar(
-        f"SELECT loom_evaluate('bench_pcr_m', 'bench_pcr_test', '{json.dumps(options or {})}')"
+        f"SELECT {engine.loom}loom_evaluate('bench_pcr_m', 'bench_pcr_test', "
+        f"'{json.dumps(options or {})}')"
     )
     return float(json.loads(text)["accuracy"])
 
@@ -107,7 +108,8 @@ def measure(engine: BenchEngine, ds: ImageSet, epochs: int, table: BenchTable, f
     _load(engine, ds, "bench_pcr_test", ds.test)
     opts = {"format": "pcr", "record_size": 64, "image_size": ds.size, "color": ds.color}
     engine.run(
-        f"SELECT loom_create_index('bench_pcr', 'bench_pcr_train', 'label', '{json.dumps(opts)}')"
+        f"SELECT {engine.loom}loom_create_index('bench_pcr', 'bench_pcr_train', 'label', "
+        f"'{json.dumps(opts)}')"
     )
     stats = json.loads(engine.scalar("SELECT stats FROM loom.indexes WHERE name = 'bench_pcr'"))
     offsets = np.cumsum(stats["group_bytes"])
@@ -120,7 +122,9 @@ def measure(engine: BenchEngine, ds: ImageSet, epochs: int, table: BenchTable, f
     for k in range(1, top + 1):
         train = {"index": "bench_pcr", "scans": k, "epochs": epochs, "tol": 0, "cache_mb": 0,
                  "replace": True, "progress": False}  # fmt: skip
-        engine.run(f"SELECT loom_train('bench_pcr_m', NULL, 'label', '{json.dumps(train)}')")
+        engine.run(
+            f"SELECT {engine.loom}loom_train('bench_pcr_m', NULL, 'label', '{json.dumps(train)}')"
+        )
         history = json.loads(
             engine.scalar("SELECT history FROM loom.models WHERE name = 'bench_pcr_m'")
         )
@@ -134,8 +138,8 @@ def measure(engine: BenchEngine, ds: ImageSet, epochs: int, table: BenchTable, f
         )
     for row in rows:
         table.add(*row, rows[-1][-1] / row[-1])
-    engine.run("SELECT loom_drop_model('bench_pcr_m')")
-    engine.run("SELECT loom_drop_index('bench_pcr')")
+    engine.run(f"SELECT {engine.loom}loom_drop_model('bench_pcr_m')")
+    engine.run(f"SELECT {engine.loom}loom_drop_index('bench_pcr')")
 
 
 def run(quick: bool = False, dsn: str | None = None) -> list[BenchTable]:

@@ -74,23 +74,23 @@ def run(
             engine.load("bench_pred", X, y, cols)
             engine.load("bench_fit", X[:10_000], y[:10_000], cols)
             engine.scalar(
-                "SELECT loom_train('bench_p', 'bench_fit', 'y', "
+                f"SELECT {engine.loom}loom_train('bench_p', 'bench_fit', 'y', "
                 '\'{"epochs": 3, "replace": true, "progress": false}\')'
             )
-            info = json.loads(engine.scalar("SELECT loom_model_info('bench_p')"))
+            info = json.loads(engine.scalar(f"SELECT {engine.loom}loom_model_info('bench_p')"))
             w = np.asarray(info["coefficients"])[:, 0] * np.asarray(
                 info["standardization"]["scale"]
             )
             b = info["intercept"][0] - float(np.asarray(info["standardization"]["shift"]) @ w)
             dot = " + ".join([repr(float(b))] + [f"{float(wi)!r} * {c}" for wi, c in zip(w, cols)])
-            compiled = engine.scalar("SELECT loom_predict_sql('bench_p')")
-            engine.scalar("SELECT loom_deploy('bench_p')")
+            compiled = engine.scalar(f"SELECT {engine.loom}loom_predict_sql('bench_p')")
+            engine.scalar(f"SELECT {engine.loom}loom_deploy('bench_p')")
             array = "ARRAY[" + ", ".join(cols) + "]"
             queries = {
                 "native": f"SELECT sum(CASE WHEN {dot} > 0 THEN 1 ELSE 0 END) FROM bench_pred",
                 "compiled": f"SELECT sum({compiled}) FROM bench_pred",
                 "deployed": f"SELECT sum(predict_bench_p({', '.join(cols)})) FROM bench_pred",
-                "UDF": f"SELECT sum(loom_predict('bench_p', {array})) FROM bench_pred",
+                "UDF": f"SELECT sum({engine.loom}loom_predict('bench_p', {array})) FROM bench_pred",
             }
             if engine.name == "duckdb":
                 queries["UDF, row"] = "SELECT sum(loom_predict('bench_p', t)) FROM bench_pred t"
@@ -101,7 +101,7 @@ def run(
                 noop = f"SELECT sum(bench_noop({array})) FROM bench_pred"
                 single = {k: queries[k] for k in ("native", "UDF", "UDF, row")}
                 _one_thread(engine, table, {**single, "no-op Python UDF": noop}, n)
-            engine.run("SELECT loom_drop_model('bench_p')")
+            engine.run(f"SELECT {engine.loom}loom_drop_model('bench_p')")
             _encoded(engine, encoded, n)
         if len(found) == 1:
             table.notes.append("PostgreSQL not measured: pass --dsn to include it")
@@ -128,8 +128,10 @@ def _encoded(engine: Any, table: BenchTable, n: int) -> None:
         "replace": True,
         "preprocess": {"city": {"top_k": ENCODED_K}},
     }
-    engine.scalar(f"SELECT loom_train('bench_e', 'bench_enc_fit', 'y', '{json.dumps(options)}')")
-    info = json.loads(engine.scalar("SELECT loom_model_info('bench_e')"))
+    engine.scalar(
+        f"SELECT {engine.loom}loom_train('bench_e', 'bench_enc_fit', 'y', '{json.dumps(options)}')"
+    )
+    info = json.loads(engine.scalar(f"SELECT {engine.loom}loom_model_info('bench_e')"))
     w = np.asarray(info["coefficients"])[:, 0] * np.asarray(info["standardization"]["scale"])
     b = info["intercept"][0] - float(np.asarray(info["standardization"]["shift"]) @ w)
     weight = {
@@ -144,8 +146,10 @@ def _encoded(engine: Any, table: BenchTable, n: int) -> None:
     terms = [f"{weight['city=' + v]} * {indicator.format('city = ' + literals[v])}" for v in kept]
     outside = indicator.format("city NOT IN (" + ", ".join(literals.values()) + ")")
     whens = " ".join(f"WHEN {literals[v]} THEN {weight['city=' + v]}" for v in kept)
-    deployed = json.loads(engine.scalar("SELECT loom_deploy('bench_e')"))["functions"][0]
-    compiled = engine.scalar("SELECT loom_predict_sql('bench_e')")
+    deployed = json.loads(engine.scalar(f"SELECT {engine.loom}loom_deploy('bench_e')"))[
+        "functions"
+    ][0]
+    compiled = engine.scalar(f"SELECT {engine.loom}loom_predict_sql('bench_e')")
     queries = {
         "native": f"SELECT sum(CASE WHEN {b!r} + {numbers} + "
         f"CASE city {whens} ELSE {other} END > 0 THEN 1 ELSE 0 END) FROM bench_enc",
@@ -155,7 +159,7 @@ def _encoded(engine: Any, table: BenchTable, n: int) -> None:
         "deployed": f"SELECT sum({deployed}) FROM bench_enc",  # schema.predict_bench_e(columns)
     }
     _compare(engine, table, queries, n)
-    engine.run("SELECT loom_drop_model('bench_e')")
+    engine.run(f"SELECT {engine.loom}loom_drop_model('bench_e')")
 
 
 def _compare(engine: Any, table: BenchTable, queries: dict[str, str], n: int) -> None:

@@ -8,6 +8,7 @@ Prints one JSON line.  No paper section.
 
 from __future__ import annotations
 
+import functools
 import json
 import resource
 import sys
@@ -63,6 +64,16 @@ class Engine:
 
             self.raw = psycopg.connect(task["dsn"], autocommit=True)
             self.pid = int(self.rows("SELECT pg_backend_pid()")[0][0])
+
+    @functools.cached_property
+    def loom(self) -> str:
+        """What a call of loomdb's function is prefixed with: on PostgreSQL the extension's
+        schema (``engines.loom_prefix``), asked once, where a step calls loomdb."""
+        if self.name == "duckdb":
+            return ""
+        from loomdb.bench.engines import loom_prefix
+
+        return loom_prefix(self.raw)
 
     def rows(self, sql: str) -> list[tuple]:
         if self.name == "duckdb":
@@ -134,13 +145,13 @@ def call(task: dict[str, Any]) -> dict[str, Any]:
     engine.rows(f"DROP TABLE IF EXISTS {FEW}")  # a previous run's, interrupted
     engine.rows(f"CREATE TABLE {FEW} AS SELECT * FROM {SOURCE} LIMIT 2000")
     started = time.perf_counter()
-    engine.rows(f"SELECT loom_train('{MODEL}', '{FEW}', 'y', '{opts}')")
+    engine.rows(f"SELECT {engine.loom}loom_train('{MODEL}', '{FEW}', 'y', '{opts}')")
     first = time.perf_counter() - started
     engine.rows(f"DROP TABLE {FEW}")
     started = time.perf_counter()
-    engine.rows(f"SELECT loom_train('{MODEL}', '{SOURCE}', 'y', '{opts}')")
+    engine.rows(f"SELECT {engine.loom}loom_train('{MODEL}', '{SOURCE}', 'y', '{opts}')")
     trained = stored(engine.rows, MODEL, time.perf_counter() - started)
-    engine.rows(f"SELECT loom_drop_model('{MODEL}')")
+    engine.rows(f"SELECT {engine.loom}loom_drop_model('{MODEL}')")
     return {
         "seconds": trained.wall,
         "first_s": first,
@@ -187,7 +198,7 @@ def fit(task: dict[str, Any]) -> dict[str, Any]:
 def _train(engine: Engine, **options: Any) -> list[dict[str, Any]]:
     opts = {"index": INDEX, "epochs": 3, "tol": 0, "model": "logistic", "replace": True}
     opts.update(progress=False, **options)
-    engine.rows(f"SELECT loom_train('{MODEL}', NULL, 'y', '{json.dumps(opts)}')")
+    engine.rows(f"SELECT {engine.loom}loom_train('{MODEL}', NULL, 'y', '{json.dumps(opts)}')")
     history = engine.rows(f"SELECT history FROM loom.models WHERE name = '{MODEL}'")[0][0]
     history = json.loads(history) if isinstance(history, str) else history
     return [h for h in history if "epoch" in h]
@@ -202,10 +213,12 @@ def _parallel_exists() -> bool:
 def train(task: dict[str, Any]) -> dict[str, Any]:
     engine = Engine(task)
     if engine.rows(f"SELECT count(*) FROM loom.indexes WHERE name = '{INDEX}'")[0][0]:
-        engine.rows(f"SELECT loom_drop_index('{INDEX}')")  # a previous run's, interrupted
+        engine.rows(
+            f"SELECT {engine.loom}loom_drop_index('{INDEX}')"
+        )  # a previous run's, interrupted
     opts = json.dumps({"format": task["format"]})
     started = time.perf_counter()
-    engine.rows(f"SELECT loom_create_index('{INDEX}', '{SOURCE}', 'y', '{opts}')")
+    engine.rows(f"SELECT {engine.loom}loom_create_index('{INDEX}', '{SOURCE}', 'y', '{opts}')")
     out: dict[str, Any] = {"layout_s": time.perf_counter() - started}
     cold = _train(engine, cache_mb=0)
     out["cold_s"] = float(np.median([h["seconds"] for h in cold]))
@@ -217,8 +230,8 @@ def train(task: dict[str, Any]) -> dict[str, Any]:
         out["parallel_s"] = float(np.median([h["seconds"] for h in two[1:]]))
         out["parallel_loss"] = two[-1]["loss"]
     out["peak_mb"] = engine.peak_mb()
-    engine.rows(f"SELECT loom_drop_model('{MODEL}')")
-    engine.rows(f"SELECT loom_drop_index('{INDEX}')")
+    engine.rows(f"SELECT {engine.loom}loom_drop_model('{MODEL}')")
+    engine.rows(f"SELECT {engine.loom}loom_drop_index('{INDEX}')")
     return out
 
 

@@ -197,7 +197,7 @@ def _formats(engine: BenchEngine, task: Task, out: BenchTable) -> None:
             slim.mean("bytes_read") / 1e6, slim.mean("bytes_read") / plain.mean("bytes_read"),
             p_s, s_s, p_s / s_s, slim.mean("removed"),
         )  # fmt: skip
-        engine.run("SELECT loom_drop_index('sb_f')")
+        engine.run(f"SELECT {engine.loom}loom_drop_index('sb_f')")
 
 
 def _warm_up(engine: BenchEngine) -> None:
@@ -212,7 +212,7 @@ def _warm_up(engine: BenchEngine) -> None:
             build(engine, f"sb_{key}", "sb_t", {**opts, "format": fmt})
             skip = {"skip": "slimml"} if opts else {}
             train(engine, task, f"sb_{key}", {"epochs": 1, "model": "svm", **skip})
-            engine.run(f"SELECT loom_drop_index('sb_{key}')")
+            engine.run(f"SELECT {engine.loom}loom_drop_index('sb_{key}')")
 
 
 def run(quick: bool = False, dsn: str | None = None) -> list[BenchTable]:
@@ -238,10 +238,10 @@ def run(quick: bool = False, dsn: str | None = None) -> list[BenchTable]:
                     if engine.name == "duckdb":  # the same arithmetic on both engines
                         _oracle(engine, task, model, out["oracle"], quick)
                 for key in INDEXES:
-                    engine.run(f"SELECT loom_drop_index('sb_{key}')")
+                    engine.run(f"SELECT {engine.loom}loom_drop_index('sb_{key}')")
                 if not task.name.startswith("synthetic"):
                     _formats(engine, task, out["formats"])
-            engine.run("SELECT loom_drop_model('sb_m')")
+            engine.run(f"SELECT {engine.loom}loom_drop_model('sb_m')")
     out["main"].notes += [
         "TTA: index build + the shortest train of the ladder reaching plain SGD's final "
         "accuracy − 0.4 points (n/a: not reached); vs plain: plain's TTA / this TTA",

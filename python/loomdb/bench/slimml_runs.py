@@ -67,7 +67,7 @@ def build(engine: BenchEngine, name: str, table: str, options: dict[str, Any]) -
     opts = json.dumps(options)
     started = time.perf_counter()
     info = json.loads(
-        engine.scalar(f"SELECT loom_create_index('{name}', '{table}', 'y', '{opts}')")
+        engine.scalar(f"SELECT {engine.loom}loom_create_index('{name}', '{table}', 'y', '{opts}')")
     )
     info["wall_s"] = time.perf_counter() - started
     return info
@@ -91,9 +91,9 @@ def train(engine: BenchEngine, task: Task, index: str, options: dict[str, Any]) 
     """``loom_train`` on ``index`` timed end to end, then its accuracy on the test rows."""
     opts = json.dumps({"index": index, "tol": 0, "replace": True, "progress": False, **options})
     started = time.perf_counter()
-    engine.scalar(f"SELECT loom_train('sb_m', NULL, 'y', '{opts}')")
+    engine.scalar(f"SELECT {engine.loom}loom_train('sb_m', NULL, 'y', '{opts}')")
     seconds = time.perf_counter() - started
-    info = json.loads(engine.scalar("SELECT loom_model_info('sb_m')"))
+    info = json.loads(engine.scalar(f"SELECT {engine.loom}loom_model_info('sb_m')"))
     model = LinearModel.from_dict(
         {
             "kind": info["kind"],

@@ -87,7 +87,7 @@ def _kernels(table: BenchTable, name: str, X: np.ndarray, repeat: int) -> None:
 
 
 def _history(engine: BenchEngine, opts: dict[str, Any]) -> list[dict[str, Any]]:
-    engine.scalar(f"SELECT loom_train('bench_wm', NULL, 'y', '{json.dumps(opts)}')")
+    engine.scalar(f"SELECT {engine.loom}loom_train('bench_wm', NULL, 'y', '{json.dumps(opts)}')")
     history = json.loads(engine.scalar("SELECT history FROM loom.models WHERE name = 'bench_wm'"))
     return [h for h in history if "epoch" in h]  # a restart entry has no epoch
 
@@ -194,13 +194,15 @@ def run(quick: bool = False, dsn: str | None = None) -> list[BenchTable]:
                 started = time.perf_counter()
                 info = json.loads(
                     engine.scalar(
-                        "SELECT loom_create_index('bench_wi', 'bench_w', 'y', "
+                        f"SELECT {engine.loom}loom_create_index('bench_wi', 'bench_w', 'y', "
                         '\'{"format": "mlweaving"}\')'
                     )
                 )
                 seconds = time.perf_counter() - started
                 dense = json.dumps({"format": "dense"})
-                engine.scalar(f"SELECT loom_create_index('bench_wd', 'bench_w', 'y', '{dense}')")
+                engine.scalar(
+                    f"SELECT {engine.loom}loom_create_index('bench_wd', 'bench_w', 'y', '{dense}')"
+                )
                 mb = X.nbytes / 1e6
                 build.add(
                     engine.name,
@@ -215,9 +217,9 @@ def run(quick: bool = False, dsn: str | None = None) -> list[BenchTable]:
                 )
                 _epochs(engine, name, "bench_wi", X, y, epochs, rounds, table, "bench_wd")
                 _ratios(table, name)
-                engine.run("SELECT loom_drop_index('bench_wi')")
-                engine.run("SELECT loom_drop_index('bench_wd')")
-                engine.run("SELECT loom_drop_model('bench_wm')")
+                engine.run(f"SELECT {engine.loom}loom_drop_index('bench_wi')")
+                engine.run(f"SELECT {engine.loom}loom_drop_index('bench_wd')")
+                engine.run(f"SELECT {engine.loom}loom_drop_model('bench_wm')")
     if dsn is None:
         table.notes.append("PostgreSQL not measured: pass --dsn to include it")
     table.notes += [
