@@ -122,3 +122,24 @@ def test_a_metric_that_does_not_fit_is_refused_and_nothing_stored(points, table,
         tune(points, "t_bad", table, **options)
     assert points.scalar("SELECT count(*) FROM loom.trials WHERE model = 't_bad'") == 0
     assert points.scalar("SELECT count(*) FROM loom.models WHERE name = 't_bad'") == 0
+
+
+def test_an_auc_of_validation_rows_of_one_class_is_said_so(engine):
+    """Validation rows of one class have no AUC: the tune failed with "the validation auc is
+    not finite" and the hint to give smaller lr candidates, which cannot help."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 2))
+    y = np.zeros(200)
+    y[:3] = 1.0  # the held-out batch holds none of them
+    engine.load("rare", X, y, columns=["a", "b"])
+    options = {"batch_size": 20, "epochs": 2, "lr": [0.1, 0.2], "validation_fraction": 0.1}
+    text = json.dumps({**options, "metric": "auc"})
+    with pytest.raises(engine.errors) as info:
+        engine.scalar(f"SELECT loom_tune('rare_auc', 'rare', 'y', '{text}')")
+    e = info.value
+    message = str(e)
+    hint = getattr(e, "hint", None) or getattr(getattr(e, "diag", None), "message_hint", "")
+    assert "validation auc is undefined: its rows hold one class" in message, message
+    assert "'loss' or 'accuracy'" in hint and "lr" not in hint, hint
+    text = json.dumps({**options, "metric": "accuracy"})
+    assert json.loads(engine.scalar(f"SELECT loom_tune('rare_acc', 'rare', 'y', '{text}')"))

@@ -132,6 +132,13 @@ class SharedLayout:
             laid.close()
 
 
+#: What to do when the validation rows hold one class, which no AUC ranks
+ONE_CLASS = (
+    "score the trials by 'loss' or 'accuracy', or hold out more rows (a larger "
+    "validation_fraction) so that both classes are among them"
+)
+
+
 def _trial(db, name, number, opts, p, what, metric, layouts: SharedLayout):
     """Run one trial in a subtransaction; its catalog row, (record, model) if it trained, and
     the hint of the error that failed it (a candidate diverged or trained on no row)."""
@@ -155,6 +162,9 @@ def _trial(db, name, number, opts, p, what, metric, layouts: SharedLayout):
         return row, None, e.hint
     score = _score(record.history, metric)
     row["seconds"] = _since(started)
+    if score is None and metric == "auc":  # the margins are finite: one class was held out
+        row.update(status="failed", error=f"the {named} is undefined: its rows hold one class")
+        return row, None, ONE_CLASS
     if score is None:
         row.update(status="failed", error=f"the {named} is not finite")
         return row, None, None
