@@ -180,6 +180,24 @@ def test_weights_reproduce_predict_on_every_format(engine, fmt):
     check_ranks(w)
 
 
+def test_weights_of_a_sparse_model_are_its_columns(engine):
+    """A sparse model's rows were named after the source's two array columns (indices,
+    values) and paired with its first two stored coefficients: of columns 0, 5 and 9, column
+    9's weight was missing and 0's and 5's were called 'indices' and 'values'."""
+    X, y = data(n=120)
+    engine.rows('CREATE TABLE sp (y double precision, ix integer[], "values" double precision[])')
+    for (a, b, c, _), label in zip(X, y):
+        engine.rows(f"INSERT INTO sp VALUES ({label}, ARRAY[0, 5, 9], ARRAY[{a}, {b}, {c}])")
+    train(engine, "s", "sp", {"format": "toc", "epochs": 15})
+    w = weights_of(engine, "s")[1.0]
+    assert list(w) == ["0", "5", "9", "(intercept)"]
+    rows = engine.rows('SELECT loom_predict_proba_sparse(\'s\', ix, "values"), "values" FROM sp')
+    Xs = np.array([r[1] for r in rows], dtype=float)
+    margin = Xs @ [w["0"][0], w["5"][0], w["9"][0]] + w["(intercept)"][0]
+    np.testing.assert_allclose(1 / (1 + np.exp(-margin)), [r[0] for r in rows], rtol=1e-9)
+    check_ranks(w)
+
+
 @pytest.mark.parametrize("kind", ["linear", "svm", "ovr"])
 def test_weights_of_every_kind(engine, kind):
     X, y = data(classes=3 if kind == "ovr" else 2)

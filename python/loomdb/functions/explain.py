@@ -15,6 +15,7 @@ import numpy as np
 
 from loomdb.functions import model_cache
 from loomdb.learn.model import LinearModel
+from loomdb.learn.sparse_model import SparseLinearModel
 from loomdb.store import catalog, formats
 from loomdb.store.names import check_name
 
@@ -36,6 +37,15 @@ def _ranks(w: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.sort(key), key, side="left") + 1
 
 
+def _features(model: LinearModel) -> list[str]:
+    """The name of each coefficient row: a feature column, or for a model of a sparse source
+    the 0-based column (as text) of each stored coefficient (its ``feature_names`` are the
+    source's indices and values columns, not its features)."""
+    if isinstance(model, SparseLinearModel):
+        return [str(int(i)) for i in model.index]
+    return list(model.features)
+
+
 def weights(db: Any, name: str) -> list[WeightRow]:
     """(feature, class, weight, weight_standardized, rank, odds_ratio, class_name) rows, class
     by class; class_name is the class as ``loom_predict_class`` names it (NULL: regression)."""
@@ -49,7 +59,7 @@ def weights(db: Any, name: str) -> list[WeightRow]:
     for k, cls in enumerate(_classes(model)):
         ranks = _ranks(model.W[:, k])
         named = None if cls is None else model.names_of(np.asarray([cls]))[0]
-        for j, feature in enumerate(model.features):
+        for j, feature in enumerate(_features(model)):
             ratio = float(odds[j, k]) if odds is not None else None
             w, ws = float(W[j, k]), float(model.W[j, k])
             rows.append((feature, cls, w, ws, int(ranks[j]), ratio, named))
