@@ -247,3 +247,34 @@ def test_a_text_label_on_a_model_of_numeric_classes_is_refused_with_the_cast(lab
     assert _evaluate(labelled, "num", casted.replace("'", "''")) == _evaluate(
         labelled, "num", "tnum"
     )
+
+
+def test_evaluate_index_reads_an_indexs_text_labels_by_name(labelled):
+    """An index's text labels are codes of its own classes: evaluate_index compared them with
+    the model's codes as they were, so an index of the classes 'it''s' and 'yes' (codes 0, 1)
+    scored a model of 'it''s', 'no', 'yes' as if its rows were 'it''s' and 'no', and a model
+    of numeric classes took the codes for its classes 0 and 1."""
+    _train(labelled, "three", "c", "logistic")
+    labelled.rows("CREATE TABLE tl2 AS SELECT a, b, c FROM tl WHERE c <> 'no'")
+    labelled.scalar("SELECT loom_create_index('ix2', 'tl2', 'c', '{\"features\": [\"a\", \"b\"]}')")
+    on_index = json.loads(labelled.scalar("SELECT loom_evaluate_index('three', 'ix2')"))
+    on_rows = json.loads(labelled.scalar("SELECT loom_evaluate('three', 'tl2')"))
+    assert on_index["rows"] == on_rows["rows"] == int(np.sum(CLASS3 != "no"))
+    for key in ("accuracy", "confusion_matrix", "per_class"):
+        assert on_index[key] == on_rows[key], key
+    labelled.rows(
+        "CREATE TABLE tn AS SELECT a, b, CASE WHEN d = 'spam' THEN 1 ELSE 0 END AS d FROM tl"
+    )
+    options = json.dumps({"epochs": 5, "features": ["a", "b"]})
+    labelled.scalar(f"SELECT loom_train('num', 'tn', 'd', '{options}')")
+    labelled.scalar("SELECT loom_create_index('ixd', 'tl', 'd', '{\"features\": [\"a\", \"b\"]}')")
+    with pytest.raises(
+        labelled.errors, match="holds a text label; model 'num' learnt numeric classes 0, 1"
+    ):
+        labelled.scalar("SELECT loom_evaluate_index('num', 'ixd')")
+    labelled.rows(
+        "CREATE TABLE tl4 AS SELECT a, b, CASE WHEN c = 'no' THEN 'maybe' ELSE c END AS c FROM tl"
+    )
+    labelled.scalar("SELECT loom_create_index('ix4', 'tl4', 'c', '{\"features\": [\"a\", \"b\"]}')")
+    with pytest.raises(labelled.errors, match="'maybe'"):
+        labelled.scalar("SELECT loom_evaluate_index('three', 'ix4')")

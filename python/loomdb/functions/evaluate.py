@@ -356,6 +356,41 @@ def _image_shape(inputs: dict[str, Any]) -> str:
     return f"{inputs['size']} × {inputs['size']} {inputs['color']}"
 
 
+def _index_labels(
+    model: LinearModel, name: str, index: str, names: list[str] | None, y: np.ndarray
+) -> np.ndarray:
+    """An index's labels as the model's classes: a text label is stored as the code of the
+    index's own classes (``names``), which are the model's codes only where both hold the
+    same classes, so each is read by its name; a text label and numeric classes (or the
+    reverse) are refused, as are classes the model never learnt."""
+    learnt = model.class_names
+    if not names and not learnt:
+        return y
+    if not names or not learnt:
+        got = "numbers" if not names else "a text label"
+        want = (
+            f"text classes {', '.join(learnt)}"
+            if learnt
+            else "numbers"
+            if model.kind == "linear"
+            else "numeric classes " + ", ".join(map(class_text, model.classes))
+        )
+        raise LoomDataError(
+            f"index '{index}' holds {got}; model '{name}' learnt {want}",
+            hint="evaluate on an index built over the label the model learnt from",
+        )
+    unknown = [c for c in names if c not in learnt]
+    if unknown:
+        raise LoomDataError(
+            f"index '{index}' holds the classes {', '.join(map(repr, unknown[:5]))}, which "
+            f"model '{name}' never learnt (its classes: {', '.join(map(repr, learnt[:10]))})",
+            hint=f"use loom_evaluate('{name}', source), which skips and counts such rows, or "
+            "build the index on the rows of the model's classes",
+        )
+    codes = np.array([learnt.index(c) for c in names], dtype=np.float64)
+    return codes[y.astype(np.int64)]
+
+
 def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
     model = model_cache.load(db, name)
     laid = layout.open_index(db, check_name(index, "index"), allow_stale=True)
@@ -383,5 +418,6 @@ def evaluate_index(db: Any, name: str, index: str, backend: str | None) -> str:
         scores.append(engine.margins(batch, W) + b)
         labels.append(batch.y)
     Z, y = np.concatenate(scores), np.concatenate(labels)
+    y = _index_labels(model, name, index, laid.info.stats.get("label_classes"), y)
     result = {"model": name, "index": index, "rows": len(y), "backend": engine.name}
     return _json(result | _metrics(model, Z, y))
