@@ -154,9 +154,16 @@ def _check_list(key: str, values: list[Any]) -> None:
                 f"'{key}' candidates must be single values, not lists; got {v!r}",
                 hint=f"write '{key}' as a flat list, e.g. [0.01, 0.1]",
             )
-        if v in seen and type(v) is type(seen[seen.index(v)]):
+        if any(_same(v, w) for w in seen):
             raise LoomOptionError(f"'{key}' lists {v!r} twice", hint="give each candidate once")
         seen.append(v)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Two candidates that are one value: equal numbers (0 and 0.0: the option takes one
+    value), or equal values of one type (true is not 1)."""
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+    return a == b and (numbers or type(a) is type(b))
 
 
 def _check_size(s: Space, seeded: bool) -> None:
