@@ -134,9 +134,11 @@ class CsrRows:
         same = (np.diff(indices) == 0) & (np.diff(rows) == 0)
         if same.any():
             at = int(np.flatnonzero(same)[0])
+            row = int(rows[at])
+            held = self.indices[self.indptr[row] : self.indptr[row + 1]].tolist()
+            shown = ", ".join(map(str, held[:12])) + (", …" if len(held) > 12 else "")
             raise LoomDataError(
-                f"a sparse row names column {indices[at]} twice (row {int(rows[at]) + 1} of "
-                "a chunk)",
+                f"a sparse row names column {indices[at]} twice (its indices: {shown})",
                 hint="give each index once per row (sum duplicates in a SELECT source first)",
             )
         return CsrRows(self.indptr, indices, values, self.width)

@@ -169,6 +169,9 @@ def test_dense_models_score_sparse_rows(engine):
         engine.scalar("SELECT loom_predict_sparse('dm', ARRAY[3], ARRAY[1.0])")
     with pytest.raises(engine.errors, match="different lengths"):
         engine.scalar("SELECT loom_predict_sparse('dm', ARRAY[0, 1], ARRAY[1.0])")
+    # the row was "row 1 of a chunk", a position in loomdb's internal batch
+    with pytest.raises(engine.errors, match=r"names column 1 twice \(its indices: 1, 0, 1\)"):
+        engine.scalar("SELECT loom_predict_sparse('dm', ARRAY[1, 0, 1], ARRAY[1.0, 2.0, 3.0])")
 
 
 def sparse_table(engine, name, rows):
