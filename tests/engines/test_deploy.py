@@ -59,6 +59,34 @@ def test_retraining_redefines_and_dropping_removes(engine):
     assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
 
 
+def test_a_model_without_probabilities_is_refused_where_a_proba_function_is_deployed(engine):
+    """A retrain into a linear model, or a rollback to one, of a model deployed with proba
+    was refused with "a linear model has no probabilities" and the hint to train a logistic
+    model: nothing named the deployed function that stood in the way."""
+    _load(engine)
+    engine.scalar("""SELECT loom_train('m', 'd', 'y', '{"model": "linear", "nulls": "skip"}')""")
+    engine.scalar("""SELECT loom_train('m', 'd', 'y', '{"replace": true, "nulls": "skip"}')""")
+    engine.scalar("""SELECT loom_deploy('m', '{"proba": true}')""")
+    linear = '{"model": "linear", "replace": true, "nulls": "skip"}'
+    for sql in (f"SELECT loom_train('m', 'd', 'y', '{linear}')", "SELECT loom_rollback('m')"):
+        message, hint = _message_and_hint(engine, sql)
+        assert "predict_m_proba" in message and "no probabilities" in message, message
+        assert """loom_deploy('m', '{"drop": true}')""" in hint, hint
+        assert engine.scalar("SELECT loom_model_info('m')").count('"logistic"') >= 1
+    assert [r[1] for r in engine.rows("SELECT * FROM loom_model_versions('m')")] == [False, True]
+    gap, deployed, _ = _gap(engine, "predict_m_proba", "loom_predict_proba")
+    assert gap < 1e-12 and deployed == 299
+
+
+def _message_and_hint(engine, sql):
+    with pytest.raises(engine.errors) as info:
+        engine.scalar(sql)
+    e = info.value
+    diag = getattr(e, "diag", None)
+    hint = diag.message_hint if diag is not None else getattr(e, "hint", None)
+    return str(e), hint or ""
+
+
 def test_drop_option_removes_the_functions_and_keeps_the_model(engine):
     _load(engine)
     engine.scalar(TRAIN)

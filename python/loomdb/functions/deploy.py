@@ -26,7 +26,7 @@ from loomdb.errors import LoomNotFoundError, LoomOptionError, LoomStateError
 from loomdb.functions import versions
 from loomdb.functions.predict import compilable, require_compilable
 from loomdb.functions.predict_sql import native_finite, predict_expression, proba_expression
-from loomdb.learn.model import LinearModel
+from loomdb.learn.model import LinearModel, require_probabilities
 from loomdb.options import AnyOf, Boolean, Choices, Interval, Option, Options, Text, parse_json
 from loomdb.store import catalog
 from loomdb.store import encoding as encodings
@@ -204,23 +204,26 @@ def refresh(db: Any, name: str, model: LinearModel, owner: str | None) -> None:
     have changed: the old function is dropped first), with the owner's rights."""
     with db.as_role(owner):
         deployed = catalog.deployments_of(db, name, owner)
-        if deployed:
-            _keepable(model, name, f"{deployed[0][0]}.{deployed[0][1]}")
+        for schema, function, kind, _arity in deployed:
+            _keepable(model, name, f"{schema}.{function}", kind)
         for schema, function, kind, arity in deployed:
             db.drop_function(schema, function, arity)
             catalog.delete_deployment(db, schema, function)
             _define(db, name, model, schema, function, kind)
 
 
-def _keepable(model: LinearModel, name: str, function: str) -> None:
-    """Refuse a retrain whose model can no longer be the deployed ``function`` (one of a
-    sparse source or of images has no SQL expression), before anything is redefined."""
+def _keepable(model: LinearModel, name: str, function: str, kind: str) -> None:
+    """Refuse a retrain (or a version chosen) whose model can no longer be the deployed
+    ``function`` of ``kind`` (one of a sparse source or of images has no SQL expression, a
+    model other than logistic no probabilities), before anything is redefined."""
     try:
         require_compilable(model, name)
+        if kind == "proba":
+            require_probabilities(model.kind)
     except LoomOptionError as e:
         raise LoomOptionError(
-            f"model '{name}' is deployed as {function}, a function the new model cannot be: "
-            f"{e.message}",
+            f"model '{name}' is deployed as {function}, a function the {model.kind} model it "
+            f"would become cannot be: {e.message}",
             hint=f"drop its functions first with loom_deploy('{name}', '{{\"drop\": true}}'), "
             "or train the new model under another name",
         ) from None
