@@ -190,3 +190,12 @@ def test_bad_version_choices_are_refused(engine, three):
             engine.scalar(f"SELECT loom_deploy('m', '{bad}')")
     with pytest.raises(engine.errors, match="does not exist"):
         engine.scalar("SELECT * FROM loom_model_versions('nope')")
+
+
+def test_a_version_number_beyond_the_catalogs_is_refused_as_an_option(engine, three):
+    """A version past the catalog's integer was PostgreSQL's SystemError "value … is out of
+    range for type bigint" (DuckDB: "no version 99999999999999999999")."""
+    for number in (99999999999999999999, 2**31):
+        with pytest.raises(engine.errors, match="'version' option must be an integer from 1 to"):
+            engine.scalar(f"SELECT loom_deploy('m', '{{\"version\": {number}}}')")
+    assert _current(engine) == 3

@@ -40,7 +40,7 @@ OPTIONS = Options(
     Option("drop", Boolean(), False, "remove the model's deployed functions instead"),
     Option(
         "version",
-        AnyOf(Interval(True, 1), Choices(versions.CHOICES)),
+        AnyOf(Interval(True, 1, versions.NEWEST_NUMBER), Choices(versions.CHOICES)),
         None,
         "make this version the current model first: a number, 'latest' or 'best' "
         "(SELECT * FROM loom_model_versions(model) lists them)",

@@ -22,6 +22,7 @@ from loomdb.store import catalog
 from loomdb.store.names import check_name
 
 CHOICES = ("latest", "best")
+NEWEST_NUMBER = 2**31 - 1  # the catalog's version column is an integer
 
 
 def model_versions(db: Any, name: str) -> list[tuple[Any, ...]]:
