@@ -14,6 +14,7 @@ their values (``texts``) for a model that one-hot encodes them (:meth:`cells`,
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,7 +67,7 @@ class NamedRows:
         """Rows as JSON objects (text or parsed), e.g. PostgreSQL's ``to_jsonb(row)``; text
         that is not JSON is a LoomDataError saying where it stops being JSON."""
         try:
-            parsed = [json.loads(r) if isinstance(r, str) else r for r in rows]
+            parsed = [json.loads(r, parse_int=float) if isinstance(r, str) else r for r in rows]
         except json.JSONDecodeError as e:
             raise LoomDataError(
                 f"a row's text is not JSON: {e.msg} "
@@ -153,6 +154,14 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
+def _double(v: int) -> float:
+    """An integer as a double: ±∞ past a double's range (a PostgreSQL numeric may be)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.copysign(math.inf, v)
+
+
 def _numbers(cells: list[Any]) -> np.ndarray | None:
     """A column's cells as float64 (NULL as 0, masked apart); None when one is not a number."""
     out = np.zeros(len(cells))
@@ -161,8 +170,10 @@ def _numbers(cells: list[Any]) -> np.ndarray | None:
             continue
         if isinstance(v, str) and v in _SPECIAL:
             out[i] = _SPECIAL[v]
-        elif isinstance(v, bool | int | float):
+        elif isinstance(v, bool | float):
             out[i] = float(v)
+        elif isinstance(v, int):
+            out[i] = _double(v)
         else:
             return None
     return out

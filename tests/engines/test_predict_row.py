@@ -67,6 +67,21 @@ def test_a_row_as_json_text_and_a_null_row(trained):
     assert trained.scalar("SELECT loom_predict_row('pr_m', NULL)") is None
 
 
+def test_a_number_beyond_a_double_is_infinite(trained):
+    """A JSON integer (PostgreSQL writes a numeric that way) past a double's range was
+    Python's OverflowError, and one of more than 4300 digits its ValueError: it is ±∞, so the
+    prediction is NULL, as for 1e400 or an infinite double."""
+    for digits in (400, 5000):
+        big = "1" + "0" * digits
+        for text in (f'{{"f1": {big}, "f2": 0, "f3": 0}}', f'{{"f1": -{big}, "f2": 0, "f3": 0}}'):
+            assert trained.scalar(f"SELECT loom_predict_row('pr_m', '{text}')") is None
+    text = '{"f1": 1e400, "f2": 0, "f3": 0}'
+    assert trained.scalar(f"SELECT loom_predict_row('pr_m', '{text}')") is None
+    if trained.name == "postgres":  # a numeric column, through to_jsonb
+        row = "(SELECT CAST('1e400' AS NUMERIC) AS f1, 0.0 AS f2, 0.0 AS f3) AS s"
+        assert trained.scalar(f"SELECT loom_predict_row('pr_m', s) FROM {row}") is None
+
+
 def _error(engine, sql: str) -> str:
     with pytest.raises(engine.errors) as info:
         engine.rows(sql)
