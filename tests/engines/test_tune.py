@@ -86,6 +86,10 @@ def test_random_search_is_reproducible_and_draws_from_the_lists(points):
         ({"lr": []}, "'lr' is an empty list"),
         ({"lr": [0.1, 0.1]}, "'lr' lists 0.1 twice"),
         ({"l2": [0, 0.0]}, "'l2' lists 0.0 twice"),  # one value: it ran two identical trials
+        # a SlimML layout validates on other rows: slimml won on an easier validation set
+        ({"slimml": [True, False]}, "'slimml' cannot be a list of candidates: a SlimML layout"),
+        ({"slimml": True, "aggregation_ratio": [10, 100]}, "'aggregation_ratio' cannot be a"),
+        ({"progress": [True, False]}, "'progress' cannot be a list of candidates"),
         ({"epochs": [3, 3.0]}, "'epochs' lists 3.0 twice"),
         ({"lr": [0.1, 0.2], "trials": 2}, "'trials' applies to random search"),
         ({"lr": [0.1, 0.2], "search_seed": 7}, "'search_seed' applies to random search"),

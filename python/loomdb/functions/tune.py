@@ -41,8 +41,8 @@ from loomdb.store.names import check_name
 def tune(db: Any, name: str, source: str | None, label: str | None, options: str | None) -> str:
     check_name(name, "model")
     given = train.index_format(db, parse_json(options))
+    s = space(given)  # before 'progress' is read: a list of it is refused as a candidate list
     progress = TRAIN.by_name["progress"].validate(given.get("progress"))
-    s = space(given)
     planned = plans(s)  # every candidate checked before anything runs
     started = time.perf_counter()
     with db.atomic():

@@ -51,6 +51,11 @@ NOT_CANDIDATES = {
     "replace": "it says whether the kept model may replace one of its name",
     "progress": "it is not a hyperparameter",
 }
+GROUPED = (  # a SlimML layout's batches are groups of similar rows: its held-out rows differ
+    "a SlimML layout holds other rows out than another layout does (its batches are groups of "
+    "similar rows), so the trials' scores would not compare"
+)
+NOT_CANDIDATES |= dict.fromkeys(("slimml", "aggregation_ratio", "stratify"), GROUPED)
 REFUSED = {  # option: (why, what to do instead)
     "warm_start": (
         "every trial trains from zero",
