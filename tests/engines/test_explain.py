@@ -293,3 +293,21 @@ def test_a_raw_duckdb_cursor_unnests_the_rows():
     assert rows == con.execute("SELECT * FROM loom_weights('m')").fetchall()
     assert [r[0] for r in rows] == ["a", "(intercept)"]
     con.close()
+
+
+def test_a_feature_column_that_is_not_a_number_is_named(engine):
+    """A source whose feature column is text, a date or a list was the engine's conversion
+    error ("Could not convert string 'x' to DOUBLE", or a text of numbers silently cast),
+    with no hint; loom_predict_row already names such a column."""
+    X, y = data()
+    engine.load("t", X, y)
+    train(engine, "m", "t", {"epochs": 5})
+    for column in ("'x'", "CAST(x2 AS VARCHAR(40))", "CURRENT_DATE"):
+        source = f"SELECT x0, x1, {column} AS x2, x3, y FROM t".replace("'", "''")
+        for sql in (
+            f"SELECT loom_evaluate('m', '{source}')",
+            f"SELECT * FROM loom_roc_curve('m', '{source}')",
+        ):
+            message, hint = error_of(engine, sql)
+            assert "feature column 'x2'" in message and "not a number" in message, message
+            assert "CAST" in hint, hint

@@ -210,11 +210,25 @@ def _margins(db, name, model, label, source, rel, kinds) -> tuple[np.ndarray, np
         y = number(label, kinds[label], db.type("double"))
         return _sparse_margins(db, model, rel, y, where)
     double = db.type("double")
+    _numeric(source, name, kinds, model.features)
     y = _label(model, label, kinds, double)
     values = [*(number(c, kinds[c], double) for c in model.features), y]
     return _read_margins(
         db, model, rel, values, _classed(model, where, y), encodings.expander(None)
     )
+
+
+def _numeric(source: str, name: str, kinds: dict[str, str], features: list[str]) -> None:
+    """Refuse a feature column that is not a number (text, a date, a list…), naming it, as
+    loom_predict_row does: the engine's cast failed on it, or read a text of digits."""
+    bad = next((c for c in features if kinds[c] not in ("numeric", "boolean")), None)
+    if bad is not None:
+        raise LoomDataError(
+            f"the feature column {bad!r} of source {source!r} is not a number "
+            f"({kinds[bad]}), and model '{name}' learnt it as one",
+            hint=f"cast it in a SELECT source: SELECT …, CAST({quote_ident(bad)} AS DOUBLE "
+            f"PRECISION) AS {quote_ident(bad)} FROM …",
+        )
 
 
 def _classed(model: LinearModel, where: str, label: str) -> str:
