@@ -67,7 +67,7 @@ class NamedRows:
         """Rows as JSON objects (text or parsed), e.g. PostgreSQL's ``to_jsonb(row)``; text
         that is not JSON is a LoomDataError saying where it stops being JSON."""
         try:
-            parsed = [json.loads(r, parse_int=float) if isinstance(r, str) else r for r in rows]
+            parsed = [_parsed(r) if isinstance(r, str) else r for r in rows]
         except json.JSONDecodeError as e:
             raise LoomDataError(
                 f"a row's text is not JSON: {e.msg} "
@@ -152,6 +152,24 @@ class NamedRows:
 def _shown(text: str) -> str:
     """``text`` quoted for a message, cut short when long."""
     return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _parsed(text: str) -> Any:
+    """A row's JSON text: integers as doubles (one past a double's range is ±∞), and an object
+    naming a column twice refused (which one would be the feature's is a guess)."""
+    return json.loads(text, parse_int=float, object_pairs_hook=_unique)
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise LoomDataError(
+                f"a row's JSON names column {key!r} twice",
+                hint="give each column once: a row holds one value per column",
+            )
+        out[key] = value
+    return out
 
 
 def _double(v: int) -> float:

@@ -126,3 +126,13 @@ def test_a_rows_text_that_is_not_json_is_a_data_error(trained, text):
         assert isinstance(info.value, loomdb.LoomDataError) and info.value.hint
     else:  # the LoomDataError's SQLSTATE and hint
         assert info.value.sqlstate == loomdb.LoomDataError.sqlstate and info.value.diag.message_hint
+
+
+def test_a_json_row_naming_a_column_twice_is_refused(trained):
+    """'{"f1": 1, "f1": 5, …}' was scored with the last f1, a guess the row form never makes
+    elsewhere (a missing or NULL feature is an error naming it)."""
+    text = '{"f1": 1.0, "f2": 0.5, "f3": 0.0, "f1": 5.0}'
+    message = _error(trained, f"SELECT loom_predict_row('pr_m', '{text}')")
+    assert "names column 'f1' twice" in message, message
+    unused = '{"f1": 1.0, "f2": 0.5, "f3": 0.0, "note": 1, "note": 2}'
+    assert "'note' twice" in _error(trained, f"SELECT loom_predict_row('pr_m', '{unused}')")
