@@ -24,7 +24,7 @@ from loomdb.errors import (
     LoomSyntaxError,
 )
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 if TYPE_CHECKING:
     from loomdb.engines.duckdb.connection import Connection

@@ -3,8 +3,9 @@ kept, 0.1.0's indexes dropped with a warning, the multi-user rules and every fun
 From 0.2.0: models, trials and the access methods (with the indexes made by them) kept, the
 multi-user rules made again, trials gaining the metric they were scored by.  From 0.3.0 (and the
 others): every row kept gains its owner by identity, and a grant its grantee's, where a role of
-that name exists; a row whose role is gone is seen by superusers only.  From 0.4.0 as released:
-the catalog and a CREATE INDEX … USING index kept, and what changed in its SQL since brought.
+that name exists; a row whose role is gone is seen by superusers only.  From 0.4.0 and 0.5.0 as
+released: the catalog and a CREATE INDEX … USING index kept, and what changed in its SQL since
+brought (0.5.0's trials kept and listed, the trials gaining the model version of their search).
 Each update leaves what a fresh install makes, compared kind by kind (``SCHEMA``)."""
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def test_a_0_3_0_catalog_is_upgraded(pg_dsn):
     _from(pg_dsn, OLD.with_name("loomdb--0.3.0.sql"), upgraded_from_0_3_0)
 
 
-def test_a_0_4_0_catalog_is_upgraded(pg_dsn):
-    _from(pg_dsn, OLD.with_name("loomdb--0.4.0.sql"), upgraded_from_0_4_0)
+@pytest.mark.parametrize("old", ["0.4.0", "0.5.0"])
+def test_a_released_catalog_is_upgraded(pg_dsn, old):
+    _from(pg_dsn, OLD.with_name(f"loomdb--{old}.sql"), lambda d, db: upgraded_from(d, db, old))
 
 
 def upgraded(pg_dsn: str, database: str) -> None:
@@ -334,15 +336,17 @@ def upgraded_from_0_3_0(pg_dsn: str, database: str) -> None:
                 admin.execute(f"DROP ROLE IF EXISTS {role}")  # type: ignore[arg-type]
 
 
-def upgraded_from_0_4_0(pg_dsn: str, database: str) -> None:
-    """The README's update of a released 0.4.0 (ALTER EXTENSION loomdb UPDATE) brings what
+def upgraded_from(pg_dsn: str, database: str, old: str) -> None:
+    """The README's update of a released ``old`` (ALTER EXTENSION loomdb UPDATE) brings what
     changed in its SQL since: the catalog and its models are kept, an index made by CREATE
-    INDEX … USING too, and an ALTER INDEX that leaves it unbuildable is refused now."""
+    INDEX … USING too, and an ALTER INDEX that leaves it unbuildable is refused now; a trial
+    that version wrote (no model version) is kept and listed, and the trials gain the version
+    column this one writes."""
     said: list[str] = []
     with psycopg.connect(f"{pg_dsn} dbname={database}", autocommit=True) as conn:
         conn.add_notice_handler(lambda d: said.append(f"{d.message_primary} {d.message_hint}"))
         conn.execute("CREATE EXTENSION plpython3u")
-        conn.execute("CREATE EXTENSION loomdb VERSION '0.4.0'")
+        conn.execute(f"CREATE EXTENSION loomdb VERSION '{old}'")
         with psycopg.connect(pg_dsn) as main:  # where this server's loomdb environment is
             settings = main.execute("SELECT key, value FROM loom.settings").fetchall()
         for key, value in settings:
@@ -354,8 +358,12 @@ def upgraded_from_0_4_0(pg_dsn: str, database: str) -> None:
         conn.execute("SELECT loom_train('kept', 't', 'y', '{\"epochs\": 2}')")
         predict = "SELECT loom_predict_proba('kept', ARRAY[a, b]) FROM t ORDER BY a"
         before = conn.execute(predict).fetchall()
-        behind = [w for w in said if "loomdb SQL is version 0.4.0" in w]
+        behind = [w for w in said if f"loomdb SQL is version {old}" in w]
         assert len(behind) == 1 and "ALTER EXTENSION loomdb UPDATE" in behind[0], said
+        conn.execute(  # a trial as that version wrote it
+            "INSERT INTO loom.trials (model, trial, status, options, score, seconds, metric) "
+            "VALUES ('kept', 1, 'ok', '{}', 0.5, 0.1, 'validation loss')"
+        )
         methods = conn.execute("SELECT amname FROM pg_am WHERE amname = 'dense'").fetchall()
         if methods:
             conn.execute("CREATE INDEX t_dense ON t USING dense (a, b) WITH (label = y)")
@@ -364,6 +372,8 @@ def upgraded_from_0_4_0(pg_dsn: str, database: str) -> None:
         assert version.fetchone() == (CURRENT,)
         _same_as_a_fresh_install(conn, pg_dsn)
         assert conn.execute(predict).fetchall() == before
+        listed = conn.execute("SELECT trial, score, metric FROM loom_trials('kept')").fetchall()
+        assert listed == [(1, 0.5, "validation loss")]
         conn.execute("SELECT loom_train('dropped', 't', 'y', '{\"epochs\": 1}')")
         conn.execute("SELECT loom_drop_model('dropped')")  # the default is no longer NULL
         assert conn.execute("SELECT name FROM loom.models").fetchall() == [("kept",)]

@@ -225,7 +225,7 @@ def upgrade_script(old: str, settings: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
-UPGRADES_FROM = ("0.1.0", "0.2.0", "0.3.0", "0.4.0")  # every released version updates to this one
+UPGRADES_FROM = ("0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0")  # every released version updates here
 OWNERS_BY_NAME = ("0.1.0", "0.2.0", "0.3.0")  # versions whose rows name their owner by name only
 
 

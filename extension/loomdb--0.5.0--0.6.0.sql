@@ -1,23 +1,21 @@
--- loomdb 0.5.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
+-- loomdb 0.6.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
 \echo Use "ALTER EXTENSION loomdb UPDATE" to load this file. \quit
 
--- loomdb 0.2.0 → 0.5.0: what the catalog gains; the generator appends the catalog's tables
--- (CREATE TABLE / ADD COLUMN IF NOT EXISTS), the multi-user rules (security.sql), the
--- bootstrap, every function (CREATE OR REPLACE) and the access methods (made only where absent).
+-- loomdb 0.5.0 → 0.6.0: the catalog is kept as it is, but for loom.trials.version (the model's
+-- version a search made: loom_trials lists the current version's), made by the generator's
+-- ADD COLUMN IF NOT EXISTS; a trial an older loomdb wrote names no version and stays listed.
+-- The generator appends the catalog's tables, the multi-user rules (security.sql), the
+-- bootstrap, every function (CREATE OR REPLACE), the access methods (made only where absent)
+-- with their event triggers, the owner functions of the C module and
+-- loom.superseded_drop_model_0_1_0 / loom.superseded_evaluate_0_1_0.
 --
 -- Models, versions, trials, grants, deployments and indexes are kept as they are; indexes made
--- by CREATE INDEX … USING keep their access methods (never dropped here).
---
--- What the appended text creates without OR REPLACE is dropped first, to be made again: the
--- bootstrap and the access methods' drop trigger (the row-level policies drop themselves).
--- loom_trials and loom_weights return one more column (metric, class_name), which CREATE OR
--- REPLACE cannot change.  Trials scored before 0.3.0 were scored by their validation loss.
+-- by CREATE INDEX … USING keep their access methods (never dropped here).  What the appended
+-- text creates without OR REPLACE is dropped first, to be made again: the bootstrap and the
+-- access methods' event triggers.
 DROP FUNCTION IF EXISTS loom._bootstrap();
 DROP EVENT TRIGGER IF EXISTS loom_index_am_drop;
-DROP FUNCTION IF EXISTS loom_trials(text);
-DROP FUNCTION IF EXISTS loom_weights(text);
-ALTER TABLE loom.trials ADD COLUMN IF NOT EXISTS metric text;
-UPDATE loom.trials SET metric = 'validation loss' WHERE metric IS NULL;
+DROP EVENT TRIGGER IF EXISTS loom_index_am_alter;
 
 CREATE SCHEMA IF NOT EXISTS loom;
 CREATE SCHEMA IF NOT EXISTS loom_data;
@@ -821,24 +819,3 @@ COMMENT ON FUNCTION loom.superseded_drop_model_0_1_0(text) IS
     'loomdb 0.1.0''s loom_drop_model(text), kept for what calls it: loom_drop_model(model)';
 COMMENT ON FUNCTION loom.superseded_evaluate_0_1_0(text, text) IS
     'loomdb 0.1.0''s loom_evaluate(text, text), kept for what calls it: loom_evaluate(model, source)';
-
--- An update from a version before 0.4.0, last: the rows it kept name their owner (and a grant
--- its grantee) by name only.  Each gains the role of that name, where one exists now; a row
--- whose role is gone keeps no role, and no role sees it but a superuser.
-DO $do$
-DECLARE
-    t text;
-BEGIN
-    FOREACH t IN ARRAY ARRAY['models', 'model_versions', 'trials', 'indexes', 'grants',
-                             'deployments', 'index_relations'] LOOP
-        IF pg_catalog.to_regclass('loom.' || t) IS NOT NULL THEN
-            EXECUTE format('UPDATE loom.%I AS x SET owner_role = r.oid::pg_catalog.regrole '
-                           'FROM pg_catalog.pg_roles AS r '
-                           'WHERE x.owner_role IS NULL AND r.rolname = x.owner', t);
-        END IF;
-    END LOOP;
-END
-$do$;
-UPDATE loom.grants AS g SET grantee_role = r.oid::pg_catalog.regrole
-FROM pg_catalog.pg_roles AS r
-WHERE g.grantee_role IS NULL AND g.grantee <> 'public' AND r.rolname = g.grantee;

@@ -1,4 +1,4 @@
--- loomdb 0.2.0 → 0.5.0: what the catalog gains; the generator appends the catalog's tables
+-- loomdb 0.2.0 → 0.6.0: what the catalog gains; the generator appends the catalog's tables
 -- (CREATE TABLE / ADD COLUMN IF NOT EXISTS), the multi-user rules (security.sql), the
 -- bootstrap, every function (CREATE OR REPLACE) and the access methods (made only where absent).
 --

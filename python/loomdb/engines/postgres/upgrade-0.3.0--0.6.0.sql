@@ -1,4 +1,4 @@
--- loomdb 0.3.0 → 0.5.0: every catalog row gains its owner by identity (owner_role) and every
+-- loomdb 0.3.0 → 0.6.0: every catalog row gains its owner by identity (owner_role) and every
 -- grant its grantee's (grantee_role), so that a role dropped and created again under the same
 -- name is another role; the generator appends the catalog's tables, the multi-user rules
 -- (security.sql: the new columns and the policies that ask them), the bootstrap, every

@@ -1,5 +1,6 @@
--- loomdb 0.4.0 → 0.5.0: the catalog is kept as it is (no table or column changes); the
--- generator appends the catalog's tables, the multi-user rules (security.sql), the bootstrap,
+-- loomdb 0.4.0 → 0.6.0: the catalog is kept as it is, but for loom.trials.version (made by the
+-- generator's ADD COLUMN IF NOT EXISTS); the generator appends the catalog's tables, the
+-- multi-user rules (security.sql), the bootstrap,
 -- every function (CREATE OR REPLACE: loom_drop_model's new default, the row forms of predict
 -- under search_path = pg_catalog, pg_temp), the access methods (made only where absent) with
 -- the ALTER INDEX check (loom._index_am_altered and its ddl_command_end event trigger), the

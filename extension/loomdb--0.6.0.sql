@@ -1,4 +1,4 @@
--- loomdb 0.5.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
+-- loomdb 0.6.0: generated from loomdb/udfs/catalogue.toml by loomdb.engines.postgres.extension; do not edit by hand.
 \echo Use "CREATE EXTENSION loomdb" to load this file. \quit
 
 CREATE SCHEMA IF NOT EXISTS loom;

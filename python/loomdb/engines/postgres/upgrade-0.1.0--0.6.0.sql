@@ -1,7 +1,7 @@
--- loomdb 0.1.0 → 0.5.0: what the catalog gains and loses; the generator appends the multi-user
+-- loomdb 0.1.0 → 0.6.0: what the catalog gains and loses; the generator appends the multi-user
 -- rules (security.sql), the bootstrap and every function (CREATE OR REPLACE).
 --
--- Indexes: 0.1.0 stored them in loom."ix_<name>" in a layout 0.5.0 does not read (no checks,
+-- Indexes: 0.1.0 stored them in loom."ix_<name>" in a layout 0.6.0 does not read (no checks,
 -- no parts); they are dropped here and must be rebuilt from their sources with
 -- loom_create_index.  A WARNING names each (extension scripts hide NOTICEs).  Storage tables are derived from the (quoted) index
 -- name, never from the storage_table text a 0.1.0 catalog row held.
@@ -12,7 +12,7 @@ DECLARE
     r record;
 BEGIN
     FOR r IN SELECT name FROM loom.indexes LOOP
-        RAISE WARNING 'loomdb 0.5.0: index % is dropped; rebuild it with loom_create_index', r.name;
+        RAISE WARNING 'loomdb 0.6.0: index % is dropped; rebuild it with loom_create_index', r.name;
         EXECUTE format('DROP TABLE IF EXISTS loom.%I', 'ix_' || r.name);
     END LOOP;
 END
