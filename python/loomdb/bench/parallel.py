@@ -6,8 +6,9 @@ Per engine, data set and format: one index; then the same model trained on it wi
 (where this machine has more cores) n shards — ``tol`` 0, a fixed number of epochs, so every
 count runs the same epochs.  From each model's history: the median epoch time (epochs 2 on:
 epoch 1 of a serial train reads and decodes the index, later ones reuse the decoded batches;
-PostgreSQL's parallel workers read the index every epoch), how many processes or threads ran
-shards, and the loss after those epochs.  ``speed-up`` is the serial epoch time over this one.
+PostgreSQL's parallel workers, which run the epochs its backend cannot keep, read the index
+every epoch), how many processes or threads ran shards, and the loss after those epochs.
+``speed-up`` is the serial epoch time over this one.
 A second table trains the small real sets to convergence (the default ``tol``) and compares
 the final loss with the serial train's: averaging changes the algorithm, and the target is a
 loss within 1%.  ``parallel_table`` is reusable by another suite (a scale suite's
