@@ -137,3 +137,40 @@ def test_sample_datasets_equal_their_published_copies(engine, name):
 def test_a_sample_needs_no_file_rights_and_unknown_ones_are_refused(engine):
     with pytest.raises(engine.errors, match="unknown sample dataset"):
         engine.scalar("SELECT loom_load('sample', '/etc/passwd', 'x')")
+
+
+def test_a_label_column_name_is_quoted_and_never_collides(engine):
+    """The label option names a column: any text is quoted (a double quote in it is doubled,
+    never ends the identifier), and one naming another column of the table is refused up
+    front with what to do, the same on both engines (DuckDB's names are case-insensitive)."""
+    path = readable_dir() / "label.svm"
+    path.write_text(TEXT)
+    path.chmod(0o644)
+    label = 'Ünï "Côde"'
+    options = json.dumps({"label": label}).replace("'", "''")
+    done = json.loads(engine.scalar(f"SELECT loom_load('libsvm', '{path}', 'odd', '{options}')"))
+    assert done["rows"] == 3
+    column = '"' + label.replace('"', '""') + '"'
+    assert sorted(r[0] for r in engine.rows(f"SELECT {column} FROM odd")) == [-1.0, -1.0, 1.0]
+    engine.rows("DROP TABLE odd")
+    for taken in ("indices", "Values"):
+        with pytest.raises(engine.errors) as e:
+            engine.scalar(
+                f"SELECT loom_load('libsvm', '{path}', 'clash', '{{\"label\": \"{taken}\"}}')"
+            )
+        said = str(e.value)
+        assert f"'{taken}'" in said and "a name of its own" in said, said
+    tables = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'clash'"
+    assert engine.scalar(tables) == 0
+
+
+def test_a_null_path_or_kind_is_refused_with_a_hint(engine):
+    for call, says in [
+        ("loom_load('libsvm', NULL, 'nulled')", "the path is NULL"),
+        ("loom_load(NULL, '/x.svm', 'nulled')", "the loader kind is NULL"),
+    ]:
+        with pytest.raises(engine.errors) as e:
+            engine.scalar(f"SELECT {call}")
+        assert says in str(e.value) and "TypeError" not in str(e.value), str(e.value)
+    tables = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'nulled'"
+    assert engine.scalar(tables) == 0

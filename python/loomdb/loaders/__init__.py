@@ -27,7 +27,7 @@ from loomdb.errors import (
     LoomStateError,
 )
 from loomdb.options import Boolean, Option, Options, parse_json
-from loomdb.store.names import QUALIFIED, relation
+from loomdb.store.names import QUALIFIED, quote_ident, relation
 
 KNOWN: dict[str, str] = {  # name → "module:Class"
     "libsvm": "loomdb.loaders.libsvm:LibsvmLoader",
@@ -83,6 +83,18 @@ def names() -> list[str]:
     return sorted(set(KNOWN) | {ep.name for ep in entry_points(group="loomdb.loaders")})
 
 
+def _loader(kind: str | None, path: str | None) -> Loader:
+    """Loader ``kind``, refused where the call's kind, or the path it reads, is SQL's NULL."""
+    if kind is None:
+        raise LoomOptionError("the loader kind is NULL", hint=f"loaders: {', '.join(names())}")
+    loader = get(kind)
+    if path is None and loader.reads_files:
+        raise LoomOptionError(
+            f"{kind}: the path is NULL", hint="give the file or folder to read as text"
+        )
+    return loader
+
+
 def get(name: str) -> Loader:
     if name in KNOWN:
         module, _, attr = KNOWN[name].partition(":")
@@ -95,23 +107,23 @@ def get(name: str) -> Loader:
 
 def load(db: Target, kind: str, path: str, table: str, options: str | None) -> dict[str, Any]:
     """Make ``table`` and fill it with what loader ``kind`` reads from ``path``."""
-    loader = get(kind)
+    loader = _loader(kind, path)
     opts = (COMMON + loader.options).parse(parse_json(options))
     if not isinstance(table, str) or not QUALIFIED.match(table.strip()):
         raise LoomOptionError(
             f"invalid table name {table!r}", hint="a table name, optionally schema-qualified"
         )
     target = relation(table, db.dialect)
-    columns = loader.columns(path, opts)
+    columns = _distinct(loader.columns(path, opts))
     started = time.monotonic()
     try:
         with db.atomic():  # a file that cannot be read rolls the new table back
             if opts["replace"]:
                 db.execute(f"DROP TABLE IF EXISTS {target}")
-            body = ", ".join(f'"{c}" {db.type(t)}' for c, t in columns)
+            body = ", ".join(f"{quote_ident(c)} {db.type(t)}" for c, t in columns)
             _create(db, f"CREATE TABLE {target} ({body})")
-            names = [f'"{c}"' for c, _ in columns]
-            total = _fill(db, loader, path, opts, target, names, f"loom_load {kind}")
+            quoted = [quote_ident(c) for c, _ in columns]
+            total = _fill(db, loader, path, opts, target, quoted, f"loom_load {kind}")
     except OSError as e:
         raise unreadable(kind, path, e) from None
     return {
@@ -121,6 +133,23 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
         "seconds": round(time.monotonic() - started, 6),
         **getattr(loader, "report", {}),  # what a loader adds (images: classes, skipped files)
     }
+
+
+def _distinct(columns: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The table's columns, refused where an option names one as another is named (a label
+    called ``indices``): compared case-insensitively, as DuckDB's names are, so both engines
+    refuse the same names."""
+    folded = [c.casefold() for c, _ in columns]
+    for i, (column, _) in enumerate(columns):
+        first = columns[folded.index(folded[i])][0]
+        if folded.index(folded[i]) != i:
+            both = f"'{first}'" + (f" and '{column}'" if first != column else "")
+            raise LoomOptionError(
+                f"the table would have two columns named {both}",
+                hint="each column needs a name of its own: give the option naming one (the "
+                f"label) a name not among {', '.join(dict.fromkeys(c for c, _ in columns))}",
+            )
+    return columns
 
 
 def _create(db: Target, statement: str) -> None:
@@ -184,7 +213,7 @@ def loom_load(db: Target, kind: str, path: str, table: str, options: str | None)
     ``pg_read_server_files``, which the caller must hold)."""
     import json
 
-    if db.dialect == "postgres" and get(kind).reads_files:
+    if db.dialect == "postgres" and _loader(kind, path).reads_files:
         # pg_catalog's, with its exact argument types: named alone, a pg_has_role(name, text,
         # text) on the caller's search_path, which the caller may create, is the better match
         # for the literals and would let it read the server's files without the role
