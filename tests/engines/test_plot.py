@@ -109,3 +109,57 @@ def test_an_output_folder_this_user_cannot_write_is_refused_up_front(tmp_path, m
     with pytest.raises(LoomStateError, match="is not writable by this user") as e:
         plot.writable_image(str(tmp_path / "loss.png"))
     assert asked == [str(tmp_path)] and "-o" in (e.value.hint or "")
+
+
+def _one_epoch(tmp_path):
+    from support.engines import DuckEngine
+
+    path = tmp_path / "one.duckdb"
+    engine = DuckEngine(str(path))
+    engine.scalar("SELECT loom_load('sample', 'iris', 'iris')")
+    engine.scalar("""SELECT loom_train('one', 'iris', 'species', '{"epochs": 1}')""")
+    engine.close()
+    return path
+
+
+def test_the_cli_writes_and_prints_the_very_path_it_was_given(tmp_path, capsys):
+    """-o without a suffix is a PNG at exactly that path (matplotlib alone would add .png and
+    the path printed would name no file); a folder there, or a write that fails, is a LoomError
+    (exit 1), never a traceback nor a file left half-written."""
+    from PIL import Image
+
+    from loomdb.cli.main import main
+
+    db = str(_one_epoch(tmp_path))
+    out = tmp_path / "loss"
+    assert main(["plot", "one", "--duckdb", db, "-o", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    with Image.open(out) as image:
+        assert image.format == "PNG"
+    assert not (tmp_path / "loss.png").exists()
+    for folder in (tmp_path / "taken.png", tmp_path / "taken"):
+        folder.mkdir()
+        assert main(["plot", "one", "--duckdb", db, "-o", str(folder)]) == 1
+        err = capsys.readouterr().err
+        assert f"cannot write {folder}: it is a folder" in err and "hint: " in err, err
+
+
+def test_a_failed_write_is_a_loom_error(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from matplotlib.figure import Figure
+
+    from loomdb.cli.main import main
+
+    def full(self, path, **kwargs):
+        with open(path, "wb") as f:
+            f.write(b"\x89PNG")  # the start of the image, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    db = str(_one_epoch(tmp_path))
+    monkeypatch.setattr(Figure, "savefig", full)
+    out = tmp_path / "full.png"
+    assert main(["plot", "one", "--duckdb", db, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write {out}: No space left on device" in err and "hint: " in err, err
+    assert not out.exists()

@@ -90,13 +90,43 @@ def draw(found: list[Curve], path: str, title: str | None = None) -> None:
         bx.grid(alpha=0.3)
     axes[-1][0].set_xlabel("epoch")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        _save(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def _save(fig: Any, path: str) -> None:
+    """The figure at exactly ``path`` (a PNG where it has no suffix; matplotlib alone would
+    write ``path.png``), written beside it first and renamed, so a write that fails leaves no
+    half-written image and an older one there unharmed; a failure is a LoomStateError."""
+    import tempfile
+
+    suffix = os.path.splitext(path)[1][1:].lower() or "png"
+    partial = None
+    try:
+        fd, partial = tempfile.mkstemp(
+            prefix=".loomdb-plot-", suffix=f".{suffix}", dir=os.path.dirname(path) or "."
+        )
+        os.close(fd)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, 0o666 & ~umask)  # as a file the process made itself would be
+        fig.savefig(partial, dpi=100, format=suffix)
+        os.replace(partial, path)
+    except OSError as e:
+        if partial is not None and os.path.exists(partial):
+            os.unlink(partial)
+        raise LoomStateError(
+            f"cannot write {path}: {e.strerror or e}",
+            hint="check the free space and the rights in -o's folder, or give another -o",
+        ) from None
 
 
 def writable_image(path: str) -> str:
     """``path``, refused before anything is read where the PNG could not be written there: a
-    folder that does not exist, or a name whose suffix matplotlib cannot draw."""
+    folder that does not exist or is not writable, a folder's own path, or a name whose suffix
+    matplotlib cannot draw."""
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
         raise LoomNotFoundError(
@@ -107,6 +137,11 @@ def writable_image(path: str) -> str:
         raise LoomStateError(
             f"cannot write {path}: the folder {folder} is not writable by this user",
             hint="give -o in a folder you may write to",
+        )
+    if os.path.isdir(path):
+        raise LoomStateError(
+            f"cannot write {path}: it is a folder",
+            hint=f"give -o a file's name, e.g. {os.path.join(path, 'loss.png')}",
         )
     suffix = os.path.splitext(path)[1][1:].lower()
     if suffix:
