@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from loomdb.loaders.libsvm import parse_line
@@ -174,3 +175,39 @@ def test_a_null_path_or_kind_is_refused_with_a_hint(engine):
         assert says in str(e.value) and "TypeError" not in str(e.value), str(e.value)
     tables = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'nulled'"
     assert engine.scalar(tables) == 0
+
+
+def test_a_load_never_writes_into_loomdb_s_own_schemas(engine):
+    """loomdb's catalog (``loom``) and storage tables (``loom_data``) are no load's target:
+    ``{"replace": true}`` on ``loom.models`` dropped the catalog's table of models on DuckDB.
+    Named with the schema in any spelling, or by a current schema that is one of them, the
+    load is refused and the catalog is left as it was, on both engines."""
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 2))
+    engine.load("guarded", X, (X[:, 0] > X[:, 1]).astype(float), ["a", "b"])
+    engine.scalar("""SELECT loom_train('kept', 'guarded', 'y', '{"epochs": 1}')""")
+    replace = '{"replace": true}'
+    targets = ["loom.models", 'LOOM."models"', '"loom".new_table', "loom_data.new_table"]
+    for target in targets:
+        with pytest.raises(engine.errors) as e:
+            engine.scalar(f"SELECT loom_load('sample', 'iris', '{target}', '{replace}')")
+        said = str(e.value)
+        assert "loomdb's own schema" in said and "another schema" in said, said
+    current = (
+        "SET schema = 'loom'"
+        if engine.name == "duckdb"
+        else "SET search_path = loom, loomtest, public"
+    )
+    back = (
+        "SET schema = 'main'" if engine.name == "duckdb" else "SET search_path = loomtest, public"
+    )
+    engine.rows(current)
+    try:
+        with pytest.raises(engine.errors, match="loomdb's own schema"):
+            engine.scalar(f"SELECT loom_load('sample', 'iris', 'models', '{replace}')")
+    finally:
+        engine.rows(back)
+    assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'kept'") == 1
+    assert "coef" in engine.scalar("SELECT loom_model_info('kept')")
+    made = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'new_table'"
+    assert engine.scalar(made) == 0

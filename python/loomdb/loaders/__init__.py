@@ -13,6 +13,7 @@ formats and backends (:data:`KNOWN`, entry points ``loomdb.loaders``).
 from __future__ import annotations
 
 import importlib
+import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -27,7 +28,8 @@ from loomdb.errors import (
     LoomStateError,
 )
 from loomdb.options import Boolean, Option, Options, parse_json
-from loomdb.store.names import QUALIFIED, quote_ident, relation
+from loomdb.store.catalog import DATA_SCHEMA, SCHEMA
+from loomdb.store.names import QUALIFIED, builtin, quote_ident, relation
 
 KNOWN: dict[str, str] = {  # name → "module:Class"
     "libsvm": "loomdb.loaders.libsvm:LibsvmLoader",
@@ -114,6 +116,7 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
             f"invalid table name {table!r}", hint="a table name, optionally schema-qualified"
         )
     target = relation(table, db.dialect)
+    _outside_loomdb(db, target)
     columns = _distinct(loader.columns(path, opts))
     started = time.monotonic()
     try:
@@ -133,6 +136,25 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
         "seconds": round(time.monotonic() - started, 6),
         **getattr(loader, "report", {}),  # what a loader adds (images: classes, skipped files)
     }
+
+
+def _outside_loomdb(db: Target, target: str) -> None:
+    """Refuse a table in loomdb's own schemas (its catalog, its storage tables), named with
+    the schema or by a current schema that is one of them: a load there could replace the
+    catalog's tables ({"replace": true} on loom.models)."""
+    parts = [p.replace('""', '"') for p in re.findall(r'"((?:[^"]|"")*)"', target)]
+    if len(parts) >= 2:
+        schema = parts[-2]
+    else:
+        schema = str(db.query(f"SELECT {builtin('current_schema', db.dialect)}()")[0][0])
+    if db.dialect == "duckdb":  # its names are case-insensitive, quoted or not
+        schema = schema.lower()
+    if schema in (SCHEMA, DATA_SCHEMA):
+        raise LoomOptionError(
+            f"cannot load into {target}: {schema} is loomdb's own schema",
+            hint="name the table in another schema (e.g. public.t on PostgreSQL, main.t on "
+            "DuckDB), or SET the current schema to another one",
+        )
 
 
 def _distinct(columns: list[tuple[str, str]]) -> list[tuple[str, str]]:
