@@ -211,3 +211,17 @@ def test_a_load_never_writes_into_loomdb_s_own_schemas(engine):
     assert "coef" in engine.scalar("SELECT loom_model_info('kept')")
     made = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'new_table'"
     assert engine.scalar(made) == 0
+
+
+def test_replacing_what_is_not_a_table_is_refused_with_a_hint(engine):
+    """{"replace": true} replaces a table: a view of that name is the engine's error with
+    what to do (DuckDB's came with no hint), and the view is left as it was."""
+    engine.rows("CREATE VIEW seen AS SELECT 1 AS x")
+    try:
+        with pytest.raises(engine.errors) as e:
+            engine.scalar("""SELECT loom_load('sample', 'iris', 'seen', '{"replace": true}')""")
+        said = str(e.value)
+        assert "seen" in said and "HINT" in said.upper() and "another name" in said, said
+        assert engine.rows("SELECT x FROM seen") == [(1,)]
+    finally:
+        engine.rows("DROP VIEW seen")

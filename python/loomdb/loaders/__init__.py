@@ -122,7 +122,7 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
     try:
         with db.atomic():  # a file that cannot be read rolls the new table back
             if opts["replace"]:
-                db.execute(f"DROP TABLE IF EXISTS {target}")
+                _drop(db, target)
             body = ", ".join(f"{quote_ident(c)} {db.type(t)}" for c, t in columns)
             _create(db, f"CREATE TABLE {target} ({body})")
             quoted = [quote_ident(c) for c, _ in columns]
@@ -172,6 +172,20 @@ def _distinct(columns: list[tuple[str, str]]) -> list[tuple[str, str]]:
                 f"label) a name not among {', '.join(dict.fromkeys(c for c, _ in columns))}",
             )
     return columns
+
+
+def _drop(db: Target, target: str) -> None:
+    """The table ``{"replace": true}`` replaces; where the name is a view's (or another
+    object's), the database's message with what to do."""
+    try:
+        db.execute(f"DROP TABLE IF EXISTS {target}")
+    except LoomDatabaseError as e:
+        raise LoomDatabaseError(
+            e.message,
+            hint=f'{{"replace": true}} replaces a table only: {target} is something else (a '
+            "view?); drop it yourself, or load into another name",
+            detail=e.detail,
+        ) from None
 
 
 def _create(db: Target, statement: str) -> None:
