@@ -225,3 +225,19 @@ def test_replacing_what_is_not_a_table_is_refused_with_a_hint(engine):
         assert engine.rows("SELECT x FROM seen") == [(1,)]
     finally:
         engine.rows("DROP VIEW seen")
+
+
+def test_a_failed_cli_load_leaves_no_new_database_file(tmp_path, capsys):
+    """The DuckDB file a load would have made is not left behind, empty, when the load fails;
+    one that was there is kept with what it held."""
+    from loomdb.cli.main import main
+
+    fresh = tmp_path / "fresh.duckdb"
+    missing = str(tmp_path / "nope.svm")
+    assert main(["load", "libsvm", missing, "t", "--duckdb", str(fresh)]) == 1
+    assert "there is no file" in capsys.readouterr().err
+    assert not fresh.exists() and not (tmp_path / "fresh.duckdb.wal").exists()
+    assert main(["load", "sample", "iris", "iris", "--duckdb", str(fresh)]) == 0
+    assert main(["load", "libsvm", missing, "t", "--duckdb", str(fresh)]) == 1
+    assert main(["sql", "--duckdb", str(fresh), "-q", "-c", "SELECT count(*) FROM iris"]) == 0
+    assert "150" in capsys.readouterr().out

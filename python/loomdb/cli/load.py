@@ -9,21 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 
 def run_load(args: argparse.Namespace) -> int:
     from loomdb import loaders
 
     if args.duckdb is not None:
-        from loomdb.cli.connect import duckdb
-        from loomdb.engines.duckdb.database import DuckDatabase
-
-        con = duckdb(args.duckdb)
-        try:
-            db = DuckDatabase(con.duckdb.cursor(), con.state)
-            done = loaders.load(db, args.kind, args.path, args.table, args.options)
-        finally:
-            con.close()
+        done = _load_duckdb(args)
     else:
         from loomdb.cli.connect import postgres
         from loomdb.engines.postgres.client import PsycopgDatabase
@@ -34,6 +27,27 @@ def run_load(args: argparse.Namespace) -> int:
             )
     print(json.dumps(done))
     return 0
+
+
+def _load_duckdb(args: argparse.Namespace) -> dict:
+    """The load into the DuckDB file ``--duckdb``; a file this load made is removed again
+    where the load fails, so a failed load leaves no empty database behind."""
+    from loomdb import loaders
+    from loomdb.cli.connect import duckdb
+    from loomdb.engines.duckdb.database import DuckDatabase
+
+    made = args.duckdb != ":memory:" and not os.path.exists(args.duckdb)
+    con = duckdb(args.duckdb)
+    done = None
+    try:
+        db = DuckDatabase(con.duckdb.cursor(), con.state)
+        done = loaders.load(db, args.kind, args.path, args.table, args.options)
+        return done
+    finally:
+        con.close()
+        for path in (args.duckdb, f"{args.duckdb}.wal") if made and done is None else ():
+            if os.path.exists(path):
+                os.unlink(path)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
