@@ -75,8 +75,15 @@ def test_without_atheris_the_command_says_what_to_install(monkeypatch, capsys):
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["nosuch"], "unknown decoder 'nosuch'"), (["--runs", "0"], "--runs must be at least 1")],
+    [
+        (["nosuch"], "unknown decoder 'nosuch'"),
+        (["--runs", "0"], "--runs must be at least 1"),
+        (["--timeout", "-1"], "--timeout must be at least 1"),
+        (["--max-len", "0"], "--max-len must be at least 1"),
+    ],
 )
 def test_bad_arguments_are_option_errors(args, message, capsys):
+    """Each says what was wrong and, on a hint line, what to give instead."""
     assert main(["fuzz", *args]) == 1
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and "\nhint: " in err, err

@@ -196,12 +196,16 @@ def main(args: argparse.Namespace) -> int:
     for name in ("runs", "timeout", "max_len", "rss_limit_mb"):
         if getattr(args, name) < 1:
             flag = "--" + name.replace("_", "-")
-            raise LoomOptionError(f"{flag} must be at least 1; got {getattr(args, name)}")
+            raise LoomOptionError(
+                f"{flag} must be at least 1; got {getattr(args, name)}",
+                hint=f"give {flag} a whole number of 1 or more, or leave it out for its default",
+            )
     for decoder in args.decoders:
         if decoder not in DECODERS and ":" not in decoder:
             raise LoomOptionError(
-                f"unknown decoder {decoder!r}: choose from {', '.join(DECODERS)}, or give "
-                "module:function"
+                f"unknown decoder {decoder!r}",
+                hint=f"choose from {', '.join(DECODERS)}, or give module:function of a decoder "
+                "of your own",
             )
     require_atheris()
     results = []
