@@ -1,8 +1,8 @@
 """``loomdb``: run SQL on either engine, install into PostgreSQL, run benchmarks.
 No paper section.
 
-loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL]
-loomdb load KIND PATH TABLE (--duckdb PATH | --dsn DSN) [--options JSON] [--keep-going] [--echo]
+loomdb sql (--duckdb PATH | --dsn DSN) [-f FILE | -c SQL] [-q] [--keep-going] [-e]
+loomdb load KIND PATH TABLE (--duckdb PATH | --dsn DSN) [--options JSON]
 loomdb pg install --dsn DSN [--venv DIR] [--source DIR] [--gpu EXTRA] [--reinstall [--drop-catalog]]
 loomdb plot MODEL [MODEL …] (--duckdb PATH | --dsn DSN) [-o PNG]
 loomdb bench SUITE [--quick] [--json PATH]
