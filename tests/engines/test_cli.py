@@ -254,3 +254,30 @@ def test_a_failed_script_names_its_statement_and_says_what_ran_before_it(pg_dsn,
             assert count.splitlines()[2].strip() == "1", (name, count)  # as the notes said
     finally:
         run([*commands["postgres"], "-c", "DROP TABLE IF EXISTS public.ran"])
+
+
+def _reader_goes_away(args):
+    """Run ``loomdb args``, read its first line and close the pipe (``| head -1``)."""
+    child = subprocess.Popen(
+        [*LOOMDB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.readline()
+    child.stdout.close()
+    err = child.stderr.read()
+    return child.wait(timeout=120), err
+
+
+@pytest.mark.parametrize("engine_name", ["duckdb", "postgres"])
+def test_a_reader_that_stops_early_ends_the_command_quietly(engine_name, request):
+    """``loomdb sql … | head -1``: the results past what the pipe holds have no reader. The
+    command stops without a traceback and exits 141, as a command SIGPIPE ends does, so a
+    pipeline with pipefail still sees that not everything was printed."""
+    if engine_name == "duckdb":
+        where, rows = ["--duckdb", ":memory:"], "SELECT * FROM range(300000)"
+    else:
+        where = ["--dsn", request.getfixturevalue("pg_dsn")]
+        rows = "SELECT * FROM pg_catalog.generate_series(1, 300000)"
+    for args in (["-c", f"SELECT 1; {rows}"], ["-e", "-c", f"SELECT 1; {rows}; SELECT 2"]):
+        code, err = _reader_goes_away(["sql", *where, "-q", *args])
+        assert code == 141 and "Traceback" not in err and "Exception" not in err, err

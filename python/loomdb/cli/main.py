@@ -12,6 +12,7 @@ loomdb fuzz [DECODER ...] [--runs N] [--timeout SECONDS] [--max-len BYTES]
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -219,7 +220,14 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> Any:
     args = parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a reader that went away is seen here, not as Python exits
+        return code
+    except BrokenPipeError:
+        # the reader stopped early (``loomdb sql … | head``): stop quietly, with the status
+        # of a command SIGPIPE ends, and let nothing write to the closed pipe as Python exits
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         print("loomdb: interrupted", file=sys.stderr)
         return 130
