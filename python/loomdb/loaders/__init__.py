@@ -175,16 +175,17 @@ def _distinct(columns: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def _drop(db: Target, target: str) -> None:
-    """The table ``{"replace": true}`` replaces; where the name is a view's (or another
-    object's), the database's message with what to do."""
+    """The table ``{"replace": true}`` replaces; where it cannot be dropped (the name is a
+    view's, PostgreSQL's views depend on it), the database's message with what to do."""
     try:
         db.execute(f"DROP TABLE IF EXISTS {target}")
     except LoomDatabaseError as e:
+        hint = (e.hint or "").strip().rstrip(".") or (
+            f'{{"replace": true}} drops the table {target} only, not a view of that name nor '
+            "the views that depend on it (PostgreSQL): drop those yourself"
+        )
         raise LoomDatabaseError(
-            e.message,
-            hint=f'{{"replace": true}} replaces a table only: {target} is something else (a '
-            "view?); drop it yourself, or load into another name",
-            detail=e.detail,
+            e.message, hint=f"{hint}, or load into another name", detail=e.detail
         ) from None
 
 
