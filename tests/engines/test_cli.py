@@ -281,3 +281,23 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(engine_name, request
     for args in (["-c", f"SELECT 1; {rows}"], ["-e", "-c", f"SELECT 1; {rows}; SELECT 2"]):
         code, err = _reader_goes_away(["sql", *where, "-q", *args])
         assert code == 141 and "Traceback" not in err and "Exception" not in err, err
+
+
+def test_a_duckdb_database_that_would_not_outlive_the_command_is_refused(tmp_path, capsys):
+    """``--duckdb ""`` (an unset shell variable) opened an in-memory database: ``loomdb load``
+    reported its rows loaded and lost them as it ended, ``loomdb sql`` ran a script whose
+    writes went nowhere. An empty path is refused by every command, and ``loomdb load`` also
+    refuses ``:memory:``, where nothing it loads would be kept."""
+    from loomdb.cli.main import main
+
+    for argv in (
+        ["sql", "--duckdb", "", "-c", "CREATE TABLE kept (x integer)"],
+        ["load", "sample", "iris", "iris", "--duckdb", ""],
+        ["plot", "m", "--duckdb", "", "-o", str(tmp_path / "m.png")],
+    ):
+        assert main(argv) == (3 if argv[0] == "sql" else 1), argv
+        err = capsys.readouterr().err
+        assert "--duckdb is empty" in err and "database file" in err, err
+    assert main(["load", "sample", "iris", "iris", "--duckdb", ":memory:"]) == 1
+    err = capsys.readouterr().err
+    assert "lost when the command ends" in err and "hint: " in err, err

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from loomdb.errors import LoomDatabaseError, LoomNotFoundError
+from loomdb.errors import LoomDatabaseError, LoomNotFoundError, LoomOptionError
 
 
 def postgres(dsn: str) -> Any:
@@ -30,7 +30,7 @@ def duckdb(path: str, **options: Any) -> Any:
     import loomdb
 
     try:
-        return loomdb.connect(path, **options)
+        return loomdb.connect(_named(path), **options)
     except LoomDatabaseError as e:
         raise LoomDatabaseError(
             e.message,
@@ -39,10 +39,33 @@ def duckdb(path: str, **options: Any) -> Any:
         ) from e.__cause__
 
 
+def _named(path: str) -> str:
+    """``path``, refused where it is empty (an unset shell variable): DuckDB would open an
+    in-memory database, and what the command wrote would be gone when it ends."""
+    if not path.strip():
+        raise LoomOptionError(
+            "--duckdb is empty",
+            hint="give the path of a DuckDB database file (or :memory: for one that ends with "
+            "the command)",
+        )
+    return path
+
+
+def kept_duckdb(path: str) -> str:
+    """``path``, a database a command's writes outlive: not :memory:, whose tables are lost
+    when the command ends."""
+    if path == ":memory:":
+        raise LoomOptionError(
+            "a load into --duckdb :memory: would be lost when the command ends",
+            hint="give the path of the DuckDB database file to load into",
+        )
+    return _named(path)
+
+
 def existing_duckdb(path: str) -> str:
     """``path``, a DuckDB file that must already exist (a command that only reads one must not
     leave an empty database behind)."""
-    if path != ":memory:" and not os.path.isfile(path):
+    if path != ":memory:" and not os.path.isfile(_named(path)):
         raise LoomNotFoundError(
             f"there is no DuckDB database {path}",
             hint="give the path of the database file the models were trained in",

@@ -33,10 +33,10 @@ def _load_duckdb(args: argparse.Namespace) -> dict:
     """The load into the DuckDB file ``--duckdb``; a file this load made is removed again
     where the load fails, so a failed load leaves no empty database behind."""
     from loomdb import loaders
-    from loomdb.cli.connect import duckdb
+    from loomdb.cli.connect import duckdb, kept_duckdb
     from loomdb.engines.duckdb.database import DuckDatabase
 
-    made = args.duckdb != ":memory:" and not os.path.exists(args.duckdb)
+    made = not os.path.exists(kept_duckdb(args.duckdb))
     con = duckdb(args.duckdb)
     done = None
     try:
