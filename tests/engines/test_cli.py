@@ -301,3 +301,26 @@ def test_a_duckdb_database_that_would_not_outlive_the_command_is_refused(tmp_pat
     assert main(["load", "sample", "iris", "iris", "--duckdb", ":memory:"]) == 1
     err = capsys.readouterr().err
     assert "lost when the command ends" in err and "hint: " in err, err
+
+
+@pytest.mark.parametrize("engine_name", ["duckdb", "postgres"])
+def test_a_script_saved_with_a_byte_order_mark_runs_on_both_engines(engine_name, request, tmp_path):
+    """Editors on Windows save UTF-8 with a BOM (and CRLF line ends): DuckDB's parser skipped
+    it, PostgreSQL's read it as part of the first word (syntax error at "\\ufeffSELECT")."""
+    if engine_name == "duckdb":
+        where = ["--duckdb", ":memory:"]
+    else:
+        where = ["--dsn", request.getfixturevalue("pg_dsn")]
+    script = tmp_path / "bom.sql"
+    script.write_bytes("\ufeffSELECT 1 AS first_one;\r\nSELECT 2 AS second_one;\r\n".encode())
+    for source in (["-f", str(script)], ["-e", "-f", str(script)], ["-f", "-"]):
+        done = subprocess.run(
+            [*LOOMDB, "sql", *where, "-q", *source],
+            input=script.read_text(encoding="utf-8"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "first_one" in done.stdout and "second_one" in done.stdout
+        assert "\ufeff" not in done.stdout

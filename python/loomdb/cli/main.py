@@ -34,7 +34,7 @@ def _sql(args: argparse.Namespace) -> int:
     else:
         text = sys.stdin.read()
     return run_script(
-        text,
+        text.removeprefix("\ufeff"),  # a BOM (editors on Windows): no part of the first word
         duckdb_path=args.duckdb,
         dsn=args.dsn,
         progress=not args.quiet,
