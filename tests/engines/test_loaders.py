@@ -241,3 +241,14 @@ def test_a_failed_cli_load_leaves_no_new_database_file(tmp_path, capsys):
     assert main(["load", "libsvm", missing, "t", "--duckdb", str(fresh)]) == 1
     assert main(["sql", "--duckdb", str(fresh), "-q", "-c", "SELECT count(*) FROM iris"]) == 0
     assert "150" in capsys.readouterr().out
+
+
+def test_a_libsvm_file_saved_with_a_byte_order_mark_keeps_its_first_line(engine):
+    """A BOM before the first label made that line unreadable: skipped and counted."""
+    path = readable_dir() / "bom.svm"
+    path.write_bytes("\ufeff+1 1:0.5 3:2\r\n-1 2:1.5\r\n".encode())
+    path.chmod(0o644)
+    done = json.loads(engine.scalar(f"SELECT loom_load('libsvm', '{path}', 'bom')"))
+    assert done["rows"] == 2 and done["skipped"] == 0, done
+    assert [r[0] for r in engine.rows("SELECT label FROM bom ORDER BY label")] == [-1.0, 1.0]
+    engine.rows("DROP TABLE bom")

@@ -47,7 +47,7 @@ class LibsvmLoader:
         self.skipped = 0
         shift = 0 if options["zero_based"] else 1
         bits = options["cross_bits"]
-        with open(path, encoding="utf-8", errors="replace") as lines:
+        with open(path, encoding="utf-8-sig", errors="replace") as lines:  # a BOM: no label
             for line in lines:
                 row = parse_line(line, shift)
                 if row is not None and bits and row[1] and row[1][-1] >= 1 << bits:
