@@ -169,6 +169,7 @@ def test_a_null_path_or_kind_is_refused_with_a_hint(engine):
     for call, says in [
         ("loom_load('libsvm', NULL, 'nulled')", "the path is NULL"),
         ("loom_load(NULL, '/x.svm', 'nulled')", "the loader kind is NULL"),
+        ("loom_load('sample', 'iris', NULL)", "the table name is NULL"),
     ]:
         with pytest.raises(engine.errors) as e:
             engine.scalar(f"SELECT {call}")

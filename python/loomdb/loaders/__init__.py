@@ -111,6 +111,8 @@ def load(db: Target, kind: str, path: str, table: str, options: str | None) -> d
     """Make ``table`` and fill it with what loader ``kind`` reads from ``path``."""
     loader = _loader(kind, path)
     opts = (COMMON + loader.options).parse(parse_json(options))
+    if table is None:
+        raise LoomOptionError("the table name is NULL", hint="give the table to make, as text")
     if not isinstance(table, str) or not QUALIFIED.match(table.strip()):
         raise LoomOptionError(
             f"invalid table name {table!r}", hint="a table name, optionally schema-qualified"
