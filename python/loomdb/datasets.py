@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -29,21 +30,30 @@ def _open(path: Path):
     return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
 
 
+_FETCH = "fetch the MNIST test files again (t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz)"
+
+
 def load_idx(path: str | Path) -> np.ndarray:
     """Read an IDX file (MNIST's format: big-endian header, then the array)."""
-    with _open(Path(path)) as f:
-        data = f.read()
+    try:
+        with _open(Path(path)) as f:
+            data = f.read()
+    except (EOFError, zlib.error) as e:  # a download cut short; a gzip stream that is not
+        raise LoomFormatError(f"{path} is cut short or corrupt: {e}", hint=_FETCH) from None
     if len(data) < 4 or data[0] != 0 or data[1] != 0:
-        raise LoomFormatError(f"{path} is not an IDX file: bad magic number")
+        raise LoomFormatError(f"{path} is not an IDX file: bad magic number", hint=_FETCH)
     dtypes = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
     if data[2] not in dtypes:
-        raise LoomFormatError(f"{path}: unknown IDX element type {data[2]:#x}")
+        raise LoomFormatError(f"{path}: unknown IDX element type {data[2]:#x}", hint=_FETCH)
     ndim = data[3]
     shape = tuple(int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
-    arr = np.frombuffer(data, dtype=dtypes[data[2]], offset=4 + 4 * ndim)
-    if arr.size != int(np.prod(shape)):
-        raise LoomFormatError(f"{path}: header says {shape} but the file holds {arr.size} items")
-    return arr.reshape(shape)
+    itemsize = np.dtype(dtypes[data[2]]).itemsize
+    if len(data) != 4 + 4 * ndim + int(np.prod(shape)) * itemsize:
+        held = max(len(data) - 4 - 4 * ndim, 0) / itemsize
+        raise LoomFormatError(
+            f"{path}: header says {shape} but the file holds {held:g} items", hint=_FETCH
+        )
+    return np.frombuffer(data, dtype=dtypes[data[2]], offset=4 + 4 * ndim).reshape(shape)
 
 
 def load_mnist(folder: str | Path, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -51,6 +61,17 @@ def load_mnist(folder: str | Path, limit: int | None = None) -> tuple[np.ndarray
     folder = Path(folder)
     images = load_idx(folder / "t10k-images-idx3-ubyte.gz")
     labels = load_idx(folder / "t10k-labels-idx1-ubyte.gz")
+    if images.ndim != 3 or images.shape[1:] != (28, 28):
+        raise LoomFormatError(
+            f"{folder}/t10k-images-idx3-ubyte.gz holds an array of shape {images.shape}, "
+            "not 28 × 28 images",
+            hint=_FETCH,
+        )
+    if labels.ndim != 1 or len(labels) != len(images):
+        raise LoomFormatError(
+            f"{folder} holds {len(images):,} images but {labels.size:,} labels",
+            hint=_FETCH,
+        )
     X = images.reshape(images.shape[0], -1).astype(np.float64)
     y = labels.astype(np.int64)
     return (X[:limit], y[:limit]) if limit else (X, y)

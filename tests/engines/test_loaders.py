@@ -253,3 +253,35 @@ def test_a_libsvm_file_saved_with_a_byte_order_mark_keeps_its_first_line(engine)
     assert done["rows"] == 2 and done["skipped"] == 0, done
     assert [r[0] for r in engine.rows("SELECT label FROM bom ORDER BY label")] == [-1.0, 1.0]
     engine.rows("DROP TABLE bom")
+
+
+def _idx(array) -> bytes:
+    head = bytes([0, 0, 0x08, array.ndim]) + b"".join(d.to_bytes(4, "big") for d in array.shape)
+    return head + array.astype(np.uint8).tobytes()
+
+
+def test_broken_mnist_files_are_refused_with_a_hint(engine):
+    """A truncated download, an images file that holds labels, files of different lengths:
+    a LoomFormatError naming the file and what to do (a truncated gzip was a bare EOFError,
+    a 1-D images file a numpy ValueError), and no table."""
+    import gzip
+
+    images, labels = np.zeros((5, 28, 28)), np.arange(5)
+    whole = gzip.compress(_idx(images))
+    cases = [  # (images file, labels file, what the error says)
+        (whole[: len(whole) // 2], _idx(labels), "is cut short"),
+        (gzip.compress(_idx(labels)), _idx(labels), "not 28 × 28 images"),
+        (whole, _idx(np.arange(4)), "5 images but 4 labels"),
+    ]
+    for image_bytes, label_bytes, says in cases:
+        folder = readable_dir()
+        (folder / "t10k-images-idx3-ubyte.gz").write_bytes(image_bytes)
+        (folder / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(label_bytes))
+        for f in folder.iterdir():
+            f.chmod(0o644)
+        with pytest.raises(engine.errors) as e:
+            engine.scalar(f"SELECT loom_load('mnist-jpeg', '{folder}', 'broken_mnist')")
+        said = str(e.value)
+        assert says in said and "MNIST" in said and "EOFError" not in said, said
+    tables = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'broken_mnist'"
+    assert engine.scalar(tables) == 0
