@@ -285,3 +285,21 @@ def test_broken_mnist_files_are_refused_with_a_hint(engine):
         assert says in said and "MNIST" in said and "EOFError" not in said, said
     tables = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'broken_mnist'"
     assert engine.scalar(tables) == 0
+
+
+def test_an_image_file_that_is_no_regular_file_is_skipped_and_counted(engine):
+    """A broken link (a photo moved away) was passed over without a word: it is skipped,
+    counted and named like every other file that cannot be read."""
+    from PIL import Image
+
+    folder = readable_dir()
+    (folder / "ants").mkdir()
+    Image.new("RGB", (8, 8), (200, 10, 10)).save(folder / "ants" / "red.jpg", "JPEG")
+    (folder / "ants" / "moved.jpg").symlink_to(folder / "nowhere.jpg")
+    for path in [folder / "ants", *folder.glob("ants/*")]:
+        if path.exists():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    done = json.loads(engine.scalar(f"SELECT loom_load('images', '{folder}', 'linked')"))
+    assert done["rows"] == 1 and done["skipped"] == 1, done
+    assert "not a regular file" in done["skipped_files"]["ants/moved.jpg"], done
+    engine.rows("DROP TABLE linked")

@@ -122,11 +122,14 @@ class ImagesLoader:
         skips: dict[str, str] = {}
         self.report = {"classes": ids, "skipped_files": skips}
         batch: list[tuple[Path, str]] = []
-        for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+        for file in sorted(p for p in folder.rglob("*") if not p.is_dir()):
             parts = file.relative_to(folder).parts
             name = parts[0] if len(parts) > 1 else ""
             if name not in ids:
                 self._skip(skips, folder, file, "not in a class sub-folder")
+                continue
+            if not file.is_file():  # never read: a pipe would block, a broken link fails
+                self._skip(skips, folder, file, "not a regular file (a broken link, a pipe…)")
                 continue
             batch.append((file, name))
             if len(batch) >= CHUNK:
