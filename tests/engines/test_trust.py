@@ -102,6 +102,25 @@ def test_huge_finite_features_are_standardised_not_neutralised(engine, fmt):
         engine.scalar("SELECT loom_train('wd', 'wide', 'y', '{\"model\": \"linear\"}')")
 
 
+@pytest.mark.parametrize("fmt", ["dense", "mlweaving"])
+def test_tiny_finite_features_are_standardised_not_neutralised(engine, fmt):
+    """A column of values near 1e-300: the squares of its deviations underflow to 0, so its
+    std was 0 and the column, read as constant, got scale 0 and no weight (r2 0.2).  Its mean
+    and std are the column's, from its values scaled by a power of two."""
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1.0, 1.0, size=(500, 2))
+    y = 2.0 * X[:, 0] + X[:, 1]
+    X[:, 0] *= 1e-300
+    engine.load("tiny", X, y, columns=["small", "other"])
+    options = json.dumps({"model": "linear", "format": fmt, "epochs": 50, "progress": False})
+    engine.scalar(f"SELECT loom_train('tn', 'tiny', 'y', '{options}')")
+    scaling = json.loads(engine.scalar("SELECT loom_model_info('tn')"))["standardization"]
+    mean, std = np.mean(X[:, 0] * 1e300), np.std(X[:, 0] * 1e300)  # numpy's underflow too
+    got = [scaling["shift"][0] * 1e300, scaling["scale"][0] / 1e300]
+    assert np.allclose(got, [mean, 1 / std], rtol=1e-6, atol=1e-7)  # settled: 2^-24 of std
+    assert json.loads(engine.scalar("SELECT loom_evaluate('tn', 'tiny')"))["r2"] > 0.999
+
+
 def test_options_the_index_was_built_with_are_accepted_and_conflicts_refused(trained):
     engine = trained
     engine.scalar("SELECT loom_create_index('ix', 'tr', 'y', '{\"batch_size\": 64, \"seed\": 7}')")

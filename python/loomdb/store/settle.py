@@ -46,6 +46,10 @@ def settled(
 # Below this in magnitude a column's deviations, squared and summed over 2^61 rows, hold in a
 # double; a column reaching it is summed again scaled by a power of two (``_large_stats``).
 LARGE = 2.0**480
+# A column of values that differ whose deviation is below this (1e-300s) has squares that
+# underflow: its std came out 0, and the column, read as constant, lost its weight.  It is
+# summed again scaled up by a power of two, as a large one is scaled down.
+SMALL = 2.0**-480
 FNS = ("avg", "stddev_pop")
 
 
@@ -62,8 +66,9 @@ def guarded(db: Database, c: str) -> str:
 def column_stats(db: Database, rel: str, exprs: list[str], where: str | None) -> np.ndarray:
     """(columns, 4) array of min, max, mean and population std, in SQL (the mean and std
     ``settled``: the same in every run).  A column of values of ``LARGE`` or more in
-    magnitude (1e300s) has its mean and std from a second pass over its values scaled by a
-    power of two, so they are finite and exact to the last bits as any other column's."""
+    magnitude (1e300s), or of a deviation below ``SMALL`` (1e-300s), has its mean and std
+    from a second pass over its values scaled by a power of two, so they are finite, not 0,
+    and exact to the last bits as any other column's."""
     out: list[float] = []
     source = f"{rel} WHERE {where}" if where else rel
     double = db.type("double")
@@ -85,14 +90,17 @@ def column_stats(db: Database, rel: str, exprs: list[str], where: str | None) ->
 def _large_stats(
     db: Database, source: str, exprs: list[str], stats: np.ndarray, double: str
 ) -> None:
-    """Mean and std of the columns reaching ``LARGE``, from their values times 2^−k (k: the
-    exponent of the largest magnitude, so every scaled value is within ±1, exactly)."""
+    """Mean and std of the columns reaching ``LARGE``, and of those whose values differ by
+    less than ``SMALL``, from their values times 2^−k (k: the exponent of the largest
+    magnitude, so every scaled value is within ±1, exactly; at least −1000, so 2^−k is a
+    double: subnormal values scaled by 2^1000 are still far above underflow)."""
     with np.errstate(invalid="ignore"):
         peak = np.fmax(np.abs(stats[:, 0]), np.abs(stats[:, 1]))
-    large = np.flatnonzero(peak >= LARGE)
+        tiny = (stats[:, 0] < stats[:, 1]) & ~(stats[:, 3] >= SMALL)
+    large = np.flatnonzero((peak >= LARGE) | tiny)
     for start in range(0, len(large), STATS_PER_QUERY):
         chunk = large[start : start + STATS_PER_QUERY]
-        exponents = [int(np.frexp(peak[i])[1]) for i in chunk]
+        exponents = [max(int(np.frexp(peak[i])[1]), -1000) for i in chunk]
         scaled = [f"({exprs[i]}) * CAST({2.0**-k!r} AS {double})" for i, k in zip(chunk, exponents)]
         aggs = ", ".join(f"{fn}({v}) AS l{n}_{fn}" for n, v in enumerate(scaled) for fn in FNS)
         row = db.query(f"SELECT {aggs} FROM {source}")[0]
