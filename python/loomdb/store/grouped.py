@@ -101,7 +101,7 @@ def encoded(
     grouping = groups.divide(
         X, y, prof.stats, opts["aggregation_ratio"], opts["stratify"], opts["seed"]
     )
-    encode = fmt.encoder(prof.stats, opts)
+    encode = fmt.encoder(prof.stats, {**opts, "feature_names": prof.features})
     means = 0.0
     done = 0
     for number, members in enumerate(grouping.members):

@@ -244,7 +244,7 @@ def _encoded(
     if opts.get("slimml"):
         yield from grouped.encoded(chunks, prof, fmt, opts, info, progress)
         return
-    encode = fmt.encoder(prof.stats, opts)
+    encode = fmt.encoder(prof.stats, {**opts, "feature_names": prof.features})
     done = 0
     for number, rows in enumerate(_minibatches(chunks, opts["batch_size"])):
         if not np.isfinite(rows).all():
