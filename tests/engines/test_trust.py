@@ -287,6 +287,32 @@ def test_warm_start_continues_the_models_standardisation_and_intercept(trained):
     assert fitted["options"]["fit_intercept"] is True and fitted["intercept"] != [0.0]
 
 
+@pytest.mark.parametrize("fmt", ["dense", "mlweaving"])
+def test_warm_start_on_shifted_rows_keeps_the_models_own_map(engine, fmt):
+    """A warm start on rows of other statistics (a feature rescaled) took the new rows' mean
+    and std while keeping the coefficients learnt over the old ones: a step of 1e-12 moved
+    every prediction (the first feature's raw weight divided by 3).  The model's map carries
+    on, so such a step leaves its predictions where they were."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] + X[:, 1] > 0).astype(float)
+    engine.load("old", X, y, columns=["a", "b"])
+    moved = X.copy()
+    moved[:, 0] = 3.0 * moved[:, 0] + 10.0
+    engine.load("moved", moved, y, columns=["a", "b"])
+    engine.scalar("SELECT loom_train('ws', 'old', 'y', '{\"epochs\": 5}')")
+    probe = "SELECT loom_predict_proba('ws', ARRAY[CAST(0.5 AS DOUBLE PRECISION), -0.25])"
+    before = engine.scalar(probe)
+    first = json.loads(engine.scalar("SELECT loom_model_info('ws')"))["standardization"]
+    tiny = {"warm_start": True, "format": fmt, "epochs": 1, "lr": 1e-12, "tol": 0}
+    engine.scalar(f"SELECT loom_train('ws', 'moved', 'y', '{json.dumps(tiny)}')")
+    info = json.loads(engine.scalar("SELECT loom_model_info('ws')"))
+    assert info["standardization"]["method"] == first["method"] == "zscore"
+    assert np.allclose(info["standardization"]["shift"], first["shift"], rtol=1e-9)
+    assert np.allclose(info["standardization"]["scale"], first["scale"], rtol=1e-9)
+    assert engine.scalar(probe) == pytest.approx(before, rel=1e-6)
+
+
 def test_lr_decay_needs_a_schedule_that_decays(trained):
     engine = trained
     with pytest.raises(engine.errors, match="'lr_decay' sets how") as e:

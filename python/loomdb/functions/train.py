@@ -182,10 +182,9 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
     init = _warm_start(db, name, p, info, features, cls) if p.opts["warm_start"] else None
     sparse = bool(info.options.get("sparse"))
     method = init.scaling.method if init else standardize_for(p.opts, sparse)
-    over = fmt.value_map == "minmax"
-    scaling = (
-        Scaling.over_minmax(method, info.stats) if over else Scaling.from_stats(method, info.stats)
-    )
+    codes = hasattr(registry.get(p.opts["backend"]), "run_epoch")  # fpga-sim: on the codes
+    raw = raw_scaling(method, info, None if codes else init)
+    scaling = Scaling.over_minmax(method, info.stats, raw) if fmt.value_map == "minmax" else raw
     label = info.stats.get("label", [0.0, 0.0, 0.0, 1.0])
     return Problem(
         features=features,
@@ -196,7 +195,19 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
         else None,
         init=init,
         label_moments=(float(label[2]), float(label[3])),
+        raw_scaling=raw,
     )
+
+
+def raw_scaling(method: str, info: IndexInfo, init: LinearModel | None) -> Scaling:
+    """The map from raw values to the standardised features the coefficients are over: a
+    warm start's own, which carries on (its coefficients are in its units; the new source's
+    statistics would move every prediction before a step), else the layout's statistics'.
+    A sparse model's coefficients are re-laid over the layout's columns, its map with them;
+    a backend computing on an index's codes (fpga-sim) takes the index's min–max."""
+    if init is not None and not info.options.get("sparse"):
+        return init.scaling
+    return Scaling.from_stats(method, info.stats)
 
 
 EXACT = 2.0**53  # every integer below this in magnitude is exactly a double
@@ -287,7 +298,7 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     if info.stats.get("label_classes") is not None:  # a text label's classes, by code
         used["label_classes"] = info.stats["label_classes"]
         model.class_names = info.stats["label_classes"]
-    model.scaling = Scaling.from_stats(problem.scaling.method, info.stats)
+    model.scaling = problem.raw_scaling or Scaling.from_stats(problem.scaling.method, info.stats)
     sparse = info.options.get("sparse")
     if sparse:  # coefficients kept by source column (learn/sparse_model.py)
         model = from_layout(model, np.asarray(info.stats["columns"]), sparse["width"])
@@ -323,7 +334,7 @@ def _skip(p: Plan, laid: layout.Layout, problem: Problem) -> tuple[Any, dict[str
     if not p.skip:
         return None, {}
     info = laid.info
-    raw = Scaling.from_stats(problem.scaling.method, info.stats)
+    raw = problem.raw_scaling or Scaling.from_stats(problem.scaling.method, info.stats)
     points = Points.of(laid.aggregates(), problem, raw, targets=p.skip == "slimml")
     used: dict[str, Any] = {"skip": p.skip, "read_ahead": p.opts["read_ahead"] or 1}
     if p.skip == "slimml":

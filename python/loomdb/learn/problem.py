@@ -30,6 +30,9 @@ class Problem:
     class_weights: np.ndarray | None = None
     init: LinearModel | None = None
     label_moments: tuple[float, float] = (0.0, 1.0)  # mean and std of a regression label
+    # the map from raw values to the standardised features (``scaling`` is it re-expressed over
+    # a format's stored values): what the model stores; None where it is ``scaling`` itself
+    raw_scaling: Scaling | None = None
 
     @property
     def k(self) -> int:

@@ -52,11 +52,12 @@ class Scaling:
         )
 
     @classmethod
-    def over_minmax(cls, method: str, stats: dict[str, Any]) -> Scaling:
-        """``method``'s map applied to min–max values u = (x − min)/(max − min) instead of x."""
+    def over_minmax(cls, method: str, stats: dict[str, Any], raw: Scaling | None = None) -> Scaling:
+        """``method``'s map (``raw``, else the one ``stats`` give) applied to min–max values
+        u = (x − min)/(max − min) instead of x."""
         lo = np.asarray(stats["min"], dtype=np.float64)
         spread = _spread(np.asarray(stats["max"], dtype=np.float64) - lo)
-        raw = cls.from_stats(method, stats)
+        raw = raw if raw is not None else cls.from_stats(method, stats)
         return cls(method, (raw.shift - lo) / spread, raw.scale * spread)
 
     def apply(self, X: np.ndarray) -> np.ndarray:
