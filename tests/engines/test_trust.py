@@ -121,6 +121,22 @@ def test_tiny_finite_features_are_standardised_not_neutralised(engine, fmt):
     assert json.loads(engine.scalar("SELECT loom_evaluate('tn', 'tiny')"))["r2"] > 0.999
 
 
+def test_subnormal_features_are_refused_naming_them(engine):
+    """Values of 1e-310 (subnormal) differ by less than any scale can stretch: 1 / their
+    spread overflows, and the train failed with a step-size error blaming values near 1e308
+    (or, with their std underflowing to 0, dropped the column).  Refused, naming it."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] + X[:, 1] > 0).astype(float)
+    X[:, 0] *= 1e-310
+    engine.load("subn", X, y, columns=["faint", "plain"])
+    for method in ("zscore", "minmax"):
+        options = json.dumps({"standardize": method, "epochs": 2, "progress": False})
+        with pytest.raises(engine.errors, match=r"faint of \S*subn vary by less than 2\^-1000"):
+            engine.scalar(f"SELECT loom_train('sn', 'subn', 'y', '{options}')")
+    assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'sn'") == 0
+
+
 def test_float32_refuses_a_column_it_would_flush_to_zero(engine):
     """dtype float32 stored a column of 1e-300s as zeros: the train succeeded with the column
     silently gone (accuracy 0.73 where float64 gives 0.93).  Refused like a column beyond

@@ -288,9 +288,16 @@ def profile(
     return prof
 
 
+# A feature whose values differ by less than this has a spread (or std) whose reciprocal, its
+# scale, may overflow: 1e-300s are kept (their statistics are exact, store/settle.py),
+# subnormal ones refused.
+NARROW = 2.0**-1000
+
+
 def _check_finite(source: str, names: list[str], values: np.ndarray) -> None:
-    """Refuse NaN and infinite values, and a column whose range (max − min) overflows a
-    double: its standardised values x − shift would (−1e308 and 1e308)."""
+    """Refuse NaN and infinite values, and a feature column whose range (max − min) overflows
+    a double: its standardised values x − shift would (−1e308 and 1e308); or is below
+    ``NARROW``: its scale would (the last row is the label's)."""
     lo, hi = values[:, 0], values[:, 1]
     bad = [n for n, ok in zip(names, np.isfinite(lo) & np.isfinite(hi)) if not ok]
     if bad:
@@ -305,6 +312,13 @@ def _check_finite(source: str, names: list[str], values: np.ndarray) -> None:
             f"column(s) {', '.join(wide)} of {source} span more than a double holds (max − min "
             "overflows): their standardised values would be infinite",
             hint="scale them down in a SELECT source, e.g. SELECT x / 1e10 AS x, …",
+        )
+    narrow = [n for n, d in zip(names[:-1], (hi - lo)[:-1]) if 0 < d < NARROW]
+    if narrow:  # subnormal values (1e-310s): 1 / their spread overflows
+        raise LoomDataError(
+            f"column(s) {', '.join(narrow)} of {source} vary by less than 2^-1000 (about "
+            "9e-302; max − min): their standardised values would be infinite",
+            hint="scale them up in a SELECT source, e.g. SELECT x * 1e10 AS x, …",
         )
 
 
