@@ -121,6 +121,20 @@ def test_tiny_finite_features_are_standardised_not_neutralised(engine, fmt):
     assert json.loads(engine.scalar("SELECT loom_evaluate('tn', 'tiny')"))["r2"] > 0.999
 
 
+def test_r2_of_a_label_of_tiny_values_is_its_fit(engine):
+    """A linear model of a label of 1e-300s fits it (mae 0.4% of the label's), but the squares
+    of its residuals and deviations underflow to 0, and loom_evaluate said r2 = 0."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(300, 2))
+    y = (X @ [1.0, 2.0]) * 1e-300
+    engine.load("faint_label", X, y, columns=["a", "b"])
+    options = '{"model": "linear", "epochs": 30, "progress": false}'
+    engine.scalar(f"SELECT loom_train('fl', 'faint_label', 'y', '{options}')")
+    scored = json.loads(engine.scalar("SELECT loom_evaluate('fl', 'faint_label')"))
+    assert scored["mae"] < 0.01 * np.mean(np.abs(y))  # the fit is close ...
+    assert scored["r2"] > 0.999  # ... and r2 says so
+
+
 def test_subnormal_features_are_refused_naming_them(engine):
     """Values of 1e-310 (subnormal) differ by less than any scale can stretch: 1 / their
     spread overflows, and the train failed with a step-size error blaming values near 1e308

@@ -13,12 +13,19 @@ import numpy as np
 
 
 def regression(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    """mse, mae and r2; r2's sums of squares are taken over values scaled by a power of two
+    (exact), so a label of 1e-300s, whose squares underflow to 0, or of 1e300s, whose squares
+    overflow, still gets its ratio (it was 0 for a model that fit 1e-300s to 1e-4)."""
     err = pred - y
-    ss_tot = float(((y - y.mean()) ** 2).sum())
+    centered = y - y.mean()
+    with np.errstate(invalid="ignore"):
+        peak = float(np.max(np.abs(np.concatenate([centered, err])), initial=0.0))
+    scale = np.ldexp(1.0, -max(int(np.frexp(peak)[1]), -1000)) if math.isfinite(peak) else 1.0
+    ss_tot = float(((centered * scale) ** 2).sum())
     return {
         "mse": float((err**2).mean()),
         "mae": float(np.abs(err).mean()),
-        "r2": 1.0 - float((err**2).sum()) / ss_tot if ss_tot > 0 else 0.0,
+        "r2": 1.0 - float(((err * scale) ** 2).sum()) / ss_tot if ss_tot > 0 else 0.0,
     }
 
 
