@@ -94,6 +94,20 @@ def test_integer_classes_beyond_2_53_are_refused_not_merged(good):
     assert named["class_names"] == ["5", "9007199254740992", "9007199254740993"]
 
 
+def test_a_regression_label_whose_square_overflows_is_refused_naming_it(good):
+    """A linear model of a label of 1e300s diverged at every step size, and the error's hint
+    blamed the step size and the features; the label is named, with what to do."""
+    good.rows(
+        "CREATE TABLE vast AS SELECT x0, x1, y * CAST(1e300 AS DOUBLE PRECISION) AS v FROM good"
+    )
+    msg = train_error(good, "vast", '{"model": "linear"}', label="v")
+    assert "label 'v' reaches 1e+300" in msg and "overflows" in msg and "divide it" in msg
+    good.rows(
+        "CREATE TABLE wide AS SELECT x0, x1, y * CAST(1e150 AS DOUBLE PRECISION) AS v FROM good"
+    )
+    good.scalar("SELECT loom_train('w', 'wide', 'v', '{\"model\": \"linear\"}')")  # trains
+
+
 def test_unknown_options_models_and_values(good):
     msg = train_error(good, "good", '{"epoch": 3}')
     assert "unknown loom_train option 'epoch'" in msg and "epochs" in msg

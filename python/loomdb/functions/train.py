@@ -173,6 +173,8 @@ def _problem(db: Any, name: str, p: Plan, laid: layout.Layout) -> Problem:
     features = fmt.features(info)
     if p.loss.classifier and info.stats.get("label_classes") is None:
         _check_exact_classes(info)
+    if not p.loss.classifier:
+        _check_label_magnitude(info)
     cls = classes_of(info.label, info.label_counts) if p.loss.classifier else []
     if info.stats.get("label_classes") is not None and not p.loss.classifier:
         raise LoomDataError(
@@ -208,6 +210,24 @@ def raw_scaling(method: str, info: IndexInfo, init: LinearModel | None) -> Scali
     if init is not None and not info.options.get("sparse"):
         return init.scaling
     return Scaling.from_stats(method, info.stats)
+
+
+# A regression label reaching this in magnitude has a squared residual at the zero model that
+# overflows a double: every step size diverged, and the guard's hint blamed the step and the
+# features.  (Labels somewhat below it may still overflow a minibatch's sum and diverge.)
+HUGE_LABEL = 2.0**512
+
+
+def _check_label_magnitude(info: IndexInfo) -> None:
+    low, high = (float(v) for v in info.stats.get("label", [0.0, 0.0])[:2])
+    largest = max(abs(low), abs(high))
+    if largest >= HUGE_LABEL:
+        raise LoomDataError(
+            f"label '{info.label}' reaches {largest:.3g} in magnitude: its square, a linear "
+            "model's loss, overflows a double",
+            hint=f"divide it by a power of ten in a SELECT source ({info.label} / 1e… AS "
+            f"{info.label}) and multiply the predictions back",
+        )
 
 
 EXACT = 2.0**53  # every integer below this in magnitude is exactly a double
