@@ -303,3 +303,24 @@ def test_an_image_file_that_is_no_regular_file_is_skipped_and_counted(engine):
     assert done["rows"] == 1 and done["skipped"] == 1, done
     assert "not a regular file" in done["skipped_files"]["ants/moved.jpg"], done
     engine.rows("DROP TABLE linked")
+
+
+@pytest.mark.parametrize(
+    ("kind", "pack"),
+    [("gzip", "gzip"), ("bzip2", "bz2"), ("xz", "lzma")],
+)
+def test_a_compressed_libsvm_file_is_refused_with_a_hint(engine, kind, pack):
+    """LIBSVM sets ship compressed (news20.binary.bz2): read as text, every line was garbage,
+    skipped and counted, and the load made an empty table. It is refused up front, naming
+    the compression, and no table is made."""
+    import importlib
+
+    path = readable_dir() / "packed.svm"
+    path.write_bytes(importlib.import_module(pack).compress(TEXT.encode()))
+    path.chmod(0o644)
+    with pytest.raises(engine.errors) as e:
+        engine.scalar(f"SELECT loom_load('libsvm', '{path}', 'packed')")
+    said = str(e.value)
+    assert f"{kind}-compressed" in said and "decompress it" in said, said
+    tables = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'packed'"
+    assert engine.scalar(tables) == 0

@@ -18,6 +18,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from loomdb.errors import LoomFormatError
 from loomdb.loaders.hashing import with_crosses
 from loomdb.options import Boolean, Interval, Option, Options, Text
 
@@ -47,6 +48,7 @@ class LibsvmLoader:
         self.skipped = 0
         shift = 0 if options["zero_based"] else 1
         bits = options["cross_bits"]
+        _not_compressed(path)
         with open(path, encoding="utf-8-sig", errors="replace") as lines:  # a BOM: no label
             for line in lines:
                 row = parse_line(line, shift)
@@ -59,6 +61,28 @@ class LibsvmLoader:
                 if bits:
                     row = (row[0], *with_crosses(row[1], row[2], bits))
                 yield row
+
+
+COMPRESSED = {  # the first bytes of a file compressed by each of these
+    b"\x1f\x8b": ("gzip", "gunzip"),
+    b"BZh": ("bzip2", "bunzip2"),
+    b"\xfd7zXZ\x00": ("xz", "unxz"),
+    b"\x28\xb5\x2f\xfd": ("zstd", "unzstd"),
+    b"PK\x03\x04": ("zip", "unzip"),
+}
+
+
+def _not_compressed(path: str) -> None:
+    """Refuse a compressed file (LIBSVM sets ship as .bz2): read as text, every line would be
+    skipped as garbage and the load would make an empty table."""
+    with open(path, "rb") as f:
+        start = f.read(6)
+    for magic, (kind, tool) in COMPRESSED.items():
+        if start.startswith(magic):
+            raise LoomFormatError(
+                f"libsvm: {path} is a {kind}-compressed file, not LIBSVM text",
+                hint=f"decompress it first ({tool} {path}) and load the text file",
+            )
 
 
 def parse_line(line: str, shift: int) -> tuple[float, list[int], list[float]] | None:
