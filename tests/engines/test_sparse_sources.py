@@ -210,6 +210,24 @@ def test_bad_sparse_sources_are_refused_with_a_reason(engine, rows, options, mes
     assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'b'") == 0
 
 
+def test_a_sparse_column_of_tiny_values_keeps_its_weight_under_zscore(engine):
+    """A sparse column of 1e-300s: the squares of its values underflow, so its std was 0 and
+    z-scoring, reading it as constant, dropped it (one stored coefficient, accuracy 0.73)."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(300, 2))
+    engine.load("base", X, (X[:, 0] + X[:, 1] > 0).astype(float), columns=["a", "b"])
+    engine.rows(
+        "CREATE TABLE faint AS SELECT y AS label, ARRAY[0, 1] AS ix, "
+        "ARRAY[a * CAST(1e-300 AS DOUBLE PRECISION), b] AS vs FROM base"
+    )
+    train(engine, "fz", "faint", {"standardize": "zscore", "epochs": 10})
+    assert len(stored(engine, "fz")["index"]) == 2
+    raw = engine.scalar("SELECT standardization FROM loom.models WHERE name = 'fz'")
+    scale = json.loads(raw, object_hook=array_json.hook)["scale"]
+    assert scale[0] / 1e300 == pytest.approx(1 / np.std(X[:, 0]), rel=1e-6)
+    assert json.loads(engine.scalar("SELECT loom_evaluate('fz', 'faint')"))["accuracy"] > 0.95
+
+
 def test_sparse_columns_are_inferred_or_named_and_nulls_skipped(engine):
     sparse_table(engine, "inf", [*GOOD, (1, "NULL", "NULL")])
     summary = train(engine, "i1", "inf", {"format": "toc", "nulls": "skip", "epochs": 3})

@@ -40,7 +40,7 @@ from loomdb.options import Constraint
 from loomdb.store import source as dense_source
 from loomdb.store.db import Database
 from loomdb.store.names import builtin, quote_ident
-from loomdb.store.settle import LARGE, column_stats, guarded, settled
+from loomdb.store.settle import LARGE, SMALL, column_stats, guarded, settled
 from loomdb.store.source import SourceProfile, columns_of
 
 MAX_WIDTH = 2**31
@@ -303,13 +303,14 @@ def _column_stats(db: Database, source: str, pairs: str, n: int) -> dict[str, An
             f"the values of {source} hold NaN or infinite values (or overflow a double)",
             hint="filter them out in a SELECT source",
         )
+    unit = _faint_units(db, pairs, table)
     held, mean_held, sd_held, lo, hi = (table[:, k] for k in range(1, 6))
     absent = n - held
     mean = held * mean_held / n
     m2 = held * sd_held**2 + held * absent / n * mean_held**2
     low = np.where(absent > 0, np.minimum(lo, 0.0), lo)
     high = np.where(absent > 0, np.maximum(hi, 0.0), hi)
-    mean, std = settled(mean, np.sqrt(np.maximum(m2 / n, 0.0)), low, high)
+    mean, std = settled(mean / unit, np.sqrt(np.maximum(m2 / n, 0.0)) / unit, low, high)
     return {
         "columns": table[:, 0].astype(np.int64),
         "min": low,
@@ -317,6 +318,37 @@ def _column_stats(db: Database, source: str, pairs: str, n: int) -> dict[str, An
         "mean": mean,
         "std": std,
     }
+
+
+FAINT_UNIT = 2.0**600  # values below SMALL times this: squares far from under- or overflow
+
+
+def _faint_units(db: Database, pairs: str, table: np.ndarray) -> np.ndarray:
+    """Each column's unit: 1, or ``FAINT_UNIT`` for a column whose every value is below
+    ``SMALL`` (1e-300s), whose squares underflow: its std came out 0 and the column, read as
+    constant, lost its weight.  Such columns' held mean and std in ``table`` are replaced by
+    those of their values times the unit, from a second pass; the caller divides it out."""
+    with np.errstate(invalid="ignore"):
+        peak = np.fmax(np.abs(table[:, 4]), np.abs(table[:, 5]))
+    faint = (peak > 0) & (peak < SMALL)
+    unit = np.where(faint, FAINT_UNIT, 1.0)
+    if not faint.any():
+        return unit
+    double = db.type("double")  # other columns' values scaled would overflow: 0 for them
+    scaled = (
+        f"CASE WHEN abs(loom_v) < CAST({SMALL!r} AS {double}) "
+        f"THEN loom_v * CAST({FAINT_UNIT!r} AS {double}) ELSE 0 END"
+    )
+    grouped = (
+        f"(SELECT loom_i, avg({scaled}) AS loom_m, stddev_pop({scaled}) AS loom_s FROM {pairs} "
+        "GROUP BY loom_i) loom_grouped"
+    )
+    cols = ["loom_i", "loom_m", "loom_s"]
+    chunks = list(db.read_matrix(grouped, cols, None, None, STATS_CHUNK))
+    again = np.concatenate(chunks)
+    again = again[np.argsort(again[:, 0], kind="stable")]
+    table[faint, 2:4] = again[faint, 1:3]
+    return unit
 
 
 def read_rows(
