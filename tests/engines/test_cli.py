@@ -324,3 +324,34 @@ def test_a_script_saved_with_a_byte_order_mark_runs_on_both_engines(engine_name,
         assert done.returncode == 0, done.stderr
         assert "first_one" in done.stdout and "second_one" in done.stdout
         assert "\ufeff" not in done.stdout
+
+
+@pytest.mark.parametrize("where", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_meta_command_psql_acts_on_is_refused_before_the_script_runs(where, request, tmp_path):
+    """psql's meta-commands were all dropped: the \\c was skipped, and the statement after it
+    made its table in the database the script began on."""
+    if where == "duckdb":
+        target = ["--duckdb", str(tmp_path / "m.duckdb")]
+    else:
+        target = ["--dsn", request.getfixturevalue("pg_dsn")]
+    script = tmp_path / "s.sql"
+    script.write_text(
+        "CREATE TABLE meta_before (x integer);\n\\c otherdb\nCREATE TABLE meta_after (x integer);\n"
+    )
+    for how in ([], ["-e"], ["--keep-going"]):
+        err = fails([*LOOMDB, "sql", *target, "-f", str(script), *how])
+        assert "ERROR:  line 2: psql's meta-command \\c otherdb is not run by loomdb" in err, err
+        assert "HINT:  run one script per database" in err
+    made = "SELECT count(*) AS made FROM information_schema.tables WHERE table_name LIKE 'meta_%'"
+    assert run([*LOOMDB, "sql", *target, "-c", made]).split()[2] == "0"
+
+
+def test_a_meta_command_that_only_shows_something_leaves_its_statement_whole(tmp_path):
+    """A meta-command line ended the statement it stood in: ``DELETE FROM t`` ran alone."""
+    script = (
+        "CREATE TABLE t AS SELECT x FROM range(3) r(x);\n"
+        "\\timing on\nDELETE FROM t\n\\echo deleting one row\nWHERE x = 1;\n"
+        "SELECT count(*) AS kept FROM t;"
+    )
+    out = run([*LOOMDB, "sql", "--duckdb", str(tmp_path / "d.duckdb"), "-c", script])
+    assert out.split()[-3] == "2", out  # the last result: kept / ---- / 2 / (1 row)

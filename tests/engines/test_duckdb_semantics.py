@@ -879,3 +879,17 @@ def test_a_wrong_number_of_arguments_is_a_loomdb_error_with_the_signature():
             c.execute(sql).fetchall()
         assert told in str(info.value) and hint in (info.value.hint or ""), sql
     c.close()
+
+
+def test_a_script_with_a_meta_command_psql_acts_on_is_refused_before_it_runs(con):
+    """``con.execute`` of a script dropped its ``\\copy``: the table was made, never filled,
+    and the statements after it ran on nothing."""
+    script = (
+        "CREATE TABLE pts (x integer);\n\\copy pts FROM 'pts.csv' CSV\nSELECT count(*) FROM pts;"
+    )
+    with pytest.raises(loomdb.LoomError, match=r"line 2: psql's meta-command \\copy pts") as e:
+        con.execute(script)
+    assert "COPY" in (e.value.hint or "") and "loom_load" in (e.value.hint or "")
+    assert con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'pts'"
+    ).fetchall() == [(0,)]

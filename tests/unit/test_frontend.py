@@ -687,13 +687,51 @@ SCRIPTS = [
     ("SELECT $$\n\\also not;\n$$", ["SELECT $$\n\\also not;\n$$"]),
     ("SELECT 1; SELECT 'unterminated; x", ["SELECT 1; SELECT 'unterminated; x"]),
     ("  \n-- nothing\n", []),
+    # a meta-command that only shows something, in a statement, leaves it whole (as in psql)
+    ("DELETE FROM t\n\\echo deleting\nWHERE x = 1;", ["DELETE FROM t\n\nWHERE x = 1"]),
+    ("SELECT 1;\n\\dt+ t*\n\\x auto\n\\pset format aligned\nSELECT 2", ["SELECT 1", "SELECT 2"]),
+    ("\\set ON_ERROR_STOP on\n\\set ON_ERROR_STOP '1'\nSELECT 1", ["SELECT 1"]),
+    ("\\echo a \\\\ SELECT 1; SELECT 2\nSELECT 3", ["SELECT 1", "SELECT 2\nSELECT 3"]),
+    ("SELECT 1 \n\\gx\n", ["SELECT 1"]),
+    # \q ends the script (an extension script's first line, as psql reads it)
+    ('\\echo Use "CREATE EXTENSION x" to load this file. \\quit\nDROP TABLE t;', []),
+    ("SELECT 1;\n\\q\nDROP TABLE t;", ["SELECT 1"]),
 ]
 
 
 @pytest.mark.parametrize("dialect", BOTH)
 @pytest.mark.parametrize(("script", "expected"), SCRIPTS)
-def test_split_keeps_quotes_and_comments_and_drops_meta_commands(script, dialect, expected):
+def test_split_keeps_quotes_and_comments_and_skips_display_meta_commands(script, dialect, expected):
     assert split(script, dialect) == expected
+
+
+REFUSED_META = [  # (script, line, the command as the error names it, a word of the hint)
+    ("SELECT 1;\n\\c otherdb\nSELECT 2;", 2, "\\c otherdb", "one script per database"),
+    ("SELECT 1;\n  \\connect otherdb\n", 2, "\\connect otherdb", "one script per database"),
+    ("\\copy t FROM 'a.csv' CSV\nSELECT count(*) FROM t;", 1, "\\copy t", "loom_load"),
+    ("SELECT 1;\n\n\\i more.sql", 3, "\\i more.sql", "-f"),
+    ("\\include more.sql", 1, "\\include more.sql", "-f"),
+    ("\\set n 10\nSELECT :n;", 1, "\\set n", "psql variables"),
+    ("\\set ON_ERROR_STOP off\nSELECT 1;", 1, "\\set ON_ERROR_STOP", "--keep-going"),
+    ("SELECT 'SELECT 1'\n\\gexec", 2, "\\gexec", "statements"),
+    ("SELECT 1\n\\g out.txt", 2, "\\g out.txt", "> file"),
+    ("SELECT 1;\n\\g", 2, "\\g", "again"),
+    ("SELECT 1\n\\q", 2, "\\q", "end the statement"),
+    ("\\if :x\nDROP TABLE t;\n\\endif", 1, "\\if :x", "branch"),
+    ("\\echo hi \\o out.txt\nSELECT 1;", 1, "\\o out.txt", "> file"),
+    ("SELECT 1;\n\\! rm -rf data\n", 2, "\\! rm", "psql"),
+]
+
+
+@pytest.mark.parametrize("dialect", BOTH)
+@pytest.mark.parametrize(("script", "line", "command", "hint"), REFUSED_META)
+def test_a_meta_command_that_acts_is_refused_naming_its_line(script, line, command, hint, dialect):
+    """psql's meta-commands were all dropped: a script's \\c, \\copy, \\i or \\set was skipped
+    and the rest ran on the wrong database, or on data never loaded."""
+    with pytest.raises(LoomSyntaxError) as e:
+        split(script, dialect)
+    assert e.value.message.startswith(f"line {line}: psql's meta-command {command} ")
+    assert hint in (e.value.hint or "")
 
 
 def test_process_splits_then_rewrites():

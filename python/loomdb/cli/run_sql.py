@@ -177,10 +177,9 @@ def run_script(
     """Run every statement, stopping at the first error (printed with its hint on stderr) unless
     ``keep_going``; the exit code: 0, or 3 when a statement failed."""
     bars = ProgressBars(enabled=progress, bars=sys.stderr.isatty())
-    runner = _Runner(
-        text, "duckdb" if duckdb_path is not None else "postgres", keep_going=keep_going, echo=echo
-    )
-    try:
+    dialect = "duckdb" if duckdb_path is not None else "postgres"
+    try:  # a meta-command psql would act on is refused here when echoing (split at once)
+        runner = _Runner(text, dialect, keep_going=keep_going, echo=echo)
         if duckdb_path is not None:
             return run_duckdb(duckdb_path, bars, runner)
         assert dsn is not None
