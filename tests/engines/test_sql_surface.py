@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -400,3 +401,26 @@ def test_an_index_recorded_without_its_table_reads_its_source_as_named(engine):
     assert json.loads(engine.scalar("SELECT loom_reindex('ix')"))["rows"] == 10
     stats = json.loads(engine.scalar("SELECT stats FROM loom.indexes WHERE name = 'ix'"))
     assert stats["relation"].split(".")[-1].strip('"') == "t"
+
+
+def test_create_index_progress_false_silences_its_lines(engine, caplog):
+    """loom_create_index refused ``{"progress": false}`` (unknown option), which loom_train
+    takes and the README gives as silencing one call's progress."""
+    caplog.set_level(logging.INFO, logger="loomdb.progress")
+    if engine.name == "duckdb":
+        engine.con.state.progress = True  # the suite's connection is made silent
+
+    def said() -> list[str]:
+        out = engine.notices if engine.name == "postgres" else [r.message for r in caplog.records]
+        return [m for m in out if "quiet_ix" in m or "loud_ix" in m]
+
+    engine.load("pts", np.arange(40.0).reshape(20, 2), np.arange(20.0) % 2)
+    engine.scalar("SELECT loom_create_index('loud_ix', 'pts', 'y')")
+    assert any("laying out 20 rows" in m for m in said())  # what is silenced is said by default
+    before = len(said())
+    summary = engine.scalar(
+        "SELECT loom_create_index('quiet_ix', 'pts', 'y', '{\"progress\": false}')"
+    )
+    assert json.loads(summary)["rows"] == 20 and len(said()) == before
+    options = engine.scalar("SELECT options FROM loom.indexes WHERE name = 'quiet_ix'")
+    assert "progress" not in str(options)  # a call's option, not the index's

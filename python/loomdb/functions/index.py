@@ -15,7 +15,11 @@ from loomdb.seams import IndexInfo
 from loomdb.store import catalog, formats, layout
 from loomdb.store.names import check_name
 
-INDEX = Options("loom_create_index", Option("if_not_exists", Boolean(), False))
+INDEX = Options(
+    "loom_create_index",
+    Option("if_not_exists", Boolean(), False),
+    Option("progress", Boolean(), True, "report the layout (NOTICE in PostgreSQL)"),
+)
 
 
 def _summary(info: IndexInfo, seconds: float | None = None) -> str:
@@ -47,7 +51,7 @@ def create_index(
     given = parse_json(options)
     fmt = formats.get(given.get("format") if isinstance(given.get("format"), str) else None)
     opts = (INDEX + layout.options_of(fmt)).parse(given)
-    exists = opts.pop("if_not_exists")
+    exists, quiet = opts.pop("if_not_exists"), not opts.pop("progress")
     held = catalog.index_relation(db, name)
     if held is not None:
         raise LoomOptionError(
@@ -60,12 +64,14 @@ def create_index(
         catalog.require_absent(db, name, "index")
     catalog.require_no_case_twin(db, name)
     started = time.perf_counter()
-    info = layout.build(db, name, source or "", label or "", opts, f"loom_create_index {name}")
+    what = f"loom_create_index {name}"
+    info = layout.build(db, name, source or "", label or "", opts, what, quiet)
     seconds = time.perf_counter() - started
-    db.notice(
-        f"index {name}: {info.rows} rows ({info.skipped} skipped) laid out as {info.format} "
-        f"in {info.batches} batches, {info.bytes:,} bytes"
-    )
+    if not quiet:
+        db.notice(
+            f"index {name}: {info.rows} rows ({info.skipped} skipped) laid out as {info.format} "
+            f"in {info.batches} batches, {info.bytes:,} bytes"
+        )
     return _summary(info, seconds)
 
 
