@@ -324,3 +324,17 @@ def test_a_compressed_libsvm_file_is_refused_with_a_hint(engine, kind, pack):
     assert f"{kind}-compressed" in said and "decompress it" in said, said
     tables = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'packed'"
     assert engine.scalar(tables) == 0
+
+
+def test_a_ranking_file_with_query_ids_is_refused(engine):
+    """SVMlight ranking lines (``2 qid:1 1:0.5``) were each skipped as unreadable: the load
+    made an empty table, counting every row as skipped."""
+    path = readable_dir() / "rank.svm"
+    path.write_text("# queries\n2 qid:1 1:0.5 3:1\n1 qid:1 2:1.5\n0 qid:2 1:1 # last\n")
+    path.chmod(0o644)
+    with pytest.raises(engine.errors) as e:
+        engine.scalar(f"SELECT loom_load('libsvm', '{path}', 'ranked')")
+    said = str(e.value)
+    assert f"line 2 of {path} holds a query id (qid:1)" in said and "remove the qid" in said
+    tables = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'ranked'"
+    assert engine.scalar(tables) == 0

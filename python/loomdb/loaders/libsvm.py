@@ -3,7 +3,8 @@
 No paper section.  Each line becomes ``(label double, indices integer[], "values" double[])``:
 indexes 0-based, strictly increasing, values as written (zeros dropped).  A line that is not
 LIBSVM (a bad or non-finite number, an index below 1 or at/above 2^31, indexes out of order)
-is skipped and counted.  The ``indices``/``values`` pair is the sparse row form a source may hold
+is skipped and counted; a file with SVMlight's query ids (``qid:7``, ranking data) is refused.
+The ``indices``/``values`` pair is the sparse row form a source may hold
 (``store/sparse.py``).
 
 ``cross_bits`` k (1–30) adds every row's hashed pairwise feature crosses, deterministically
@@ -50,7 +51,8 @@ class LibsvmLoader:
         bits = options["cross_bits"]
         _not_compressed(path)
         with open(path, encoding="utf-8-sig", errors="replace") as lines:  # a BOM: no label
-            for line in lines:
+            for number, line in enumerate(lines, 1):
+                _no_query_id(line, number, path)
                 row = parse_line(line, shift)
                 if row is not None and bits and row[1] and row[1][-1] >= 1 << bits:
                     row = None  # a feature where the crosses live
@@ -83,6 +85,21 @@ def _not_compressed(path: str) -> None:
                 f"libsvm: {path} is a {kind}-compressed file, not LIBSVM text",
                 hint=f"decompress it first ({tool} {path}) and load the text file",
             )
+
+
+def _no_query_id(line: str, number: int, path: str) -> None:
+    """Refuse an SVMlight ranking line (``label qid:7 1:0.5 …``): its ``qid`` is no feature,
+    and skipping every such line as unreadable made an empty table."""
+    if "qid:" not in line:  # most lines: no second split
+        return
+    qid = [word for word in line.split("#", 1)[0].split()[1:] if word.startswith("qid:")]
+    if qid:
+        raise LoomFormatError(
+            f"libsvm: line {number} of {path} holds a query id ({qid[0]}): an SVMlight "
+            "ranking file, whose query ids loomdb does not load",
+            hint="remove the qid:… words to load the rows without their queries "
+            "(sed -E 's/ qid:[^ ]+//' FILE > OUT)",
+        )
 
 
 def parse_line(line: str, shift: int) -> tuple[float, list[int], list[float]] | None:
