@@ -338,3 +338,50 @@ def test_a_ranking_file_with_query_ids_is_refused(engine):
     assert f"line 2 of {path} holds a query id (qid:1)" in said and "remove the qid" in said
     tables = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'ranked'"
     assert engine.scalar(tables) == 0
+
+
+def _feed(fifo, stop) -> None:
+    """Write a LIBSVM line into ``fifo`` whenever a reader has it open, until ``stop`` is set
+    (or a minute has passed): a load that waits on it ends instead of hanging the test."""
+    import contextlib
+    import errno
+    import os
+    import time
+
+    deadline = time.monotonic() + 60
+    while not stop.is_set() and time.monotonic() < deadline:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno != errno.ENXIO:  # ENXIO: no reader now
+                raise
+            time.sleep(0.05)
+            continue
+        with contextlib.suppress(BrokenPipeError):  # the reader went away meanwhile
+            os.write(fd, b"1 1:1\n")
+        os.close(fd)
+        time.sleep(0.05)
+
+
+def test_a_device_or_a_fifo_is_refused_rather_than_read_for_ever(engine):
+    """``loom_load('libsvm', '/dev/zero', …)`` read for ever (memory growing: no line ends),
+    and a FIFO blocked the load until some process wrote to it."""
+    import os
+    import threading
+
+    fifo = readable_dir() / "lines.fifo"
+    os.mkfifo(fifo, 0o644)
+    stop = threading.Event()
+    feeder = threading.Thread(target=_feed, args=(fifo, stop), daemon=True)
+    feeder.start()
+    try:
+        for path in (fifo, "/dev/zero"):
+            with pytest.raises(engine.errors) as e:
+                engine.scalar(f"SELECT loom_load('libsvm', '{path}', 'endless')")
+            said = str(e.value)
+            assert f"libsvm: {path} is not a regular file" in said and "copy the data" in said
+    finally:
+        stop.set()
+        feeder.join()
+    tables = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'endless'"
+    assert engine.scalar(tables) == 0

@@ -13,7 +13,9 @@ formats and backends (:data:`KNOWN`, entry points ``loomdb.loaders``).
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -226,6 +228,19 @@ def unreadable(kind: str, path: str, e: OSError) -> LoomError:
         f"{kind}: {where} could not be read: {e.strerror or e}",
         hint=f"check the file and its permissions: {reads}",
     )
+
+
+def regular_file(kind: str, path: str) -> None:
+    """Refuse ``path`` where it is no regular file (a link is followed): a device or a FIFO
+    would be read for ever (``/dev/zero``) or until some process writes to it.  A path that is
+    not there, or a folder, raises the OSError opening it would (``unreadable`` says it)."""
+    mode = os.stat(path).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise LoomOptionError(
+            f"{kind}: {path} is not a regular file (a device, a pipe or a socket), whose reading "
+            "might never end",
+            hint="copy the data into a file and load that file",
+        )
 
 
 def _fill(db: Target, loader: Loader, path: str, opts, target, names, what) -> int:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from loomdb.errors import LoomFormatError
+from loomdb.loaders import regular_file
 from loomdb.loaders.hashing import with_crosses
 from loomdb.options import Boolean, Interval, Option, Options, Text
 
@@ -49,6 +50,7 @@ class LibsvmLoader:
         self.skipped = 0
         shift = 0 if options["zero_based"] else 1
         bits = options["cross_bits"]
+        regular_file(self.name, path)
         _not_compressed(path)
         with open(path, encoding="utf-8-sig", errors="replace") as lines:  # a BOM: no label
             for number, line in enumerate(lines, 1):

@@ -9,12 +9,16 @@ Small real images for tests and ``bench pcr`` (grayscale: 6 scans once progressi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 from loomdb.datasets import mnist_jpegs
+from loomdb.loaders import regular_file
 from loomdb.loaders.images import IMAGE_OPTIONS, image_columns
 from loomdb.options import Interval, Option, Options
+
+MNIST_FILES = ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")  # what it reads
 
 
 class MnistJpegLoader:
@@ -33,6 +37,8 @@ class MnistJpegLoader:
         return image_columns(options)
 
     def rows(self, path: str, options: dict[str, Any]) -> Iterator[tuple]:
+        for name in MNIST_FILES:  # a FIFO of that name would block the load for ever
+            regular_file(self.name, os.path.join(path, name))
         first = options["first"]
         jpegs, labels = mnist_jpegs(path, first, options["limit"], options["quality"])
         for i, (jpeg, label) in enumerate(zip(jpegs, labels)):
