@@ -58,9 +58,9 @@ def test_sql_on_postgresql_imports_no_duckdb():
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
     )
-    assert done.stdout.splitlines()[-1] == "3 []", done.stdout + done.stderr
-    assert "ERROR:  could not connect to PostgreSQL" in done.stderr
-    assert "HINT:  check --dsn" in done.stderr
+    assert done.stdout.splitlines()[-1] == "1 []", done.stdout + done.stderr
+    assert "loomdb: error: could not connect to PostgreSQL" in done.stderr
+    assert "hint: check --dsn" in done.stderr
 
 
 def test_the_top_level_help_lists_every_subcommand(capsys):
@@ -94,3 +94,25 @@ def test_a_subcommands_usage_error_shows_its_arguments(capsys):
     assert done.value.code == 2
     err = capsys.readouterr().err
     assert "usage: loomdb load" in err and "--duckdb PATH" in err and "kind path table" in err
+
+
+def test_every_command_exits_1_where_its_database_cannot_be_opened_and_sql_3_on_a_script(
+    capsys, tmp_path
+):
+    """``loomdb sql`` exited 3 where it could not connect (its code for a failed statement)
+    while ``loomdb load`` and ``loomdb plot`` exited 1 for the same failure."""
+    dsn = "host=127.0.0.1 port=1 connect_timeout=5"  # nothing listens on port 1
+    unopenable = str(tmp_path / "nosuch" / "x.duckdb")
+    for argv in (
+        ["sql", "--dsn", dsn, "-c", "SELECT 1"],
+        ["load", "sample", "iris", "iris", "--dsn", dsn],
+        ["plot", "m", "--dsn", dsn, "-o", str(tmp_path / "m.png")],
+        ["sql", "--duckdb", unopenable, "-c", "SELECT 1"],
+        ["load", "sample", "iris", "iris", "--duckdb", unopenable],
+    ):
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert err.startswith("loomdb: error: could not ") and "hint: check --" in err, err
+    for script in ("SELECT nosuch", "SELECT 1;\n\\c otherdb\nSELECT 2;"):  # the script failed
+        assert main(["sql", "--duckdb", ":memory:", "-c", script]) == 3, script
+        assert capsys.readouterr().err.startswith("ERROR:  ")

@@ -1,7 +1,8 @@
 """Run a SQL script on DuckDB or PostgreSQL through loomdb's front-end, printing like psql.
 No paper section.
 
-By default the script stops at the first error, printed with its hint on stderr (exit 3).
+By default the script stops at the first error, printed with its hint on stderr (exit 3; a
+database that cannot be opened exits 1, as in every ``loomdb`` command).
 ``keep_going`` runs every statement, as ``psql -v ON_ERROR_STOP=0`` does, and prints each
 error's ``ERROR:``/``DETAIL:``/``HINT:`` lines on stdout where the statement's result would
 be, so one stream holds the whole run in order (exit 3 if any statement failed).  ``echo``
@@ -95,14 +96,14 @@ class _Runner:
             _print_error(e, sys.stdout)
 
 
-def run_duckdb(path: str, bars: ProgressBars, runner: _Runner) -> int:
+def run_duckdb(con: Any, bars: ProgressBars, runner: _Runner) -> int:
+    """The script on ``con``, a loomdb DuckDB connection (Ctrl-C in a statement interrupts
+    it: the connection's own), closed at the end."""
     import duckdb
 
     import loomdb
-    from loomdb.cli.connect import duckdb as open_duckdb
     from loomdb.engines.duckdb.connection import loom_errors
 
-    con = open_duckdb(path)  # Ctrl-C in a statement interrupts it (the connection's own)
     log = logging.getLogger("loomdb.progress")
     handler = _ToBars(bars)
     log.addHandler(handler)
@@ -125,16 +126,16 @@ def run_duckdb(path: str, bars: ProgressBars, runner: _Runner) -> int:
         con.close()
 
 
-def run_postgres(dsn: str, bars: ProgressBars, runner: _Runner) -> int:
+def run_postgres(conn: Any, bars: ProgressBars, runner: _Runner) -> int:
+    """The script on ``conn``, a psycopg connection, closed at the end."""
     import psycopg
 
-    from loomdb.cli.connect import postgres
     from loomdb.engines.postgres.client import PgCatalog, PsycopgDatabase
     from loomdb.errors import LoomError
     from loomdb.frontend import pieces, rewritten
     from loomdb.frontend.steps import Script
 
-    with postgres(dsn) as conn:
+    with conn:
         conn.add_notice_handler(lambda d: bars.message(d.message_primary or ""))
         catalog = PgCatalog(PsycopgDatabase(conn))
 
@@ -175,16 +176,32 @@ def run_script(
     echo: bool = False,
 ) -> int:
     """Run every statement, stopping at the first error (printed with its hint on stderr) unless
-    ``keep_going``; the exit code: 0, or 3 when a statement failed."""
-    bars = ProgressBars(enabled=progress, bars=sys.stderr.isatty())
+    ``keep_going``; the exit code: 0, or 3 when the script failed (a statement, or a
+    meta-command refused).  A database that cannot be opened is a LoomError raised to
+    ``loomdb``'s main, which exits 1 as every command does for it."""
     dialect = "duckdb" if duckdb_path is not None else "postgres"
     try:  # a meta-command psql would act on is refused here when echoing (split at once)
         runner = _Runner(text, dialect, keep_going=keep_going, echo=echo)
+    except _reported() as e:
+        _print_error(e, sys.stderr)
+        return 3
+    connection = _connect(duckdb_path, dsn)
+    bars = ProgressBars(enabled=progress, bars=sys.stderr.isatty())
+    try:
         if duckdb_path is not None:
-            return run_duckdb(duckdb_path, bars, runner)
-        assert dsn is not None
-        return run_postgres(dsn, bars, runner)
+            return run_duckdb(connection, bars, runner)
+        return run_postgres(connection, bars, runner)
     except _reported() as e:
         bars.close()
         _print_error(e, sys.stderr)
         return 3
+
+
+def _connect(duckdb_path: str | None, dsn: str | None) -> Any:
+    """A loomdb DuckDB connection to ``duckdb_path``, or a psycopg one to ``dsn``."""
+    from loomdb.cli import connect
+
+    if duckdb_path is not None:
+        return connect.duckdb(duckdb_path)
+    assert dsn is not None
+    return connect.postgres(dsn)
