@@ -208,6 +208,37 @@ def test_products_add_in_the_papers_order_on_mnist(datasets):
     assert bits(u @ m).tobytes() == bits(uA).tobytes()
 
 
+def test_pairs_past_32_bits_are_read_as_64_bit_pairs():
+    """A first-layer pair packs its value's index above its column's bits; where the two need
+    more than 32 bits (2^19 columns, 18,000 distinct values) the reader packs 64-bit pairs: the
+    same bits as the paper's passes, and the fused steps leave such a batch to the per-batch
+    path."""
+    from loomdb.learn import fused_steps
+    from loomdb.seams import Batch
+
+    rng = np.random.default_rng(5)
+    rows, cols, per_row = 20, 1 << 19, 900
+
+    def columns(width: int) -> np.ndarray:
+        each = [np.sort(rng.choice(width, per_row, replace=False)) for _ in range(rows)]
+        return np.concatenate(each)
+
+    indices = columns(cols)
+    values = rng.permutation(rows * per_row) / 7.0 + 1.0  # every value distinct
+    indptr = np.arange(rows + 1) * per_row
+    blob = toc.encode_csr(indptr, indices, values, cols)
+    m = toc.TocMatrix.from_bytes(blob)
+    assert m.pairs.dtype == np.uint64 and len(m.table) == rows * per_row
+    v, u = rng.normal(size=cols), rng.normal(size=rows)
+    Av, uA = _paper_products(blob, v, u)
+    assert bits(m @ v).tobytes() == bits(Av).tobytes()
+    assert bits(u @ m).tobytes() == bits(uA).tobytes()
+    assert fused_steps.payload_of(Batch(m, np.zeros(rows)), 1) is None
+    narrow = toc.TocMatrix.from_bytes(toc.encode_csr(indptr, columns(1024), values, 1024))
+    assert narrow.pairs.dtype == np.uint32
+    assert fused_steps.payload_of(Batch(narrow, np.zeros(rows)), 1) == fused_steps.TOC
+
+
 def census_like(rows: int = 250, seed: int = 0) -> np.ndarray:
     """Low-cardinality categoricals, one-hot, plus a few small integer columns."""
     rng = np.random.default_rng(seed)

@@ -35,8 +35,9 @@ def dense(device: Any, X: Any) -> Any:
 
 def _toc(device: Any, X: TocMatrix) -> Any:
     xp = device.xp
-    icol, values, nparent, nkey, codes, starts = (device.upload(a) for a in X.tree())
-    n_pairs, cols = len(X.icol), X.cols
+    arrays = (X.pair_columns(), X.pair_values(), X.nparent, X.nkey, X.codes, X.starts)
+    icol, values, nparent, nkey, codes, starts = (device.upload(a) for a in arrays)
+    n_pairs, cols = len(X.pairs), X.cols
     steps = toc_products.depth(n_pairs, X.nparent)
     key = xp.concatenate([xp.arange(n_pairs), nkey.astype(xp.int64) - 1])
     column = xp.concatenate([xp.asarray([cols]), icol[key].astype(xp.int64)])

@@ -39,7 +39,7 @@ from loomdb.codecs.toc_format import (
     parse_sections,
     serialize,
 )
-from loomdb.codecs.toc_read import MAX_NODES, SECTION_FAULT, read
+from loomdb.codecs.toc_read import MAX_NODES, SECTION_FAULT, WIDE, read
 from loomdb.errors import LoomFormatError, LoomOptionError
 
 VARIANTS = {
@@ -166,16 +166,23 @@ def decode(blob: bytes | memoryview) -> np.ndarray:
     return TocMatrix.from_bytes(blob).toarray()
 
 
-def _read(view: memoryview) -> tuple[int, int, tuple[np.ndarray, ...]]:
+_NARROW, _WIDE_PAIRS = np.empty(0, np.uint32), np.empty(0, np.uint64)
+
+
+def _read(view: memoryview) -> tuple[int, int, tuple[Any, ...]]:
     """``(rows, cols, the pruned tree)`` of a blob, or the ``LoomFormatError`` saying why not."""
     flags, rows, cols, data = opened(view)
-    fault, row, a, b, *tree = read(np.frombuffer(data, dtype=np.uint8), flags, rows, cols)
+    raw = np.frombuffer(data, dtype=np.uint8)
+    fault, row, a, b, *tree = read(raw, flags, rows, cols, _NARROW)
+    if fault == WIDE:  # columns and distinct values past 32 bits together: 64-bit pairs
+        fault, row, a, b, *tree = read(raw, flags, rows, cols, _WIDE_PAIRS)
     if fault == SECTION_FAULT:
         parse_sections(flags, rows, cols, data)  # raises the precise error
         raise LoomFormatError("TOC blob: its sections do not fit together", hint=REBUILD)
     if fault:
         raise _fault(fault, row, a, b)
-    return rows, cols, tuple(tree)
+    pairs, shift, *rest = tree
+    return rows, cols, (pairs, pairs.dtype.type(shift), *rest)
 
 
 def decode_tree(blob: bytes | memoryview) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -194,10 +201,11 @@ class TocMatrix:
 
     __array_ufunc__ = None  # ndarray @ TocMatrix defers to __rmatmul__
 
-    def __init__(self, rows: int, cols: int, nbytes: int, tree: tuple[np.ndarray, ...]):
+    def __init__(self, rows: int, cols: int, nbytes: int, tree: tuple[Any, ...]):
         self.rows, self.cols, self.nbytes = rows, cols, nbytes
-        # first-layer columns and values, kept nodes' parents and key pairs, codes, row starts
-        self.icol, self.values, self.nparent, self.nkey, self.codes, self.starts = tree
+        # first-layer pairs packed (``toc_read.read``), the value table, kept nodes' parents
+        # and key pairs, codes, row starts
+        self.pairs, self.shift, self.table, self.nparent, self.nkey, self.codes, self.starts = tree
 
     @classmethod
     def from_bytes(cls, blob: bytes | memoryview) -> TocMatrix:
@@ -211,7 +219,16 @@ class TocMatrix:
 
     def tree(self) -> tuple[Any, ...]:
         """The checked decode tree the product passes read (``toc_products``)."""
-        return (self.icol, self.values, self.nparent, self.nkey, self.codes, self.starts)
+        nodes = (self.nparent, self.nkey, self.codes, self.starts)
+        return (self.pairs, self.shift, self.table, *nodes)
+
+    def pair_columns(self) -> np.ndarray:
+        """The column (0-based) of each first-layer pair, as ``uint32``."""
+        return (self.pairs & ((1 << int(self.shift)) - 1)).astype(np.uint32)
+
+    def pair_values(self) -> np.ndarray:
+        """The value of each first-layer pair."""
+        return self.table[self.pairs >> self.shift]
 
     def __matmul__(self, other: Any) -> np.ndarray:
         v = np.ascontiguousarray(other, dtype=np.float64)
@@ -234,21 +251,21 @@ class TocMatrix:
     def held_columns(self) -> np.ndarray:
         """The columns holding a stored value, increasing: where v·A can be nonzero (the keys
         of a sparse gradient)."""
-        return np.unique(self.icol)
+        return np.unique(self.pair_columns())
 
-    def _with_values(self, values: np.ndarray) -> TocMatrix:
+    def _with_table(self, table: np.ndarray) -> TocMatrix:
         out = copy.copy(self)
-        out.values = values
+        out.table = table
         return out
 
     def __mul__(self, c: float) -> TocMatrix:
         """A·c: sparse-safe, so only the values change (TOC §4.1)."""
-        return self._with_values(self.values * float(c))
+        return self._with_table(self.table * float(c))
 
     __rmul__ = __mul__
 
     def square(self) -> TocMatrix:
-        return self._with_values(self.values * self.values)
+        return self._with_table(self.table * self.table)
 
     def __pow__(self, power: int) -> TocMatrix:
         if power != 2:

@@ -2,8 +2,9 @@
 (TOC §4, Algorithms 4, 5, 7, 8) and the full decode (Algorithm 6), in numba.
 
 They run over the tree ``toc_read.read`` returns, checked and pruned: node 0 the root, nodes
-1…I the first layer (pair i − 1 of ``icol``/``values``, in order of first appearance, so a
-row's codes mostly point near each other), nodes I + 1 + k the kept nodes (parent
+1…I the first layer (pair i − 1 of ``pairs``, its column and its value's index in ``table``
+packed in one integer, in order of first appearance, so a row's codes mostly point near each
+other), nodes I + 1 + k the kept nodes (parent
 ``nparent[k]``, key pair ``nkey[k]``, 1-based); ``codes`` index those nodes and row r's codes
 are ``codes[starts[r]:starts[r + 1]]``.  Parents precede children, so A·v scans forwards and
 v·A backwards.  Indexes are unsigned (``uint32`` nodes, ``uint64`` offsets), which spares every
@@ -82,34 +83,43 @@ def _row_sums(H, codes, starts, out):  # pragma: no cover
             r, end = _next_row(starts, out, r, j, stop)
 
 
+@njit(inline="always")
+def _pair(pairs, shift, table, i):  # pragma: no cover
+    """(column, value) of first-layer pair ``i`` (``toc_read.read`` packs them)."""
+    x = pairs[i]
+    index = x >> shift  # ``shift`` has the pairs' type: no signed or float arithmetic
+    return x - (index << shift), table[index]
+
+
 @njit(cache=True, nogil=True)
-def matvec(icol, values, nparent, nkey, codes, starts, v):  # pragma: no cover
+def matvec(pairs, shift, table, nparent, nkey, codes, starts, v):  # pragma: no cover
     """A·v (Algorithm 4): H[i] = key(i)·v + H[parent(i)] forwards, then each row's codes."""
-    n_pairs = len(icol)
+    n_pairs = len(pairs)
     H = np.empty(1 + n_pairs + len(nparent))
     H[0] = 0.0
     for i in range(n_pairs):
-        H[i + 1] = values[i] * v[icol[i]] + 0.0  # + H[root]: as the whole tree's pass adds
+        c, x = _pair(pairs, shift, table, i)
+        H[i + 1] = x * v[c] + 0.0  # + H[root]: as the whole tree's pass adds
     for k in range(len(nparent)):
-        p = nkey[k] - 1
-        H[n_pairs + 1 + k] = values[p] * v[icol[p]] + H[nparent[k]]
+        c, x = _pair(pairs, shift, table, nkey[k] - 1)
+        H[n_pairs + 1 + k] = x * v[c] + H[nparent[k]]
     out = np.empty(len(starts) - 1)
     _row_sums(H, codes, starts, out)
     return out
 
 
 @njit(cache=True, nogil=True)
-def matmat(icol, values, nparent, nkey, codes, starts, M):  # pragma: no cover
+def matmat(pairs, shift, table, nparent, nkey, codes, starts, M):  # pragma: no cover
     """A·M (Algorithm 7): Algorithm 4 with a row of H per node, M's columns innermost."""
-    n_pairs, k = len(icol), M.shape[1]
+    n_pairs, k = len(pairs), M.shape[1]
     H = np.zeros((1 + n_pairs + len(nparent), k))
     for i in range(n_pairs):
-        c, x = icol[i], values[i]
+        c, x = _pair(pairs, shift, table, i)
         for t in range(k):
             H[i + 1, t] = x * M[c, t] + H[0, t]
     for n in range(len(nparent)):
-        p, q = nparent[n], nkey[n] - 1
-        c, x = icol[q], values[q]
+        p = nparent[n]
+        c, x = _pair(pairs, shift, table, nkey[n] - 1)
         for t in range(k):
             H[n_pairs + 1 + n, t] = x * M[c, t] + H[p, t]
     out = np.zeros((len(starts) - 1, k))
@@ -122,10 +132,10 @@ def matmat(icol, values, nparent, nkey, codes, starts, M):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def rmatvec(icol, values, nparent, nkey, codes, starts, u, cols):  # pragma: no cover
+def rmatvec(pairs, shift, table, nparent, nkey, codes, starts, u, cols):  # pragma: no cover
     """v·A (Algorithm 5): each code takes its row's u, then backwards each node hands its
     weight to its key's column and to its parent (the first layer's parent is the root)."""
-    n_pairs = len(icol)
+    n_pairs = len(pairs)
     H = np.zeros(1 + n_pairs + len(nparent))
     for r in range(len(starts) - 1):
         x = u[r]
@@ -133,18 +143,20 @@ def rmatvec(icol, values, nparent, nkey, codes, starts, u, cols):  # pragma: no 
             H[codes[j]] += x
     out = np.zeros(cols)
     for k in range(len(nparent) - 1, -1, -1):
-        p, h = nkey[k] - 1, H[n_pairs + 1 + k]
-        out[icol[p]] += values[p] * h
+        h = H[n_pairs + 1 + k]
+        c, x = _pair(pairs, shift, table, nkey[k] - 1)
+        out[c] += x * h
         H[nparent[k]] += h
     for i in range(n_pairs - 1, -1, -1):
-        out[icol[i]] += values[i] * H[i + 1]
+        c, x = _pair(pairs, shift, table, i)
+        out[c] += x * H[i + 1]
     return out
 
 
 @njit(cache=True, nogil=True)
-def rmatmat(icol, values, nparent, nkey, codes, starts, U, cols):  # pragma: no cover
+def rmatmat(pairs, shift, table, nparent, nkey, codes, starts, U, cols):  # pragma: no cover
     """M·A (Algorithm 8): Algorithm 5 with a row of H per node."""
-    n_pairs, k = len(icol), U.shape[0]
+    n_pairs, k = len(pairs), U.shape[0]
     H = np.zeros((1 + n_pairs + len(nparent), k))
     for r in range(len(starts) - 1):
         for j in range(starts[r], starts[r + 1]):
@@ -153,31 +165,32 @@ def rmatmat(icol, values, nparent, nkey, codes, starts, U, cols):  # pragma: no 
                 H[node, t] += U[t, r]
     out = np.zeros((k, cols))
     for n in range(len(nparent) - 1, -1, -1):
-        i, p, q = n_pairs + 1 + n, nparent[n], nkey[n] - 1
-        c, x = icol[q], values[q]
+        i, p = n_pairs + 1 + n, nparent[n]
+        c, x = _pair(pairs, shift, table, nkey[n] - 1)
         for t in range(k):
             out[t, c] += x * H[i, t]
             H[p, t] += H[i, t]
     for i in range(n_pairs - 1, -1, -1):
-        c, x = icol[i], values[i]
+        c, x = _pair(pairs, shift, table, i)
         for t in range(k):
             out[t, c] += x * H[i + 1, t]
     return out
 
 
 @njit(cache=True, nogil=True)
-def decode_dense(icol, values, nparent, nkey, codes, starts, cols):  # pragma: no cover
+def decode_dense(pairs, shift, table, nparent, nkey, codes, starts, cols):  # pragma: no cover
     """Algorithm 6: every code's sequence, by following parents to the root."""
-    n_pairs = len(icol)
+    n_pairs = len(pairs)
     out = np.zeros((len(starts) - 1, cols))
     for r in range(len(starts) - 1):
         for j in range(starts[r], starts[r + 1]):
             node = codes[j]
             while node > n_pairs:
-                p = nkey[node - n_pairs - 1] - 1
-                out[r, icol[p]] = values[p]
+                c, x = _pair(pairs, shift, table, nkey[node - n_pairs - 1] - 1)
+                out[r, c] = x
                 node = nparent[node - n_pairs - 1]
-            out[r, icol[node - 1]] = values[node - 1]
+            c, x = _pair(pairs, shift, table, node - 1)
+            out[r, c] = x
     return out
 
 

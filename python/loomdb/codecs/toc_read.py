@@ -15,6 +15,13 @@ each starts a code), the kept nodes, then the codes.  Kept nodes are renumbered 
 the same order, so every pass adds in the same order as over the whole tree and the results are
 the same bits (for finite values; a dropped node would only add ±0·H, or NaN for a non-finite
 value times the 0 of a node no row reaches, which the dense product never adds either).
+
+Packed pairs (beyond the paper, exact): the first layer keeps the blob's value indexing — each
+pair one integer, its value's index in the distinct-value table above its column's bits, and
+the table — instead of a column array and a float64 per pair.  On MNIST's batches (21K pairs,
+255 distinct values) that is 4 bytes a pair instead of 12, and A·v reads the pairs in one load:
+over 40 batches in turn A·v went from 0.7–0.8x of scipy's CSR to 1.1x (the pass was waiting on
+memory, not arithmetic).  The products multiply the same float64s, so the bits are unchanged.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from loomdb import kernel_cache  # noqa: F401  (before any kernel is decorated)
 
 LOGICAL, VALUE_INDEX = 1, 4  # toc_format's flag bits (the kernel takes them as ints)
 SECTION_FAULT = 9  # the sections are malformed: ``toc_format`` says how
+WIDE = 10  # a first-layer pair does not fit the integer type asked for
 MAX_NODES = (1 << 32) - 1  # node numbers are uint32: a tree this large needs a 4 GB blob
 _ONE = np.uint64(1)
 
@@ -83,11 +91,12 @@ def _floats(data, at, most):  # pragma: no cover
 
 @njit(cache=True, nogil=True)
 def _sections(data, flags, rows, cols):  # pragma: no cover
-    """(ok, icol, pair values, codes, row starts with the end) after ``parse``'s checks."""
+    """(ok, icol, value table, each pair's index into it, codes, row starts with the end)
+    after ``parse``'s checks.  Without VALUE_INDEX the table is the pairs' own values."""
     cells = rows * cols
     icol, at = _ints(data, 0, cells)
     values, at = _floats(data, at, cells)
-    ivalue = np.empty(0, np.int64)
+    ivalue = np.arange(len(icol))
     if flags & VALUE_INDEX:
         ivalue, at = _ints(data, at, cells)
     codes = np.empty(0, np.int64)
@@ -95,32 +104,21 @@ def _sections(data, flags, rows, cols):  # pragma: no cover
         codes, at = _ints(data, at, cells)
     lengths, at = _ints(data, at, rows)
     starts = np.zeros(rows + 1, np.int64)
-    if at != len(data) or len(lengths) != rows:
-        return False, icol, values, codes, starts
+    if at != len(data) or len(lengths) != rows or len(ivalue) != len(icol):
+        return False, icol, values, ivalue, codes, starts
     for i in range(len(icol)):
-        if icol[i] >= cols:
-            return False, icol, values, codes, starts
-    if flags & VALUE_INDEX:
-        if len(ivalue) != len(icol):
-            return False, icol, values, codes, starts
-        pair_values = np.empty(len(icol), np.float64)
-        for i in range(len(icol)):
-            if ivalue[i] >= len(values):
-                return False, icol, values, codes, starts
-            pair_values[i] = values[ivalue[i]]
-        values = pair_values
-    elif len(values) != len(icol):
-        return False, icol, values, codes, starts
+        if icol[i] >= cols or ivalue[i] >= len(values):
+            return False, icol, values, ivalue, codes, starts
     if not flags & LOGICAL:
         codes = np.arange(1, len(icol) + 1)
     for r in range(rows):
         starts[r + 1] = starts[r] + lengths[r]
     if starts[rows] != len(codes):
-        return False, icol, values, codes, starts
+        return False, icol, values, ivalue, codes, starts
     for j in range(len(codes)):
         if codes[j] < 1:
-            return False, icol, values, codes, starts
-    return True, icol, values, codes, starts
+            return False, icol, values, ivalue, codes, starts
+    return True, icol, values, ivalue, codes, starts
 
 
 @njit(cache=True, nogil=True)
@@ -212,19 +210,44 @@ def _tree(icol, codes, starts):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def read(data, flags, rows, cols):  # pragma: no cover
-    """``(fault, row, a, b, icol, values, nparent, nkey, codes, starts)`` of a blob's sections.
+def _bits(n):  # pragma: no cover
+    """The bits that number 0 … n − 1 (0 for n ≤ 1)."""
+    b = 0
+    while (1 << b) < n:
+        b += 1
+    return b
 
-    ``fault``: 0 read; ``SECTION_FAULT`` the sections are malformed; else ``_tree``'s fault
-    ``(kind, row, a, b)``.  ``icol``/``values``: column (0-based) and value of first-layer pair
-    i (node i + 1); ``nparent``/``nkey``: parent node and key pair (1-based) of kept node
-    ``len(icol) + 1 + k``; ``codes``: each row's codes over the kept nodes; ``starts``: rows + 1
-    offsets into them.
+
+@njit(cache=True, nogil=True)
+def _packed(icol, ivalue, shift, like):  # pragma: no cover
+    """Each first-layer pair as one integer of ``like``'s type: its value's index in the
+    table above ``shift`` bits, its column below."""
+    pairs = np.empty(len(icol), like.dtype)
+    for i in range(len(icol)):
+        pairs[i] = (ivalue[i] << shift) | icol[i]
+    return pairs
+
+
+@njit(cache=True, nogil=True)
+def read(data, flags, rows, cols, like):  # pragma: no cover
+    """``(fault, row, a, b, pairs, shift, table, nparent, nkey, codes, starts)`` of a blob.
+
+    ``fault``: 0 read; ``SECTION_FAULT`` the sections are malformed; ``WIDE`` a pair does not
+    fit ``like``'s integer type (read again with a wider one); else ``_tree``'s fault ``(kind,
+    row, a, b)``.  ``pairs``: first-layer pair i (node i + 1) as ``pairs[i] >> shift``, the
+    index of its value in ``table``, and ``pairs[i] & (2**shift − 1)``, its column (0-based);
+    ``nparent``/``nkey``: parent node and key pair (1-based) of kept node ``len(pairs) + 1 +
+    k``; ``codes``: each row's codes over the kept nodes; ``starts``: rows + 1 offsets into
+    them.
     """
-    ok, icol, values, codes, starts = _sections(data, flags, rows, cols)
+    ok, icol, table, ivalue, codes, starts = _sections(data, flags, rows, cols)
     e32, e64 = np.empty(0, np.uint32), np.empty(0, np.uint64)
     if not ok:
-        return SECTION_FAULT, 0, 0, 0, e32, values, e32, e32, e32, e64
+        return SECTION_FAULT, 0, 0, 0, like, 0, table, e32, e32, e32, e64
+    shift = _bits(cols)
+    if shift + _bits(len(table)) > (32 if like.itemsize == 4 else 63):
+        return WIDE, 0, 0, 0, like, 0, table, e32, e32, e32, e64
     fault, row, a, b, nparent, nkey, renumbered = _tree(icol, codes, starts)
+    pairs = _packed(icol, ivalue, shift, like)
     offsets = starts.astype(np.uint64)
-    return fault, row, a, b, icol.astype(np.uint32), values, nparent, nkey, renumbered, offsets
+    return fault, row, a, b, pairs, shift, table, nparent, nkey, renumbered, offsets

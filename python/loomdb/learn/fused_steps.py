@@ -73,12 +73,13 @@ def _read(dtype: Any, ndim: int) -> types.Array:
 _U32, _U64 = _read(types.uint32, 1), _read(types.uint64, 1)
 _PAYLOADS = {
     DENSE: _read(types.float64, 2),
-    # a TocMatrix's tree: first-layer columns, values, kept parents, keys, codes, row starts
-    TOC: types.Tuple((_U32, _read(types.float64, 1), _U32, _U32, _U32, _U64)),
+    # a TocMatrix's tree: first-layer pairs (32-bit), their shift, the value table, kept
+    # parents, keys, codes, row starts
+    TOC: types.Tuple((_U32, types.uint32, _read(types.float64, 1), _U32, _U32, _U32, _U64)),
     # a WovenMatrix's planes as the bit-sliced kernels read them, and its rows
     WOVEN: types.Tuple((_read(types.uint64, 3), types.int64)),
 }
-_TREE = (np.uint32, np.float64, np.uint32, np.uint32, np.uint32, np.uint64)
+_TREE = (np.uint32, np.float64, np.uint32, np.uint32, np.uint32, np.uint64)  # the arrays
 _NONE_2D, _NONE_1D = np.zeros((0, 0)), np.zeros(0)
 
 
@@ -121,9 +122,12 @@ def payload_of(batch: Batch, width: int) -> str | None:
     X = batch.X
     if type(X) is TocMatrix:
         tree = X.tree()
-        return (
-            TOC if all(a.dtype == d and a.flags.c_contiguous for a, d in zip(tree, _TREE)) else None
-        )
+        arrays = tree[:1] + tree[2:]
+        if type(tree[1]) is not np.uint32 or any(
+            a.dtype != d or not a.flags.c_contiguous for a, d in zip(arrays, _TREE)
+        ):
+            return None  # 64-bit pairs: the per-batch path
+        return TOC
     if type(X) is WovenMatrix:
         return WOVEN
     if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.flags.c_contiguous:
@@ -327,7 +331,7 @@ def _rows_of(payload):  # pragma: no cover
         return lambda payload: payload.shape[0]
     if len(payload) == 2:  # WOVEN
         return lambda payload: payload[1]
-    return lambda payload: len(payload[5]) - 1
+    return lambda payload: len(payload[-1]) - 1  # a TOC tree: its row starts
 
 
 @overload(gradient, jit_options={"cache": True})
@@ -376,22 +380,19 @@ def _toc_gradient(
 ):  # pragma: no cover
     """A TOC minibatch: A·(W∘scale) by TOC's forward pass, the residuals row by row, then
     their product with A by its backward pass — what ``TocMatrix``'s ``@`` does."""
-    icol, values, nparent, nkey, codes, starts = payload
-    n, cols = len(starts) - 1, grad.shape[1]
+    n, cols = len(payload[-1]) - 1, grad.shape[1]  # ``TocMatrix.tree``: row starts last
     if k == 1:
-        Z = toc_products.matvec(icol, values, nparent, nkey, codes, starts, Weff[0]).reshape(n, 1)
+        Z = toc_products.matvec(*payload, Weff[0]).reshape(n, 1)
     else:
-        Z = toc_products.matmat(
-            icol, values, nparent, nkey, codes, starts, np.ascontiguousarray(Weff.T)
-        )
+        Z = toc_products.matmat(*payload, np.ascontiguousarray(Weff.T))
     G = np.empty((k, n))
     loss, known = _residuals(kind, Z, y, classes, k, weights, offset, widest, G, gsum)
     if not known:
         return loss, False
     if k == 1:
-        grad[0] = toc_products.rmatvec(icol, values, nparent, nkey, codes, starts, G[0], cols)
+        grad[0] = toc_products.rmatvec(*payload, G[0], cols)
     else:
-        grad[:] = toc_products.rmatmat(icol, values, nparent, nkey, codes, starts, G, cols)
+        grad[:] = toc_products.rmatmat(*payload, G, cols)
     return loss, True
 
 
