@@ -180,16 +180,18 @@ def _paper_products(blob: bytes, v: np.ndarray, u: np.ndarray) -> tuple[np.ndarr
     seed=st.integers(0, 2**16),
 )
 def test_products_add_in_the_papers_order(lengths, cols, seed):
-    """The pruned tree, the four-row sums and the unsigned indexes change how the additions
-    are scheduled, never their order: the same bits as Algorithms 4 and 5 over all of C′
-    (rows of any length, empty ones and row counts that are not a multiple of four included)."""
+    """The pruned tree, the four-row sums, the packed pairs and the unsigned indexes change
+    how the additions are scheduled, never their order: the same bits as Algorithms 4 and 5
+    over all of C′ (rows of any length, empty ones and row counts that are not a multiple of
+    four included, and −0.0 among the stored values and products)."""
     rng = np.random.default_rng(seed)
     X = np.zeros((len(lengths), cols))
     for r, k in enumerate(lengths):
-        X[r, rng.choice(cols, k, replace=False)] = rng.choice([0.1, 0.7, -1.3, 1e-3, 2.0], k)
+        X[r, rng.choice(cols, k, replace=False)] = rng.choice([0.1, 0.7, -1.3, 1e-3, 2.0, -0.0], k)
     blob = toc.encode(X)
     m = toc.TocMatrix.from_bytes(blob)
     v, u = rng.normal(size=cols), rng.normal(size=len(lengths))
+    v[rng.random(cols) < 0.2] = 0.0  # products of −0.0: signed zeros in the partial sums
     Av, uA = _paper_products(blob, v, u)
     assert bits(m @ v).tobytes() == bits(Av).tobytes()
     assert bits(u @ m).tobytes() == bits(uA).tobytes()

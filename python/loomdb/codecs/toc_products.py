@@ -85,10 +85,10 @@ def _row_sums(H, codes, starts, out):  # pragma: no cover
 
 @njit(inline="always")
 def _pair(pairs, shift, table, i):  # pragma: no cover
-    """(column, value) of first-layer pair ``i`` (``toc_read.read`` packs them)."""
-    x = pairs[i]
-    index = x >> shift  # ``shift`` has the pairs' type: no signed or float arithmetic
-    return x - (index << shift), table[index]
+    """(column, value) of first-layer pair ``i`` (``toc_read.read`` packs them); unsigned
+    throughout, so no signed or float arithmetic creeps in."""
+    x, one = pairs[i], np.uint64(1)
+    return x & ((one << np.uint64(shift)) - one), table[x >> shift]
 
 
 @njit(cache=True, nogil=True)
@@ -99,7 +99,9 @@ def matvec(pairs, shift, table, nparent, nkey, codes, starts, v):  # pragma: no 
     H[0] = 0.0
     for i in range(n_pairs):
         c, x = _pair(pairs, shift, table, i)
-        H[i + 1] = x * v[c] + 0.0  # + H[root]: as the whole tree's pass adds
+        # the whole tree's pass adds H[root] = +0.0 here, which only turns a −0.0 into +0.0:
+        # every row's sum starts from +0.0, so the results are the same bits without it
+        H[i + 1] = x * v[c]
     for k in range(len(nparent)):
         c, x = _pair(pairs, shift, table, nkey[k] - 1)
         H[n_pairs + 1 + k] = x * v[c] + H[nparent[k]]
