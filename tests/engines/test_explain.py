@@ -311,3 +311,23 @@ def test_a_feature_column_that_is_not_a_number_is_named(engine):
             message, hint = error_of(engine, sql)
             assert "feature column 'x2'" in message and "not a number" in message, message
             assert "CAST" in hint, hint
+
+
+def test_evaluate_scores_auc_and_log_loss_over_the_models_two_classes(engine):
+    """A row whose label is neither of a binary model's classes is neither positive nor
+    negative: loom_evaluate's roc_auc and log_loss counted it as a negative (its AUC moved with
+    the rows of label 5); now they are those of the rows of classes 0 and 1, the rows of other
+    labels are counted, and accuracy still counts them as mislabelled."""
+    X, y = data()
+    engine.load("t", X, y)
+    train(engine, "bin", "t", {"epochs": 5})
+    y_new = y.copy()
+    y_new[:30] = 5.0
+    engine.load("t_new", X, y_new)
+    engine.load("t_kept", X[30:], y[30:])
+    mixed = json.loads(engine.scalar("SELECT loom_evaluate('bin', 't_new')"))
+    kept = json.loads(engine.scalar("SELECT loom_evaluate('bin', 't_kept')"))
+    assert mixed["roc_auc"] == pytest.approx(kept["roc_auc"], rel=1e-12)
+    assert mixed["log_loss"] == pytest.approx(kept["log_loss"], rel=1e-12)
+    assert mixed["other_label_rows"] == 30 and "other_label_rows" not in kept
+    assert mixed["accuracy"] == pytest.approx(kept["accuracy"] * 210 / 240, rel=1e-12)

@@ -88,18 +88,26 @@ def classification(
     proba: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Accuracy and macro precision/recall/f1 (binary: of the positive class), log loss, AUC,
-    the confusion matrix and, for > 2 classes, each class's precision/recall/f1/support."""
+    the confusion matrix and, for > 2 classes, each class's precision/recall/f1/support.
+
+    A binary model's AUC and log loss are over the rows labelled with one of its two classes:
+    a row of another label is neither positive nor negative (``other_label_rows`` counts such
+    rows; accuracy and the confusion matrix count them as mislabelled)."""
     out: dict[str, Any] = {"accuracy": float((pred == y).mean())}
     targets = classes[1:] if len(classes) == 2 else classes
     each = [_one_class(y, pred, c) for c in targets]
     for metric in ("precision", "recall", "f1"):
         out[metric] = float(np.mean([e[metric] for e in each]))
+    known = np.isin(y, classes)
+    pos = y[known] == classes[-1]
     if len(classes) == 2 and score is not None:
-        out["roc_auc"] = roc_auc(y == classes[1], score)
+        out["roc_auc"] = roc_auc(pos, score[known])
     if len(classes) == 2 and proba is not None:
-        q = np.clip(proba, 1e-15, 1 - 1e-15)
-        pos = y == classes[1]
-        out["log_loss"] = float(-(np.log(q[pos]).sum() + np.log(1 - q[~pos]).sum()) / len(y))
+        q = np.clip(proba[known], 1e-15, 1 - 1e-15)
+        total = -(np.log(q[pos]).sum() + np.log(1 - q[~pos]).sum())
+        out["log_loss"] = float(total / known.sum()) if known.any() else float("nan")
+    if len(classes) == 2 and not known.all():
+        out["other_label_rows"] = int((~known).sum())
     out["confusion_matrix"] = confusion(y, pred, classes)
     if len(classes) > 2:
         out["per_class"] = each
