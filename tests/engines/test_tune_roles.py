@@ -39,7 +39,7 @@ def test_another_role_cannot_read_or_overwrite_the_trials(roles):
     assert other.execute("SELECT * FROM loom_trials('tuned')").fetchall() == []
     other.execute("DELETE FROM loom.trials")
     other.execute("UPDATE loom.trials SET score = 0")
-    with pytest.raises(psycopg.Error, match="another role"):
+    with pytest.raises(psycopg.Error, match="only its owner may retune it"):
         other.execute(TUNE)
     with pytest.raises(psycopg.Error, match="row-level security"):
         other.execute(

@@ -43,6 +43,8 @@ def train(db: Any, name: str, source: str | None, label: str | None, options: st
         exists = catalog.model_exists(db, name)
         if exists and not (p.opts["warm_start"] or p.opts["replace"]):
             catalog.require_absent(db, name, "model")
+        if exists:  # before the fit: a grant shares predicting, not training
+            deploy.require_owner(db, name, "retrain it")
         record, model = fit_record(db, name, p, source, label, f"loom_train {name}")
         catalog.put_model(db, record, replace=exists)
         if exists:

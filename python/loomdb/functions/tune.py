@@ -50,6 +50,8 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
         exists = catalog.model_exists(db, name)
         if exists and not s.fixed.get("replace"):
             catalog.require_absent(db, name, "model")
+        if exists:  # before any trial: a grant shares predicting, not training
+            deploy.require_owner(db, name, "retune it")
         rows: list[dict[str, Any]] = []
         best: tuple[float, int, Any, Any] | None = None
         hint = "give smaller lr candidates, or leave 'lr' out for the automatic step"
