@@ -90,16 +90,23 @@ def _role_name(db: Any, role: str) -> str:
     return role
 
 
+def _require_granter(db: Any, name: str, verb: str, function: str) -> None:
+    """Refuse ``function`` on model ``name`` unless the caller owns it or is a superuser: a
+    grantee sees its own grant's row but may not change it (row-level security would leave
+    it there without a word)."""
+    owner = catalog.get_model(db, name).owner
+    if owner != db.role() and not db.is_superuser():
+        raise LoomStateError(
+            f"only the owner of model '{name}' ({owner}) may {verb} it",
+            hint=f"ask its owner to run {function}",
+        )
+
+
 def grant(db: Any, name: str, role: str) -> str:
     check_name(name, "model")
     _roles(db, "loom_grant")
     with db.atomic():
-        owner = catalog.get_model(db, name).owner
-        if owner != db.role() and not db.is_superuser():
-            raise LoomStateError(
-                f"only the owner of model '{name}' ({owner}) may grant it",
-                hint="ask its owner to run loom_grant",
-            )
+        _require_granter(db, name, "grant", "loom_grant")
         role = _role_name(db, role)
         catalog.grant(db, name, role)
     return json.dumps({"model": name, "granted_to": role})
@@ -110,6 +117,7 @@ def revoke(db: Any, name: str, role: str) -> str:
     _roles(db, "loom_revoke")
     role = _public(role)
     with db.atomic():
+        _require_granter(db, name, "revoke grants of", "loom_revoke")
         removed = catalog.revoke(db, name, role)
     return json.dumps({"model": name, "revoked_from": role, "grants_removed": removed})
 
