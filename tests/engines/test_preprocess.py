@@ -230,3 +230,38 @@ def test_an_index_replays_its_encoding_and_stays_fresh(source):
     sql = source.scalar("SELECT loom_predict_sql('pp_im')")
     rows = source.rows(f"SELECT {sql}, loom_predict_row('pp_im', pp) FROM pp")
     assert all(a == b for a, b in rows)
+
+
+def test_values_with_backslashes_are_read_alike_whatever_the_string_setting(engine):
+    """A category or a text class holding a backslash was written into loomdb's SQL as
+    ``'x\\'``: with PostgreSQL's ``standard_conforming_strings`` off (a session's setting) that
+    backslash escaped the closing quote, so training, evaluating and deploying failed with a
+    syntax error (and a value could have written SQL of its own).  Such a value is written as
+    an escape string literal, read the same with the setting on or off and on DuckDB."""
+    values = ["C:\\dir", "x\\", "\\'", "it's", "plain"]
+    rng = np.random.default_rng(5)
+    t = rng.integers(0, len(values), 200)
+    x = rng.normal(size=200)
+    y = np.where(x + (t % 2) - 0.5 > 0, "ok\\", "no")
+    engine.rows("CREATE TABLE bs (t TEXT, x DOUBLE PRECISION, y TEXT)")
+    rows = ", ".join(f"({_text(values[i])}, {float(v)!r}, {_text(c)})" for i, v, c in zip(t, x, y))
+    engine.rows(f"INSERT INTO bs VALUES {rows}")
+    if engine.name == "postgres":
+        engine.rows("SET standard_conforming_strings = off")
+    options = {"model": "logistic", "epochs": 30, "features": ["t", "x"]}
+    for name, more in (("bs_all", {}), ("bs_top", {"preprocess": {"t": {"top_k": 2}}})):
+        engine.scalar(
+            f"SELECT loom_train('{name}', 'bs', 'y', '{json.dumps({**options, **more})}')"
+        )
+        info = json.loads(engine.scalar(f"SELECT loom_model_info('{name}')"))
+        assert info["class_names"] == ["no", "ok\\"]
+        assert set(_encoding(info)[0].categories) <= set(values)
+        engine.scalar(f"SELECT loom_deploy('{name}')")
+        compiled = engine.scalar(f"SELECT loom_predict_sql('{name}')")
+        got = engine.rows(
+            f"SELECT predict_{name}(t, x), {compiled}, loom_predict_class('{name}', b) FROM bs b"
+        )
+        assert all(a == b == c for a, b, c in got) and {c for _, _, c in got} == {"no", "ok\\"}
+        evaluated = json.loads(engine.scalar(f"SELECT loom_evaluate('{name}', 'bs')"))
+        right = sum(c == label for (_, _, c), label in zip(got, y))
+        assert evaluated["rows"] == 200 and evaluated["accuracy"] == right / 200

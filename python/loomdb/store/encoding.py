@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.errors import LoomDataError, LoomFormatError
-from loomdb.store.names import quote_ident
+from loomdb.store.names import literal, quote_ident
 
 OTHER = "<other>"
 HEX_DIGITS = 7  # of the MD5, read as an integer: 28 bits, positive in a 32-bit integer
@@ -78,8 +78,8 @@ def bucket_sql(text: str, buckets: int, dialect: str) -> str:
 
 
 def text_literal(value: str) -> str:
-    """``value`` as a standard SQL string literal (quotes doubled), valid in both engines."""
-    return "'" + str(value).replace("'", "''") + "'"
+    """``value`` as a string literal valid in both engines (:func:`names.literal`)."""
+    return literal(str(value))
 
 
 def number_literal(x: float) -> str:

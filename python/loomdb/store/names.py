@@ -45,7 +45,15 @@ def quote_ident(name: str) -> str:
 
 
 def literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+    """``text`` as a string literal both engines read as ``text`` whatever the session's
+    settings: quotes doubled, and a value holding a backslash as an escape string
+    (``E'…'``, backslashes doubled), which PostgreSQL's ``standard_conforming_strings``
+    leaves alone (off, a plain ``'x\\'`` would end at the escaped quote, and the rest of the
+    value would be read as SQL).  DuckDB reads ``E'…'`` the same."""
+    quoted = text.replace("'", "''")
+    if "\\" in text:
+        return "E'" + quoted.replace("\\", "\\\\") + "'"
+    return "'" + quoted + "'"
 
 
 def check_name(name: object, what: str = "model") -> str:

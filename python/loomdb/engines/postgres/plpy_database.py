@@ -52,7 +52,7 @@ from loomdb.errors import (
     LoomStateError,
 )
 from loomdb.store.budget import BACKEND_CACHE_MB
-from loomdb.store.names import quote_ident
+from loomdb.store.names import literal, quote_ident
 
 # the argument types of the functions loom_deploy makes, by type oid
 DEPLOYED_TYPES = {701: "double precision", 25: "text"}
@@ -293,7 +293,7 @@ class PlpyDatabase:
                 """loom_deploy(model, '{"drop": true}')""",
             )
         typed = ", ".join(f"{p} {type_name(kind)}" for p, kind in params)
-        body = "'" + f"SELECT {expression}".replace("'", "''") + "'"
+        body = literal(f"SELECT {expression}")  # read alike whatever the string settings
         self.execute(
             f"CREATE OR REPLACE FUNCTION {name}({typed}) RETURNS {type_name(returns)} "
             f"LANGUAGE sql IMMUTABLE PARALLEL SAFE AS {body}"
