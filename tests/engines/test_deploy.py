@@ -276,3 +276,29 @@ def test_postgres_refuses_more_columns_than_a_function_takes_and_keeps_the_model
         assert engine.scalar("SELECT sum(predict_m(x0, x2)) FROM d") == before
     finally:
         engine.close()
+
+
+def test_a_function_made_in_place_of_a_dropped_deployment_is_not_loomdbs(engine):
+    """The user drops the deployed function by hand and makes one of their own of that name
+    and another arity.  DuckDB's retrain replaced the user's macro with the model (a DROP
+    MACRO of the name, any arity) and loom_drop_model dropped it; PostgreSQL, which drops
+    only the recorded signature, refused the retrain and kept it.  Both now do as PostgreSQL."""
+    _load(engine)
+    engine.scalar(TRAIN)
+    engine.scalar("SELECT loom_deploy('m')")
+    if engine.name == "duckdb":
+        engine.rows("DROP MACRO predict_m")
+        engine.rows("CREATE MACRO predict_m(x) AS x * 100")
+    else:
+        engine.rows("DROP FUNCTION predict_m(float8, float8, float8)")
+        engine.rows(
+            "CREATE FUNCTION predict_m(x float8) RETURNS float8 LANGUAGE sql AS 'SELECT x * 100'"
+        )
+    retrain = """SELECT loom_train('m', 'd', 'y', '{"replace": true, "nulls": "skip"}')"""
+    message, _ = _message_and_hint(engine, retrain)
+    assert "predict_m with 1 argument exists and loomdb did not make it" in message, message
+    assert [r[1] for r in engine.rows("SELECT * FROM loom_model_versions('m')")] == [True]
+    assert engine.scalar("SELECT predict_m(2.0)") == 200
+    dropped = json.loads(engine.scalar("SELECT loom_drop_model('m')"))
+    assert engine.scalar("SELECT predict_m(2.0)") == 200, dropped
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0

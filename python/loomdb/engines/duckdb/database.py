@@ -235,12 +235,16 @@ class DuckDatabase:
         self.execute(f"CREATE OR REPLACE MACRO {name}({names}) AS {expression}")
 
     def drop_function(self, schema: str, function: str, arity: int) -> None:
-        self.execute(f"DROP MACRO IF EXISTS {quote_ident(schema)}.{quote_ident(function)}")
+        # DROP MACRO drops the name at any arity: a macro of another arity is not the one
+        # loomdb deployed (the user dropped that and made their own), so it stays
+        if self.function_exists(schema, function, arity):
+            self.execute(f"DROP MACRO IF EXISTS {quote_ident(schema)}.{quote_ident(function)}")
 
     def function_exists(self, schema: str, function: str, arity: int) -> bool:
         rows = self.query(
-            "SELECT count(*) FROM duckdb_functions() WHERE schema_name = $1 AND function_name = $2"
-            " AND len(parameters) = $3 AND database_name = current_database()",
+            "SELECT count(*) FROM duckdb_functions() WHERE lower(schema_name) = lower($1) "
+            "AND lower(function_name) = lower($2) AND len(parameters) = $3 "
+            "AND database_name = current_database()",  # names in any case, as DuckDB's
             [schema, function, arity],
         )
         return bool(rows[0][0])
