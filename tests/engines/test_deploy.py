@@ -302,3 +302,35 @@ def test_a_function_made_in_place_of_a_dropped_deployment_is_not_loomdbs(engine)
     dropped = json.loads(engine.scalar("SELECT loom_drop_model('m')"))
     assert engine.scalar("SELECT predict_m(2.0)") == 200, dropped
     assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
+
+
+def test_a_boolean_feature_column_is_taken_as_it_was_trained_on(engine):
+    """Training reads a boolean column as 0 and 1, but on PostgreSQL the compiled expression
+    cast it straight to FLOAT8 ("cannot cast type boolean to double precision") and the
+    deployed function took a double there, so neither could be called with the source's own
+    columns (DuckDB's could).  The model records its boolean columns (an encoded one, its
+    kind), and both take them."""
+    engine.rows("CREATE TABLE tb (a DOUBLE PRECISION, b BOOLEAN, t TEXT, y DOUBLE PRECISION)")
+    rng = np.random.default_rng(8)
+    rows = [
+        (float(a), bool(b), ["p", "q", None][int(t)], float(a + 2 * b - 1 > 0))
+        for a, b, t in zip(rng.normal(size=200), rng.integers(0, 2, 200), rng.integers(0, 3, 200))
+    ]
+    values = ", ".join(
+        f"({a!r}, {str(b).upper()}, {'NULL' if t is None else repr(t)}, {y!r})"
+        for a, b, t, y in rows
+    )
+    engine.rows(f"INSERT INTO tb VALUES {values}")
+    for name, features in (("mb", ["a", "b"]), ("mbt", ["a", "b", "t"])):
+        options = json.dumps({"epochs": 20, "features": features})
+        engine.scalar(f"SELECT loom_train('{name}', 'tb', 'y', '{options}')")
+        compiled = engine.scalar(f"SELECT loom_predict_sql('{name}')")
+        engine.scalar(f"""SELECT loom_deploy('{name}', '{{"proba": true}}')""")
+        proba = engine.scalar(f"SELECT loom_predict_proba_sql('{name}')")
+        args = ", ".join(features)
+        got = engine.rows(
+            f"SELECT {compiled}, predict_{name}({args}), loom_predict('{name}', r), "
+            f"{proba}, predict_{name}_proba({args}) FROM tb r"
+        )
+        assert all(c == d == p and abs(q - dq) < 1e-12 for c, d, p, q, dq in got), got[:3]
+        assert {p for _, _, p, _, _ in got} == {0.0, 1.0}

@@ -192,11 +192,14 @@ def _claim(db: Any, name: str, schema: str, function: str, arity: int) -> tuple 
 
 
 def parameters(model: LinearModel) -> list[tuple[str, str]]:
-    """The deployed function's ``(column, type)`` parameters: the source columns."""
+    """The deployed function's ``(column, type)`` parameters: the source columns (a boolean
+    one as ``boolean``, which PostgreSQL casts to no double)."""
     encoding = encodings.load(model.encoding)
     if encoding is None:
-        return [(f, "double") for f in model.features]
-    return [(e.column, "text" if e.text else "double") for e in encoding]
+        booleans = set(model.booleans or ())
+        return [(f, "boolean" if f in booleans else "double") for f in model.features]
+    kinds = {"text": "text", "boolean": "boolean"}
+    return [(e.column, kinds.get(e.kind, "double")) for e in encoding]
 
 
 def refresh(db: Any, name: str, model: LinearModel, owner: str | None) -> None:

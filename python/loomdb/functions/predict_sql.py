@@ -77,8 +77,16 @@ def _parts(model: LinearModel, dialect: str) -> list[tuple[Encoded | None, list[
     expressions)``, one FLOAT8 per feature."""
     encoding = encodings.load(model.encoding)
     if encoding is None:
-        return [(None, [f"CAST({quote_ident(name)} AS FLOAT8)" for name in model.features])]
+        return [(None, [_feature(model, name, dialect) for name in model.features])]
     return [(e, []) if e.text else (None, e.sql("FLOAT8", dialect)) for e in encoding]
+
+
+def _feature(model: LinearModel, name: str, dialect: str) -> str:
+    """An unencoded feature as a FLOAT8: a boolean column through INTEGER on PostgreSQL, which
+    casts no boolean to a double (as training reads it: ``store/source.py`` ``number``)."""
+    if dialect == "postgres" and name in (model.booleans or ()):
+        return f"CAST(CAST({quote_ident(name)} AS INTEGER) AS FLOAT8)"
+    return f"CAST({quote_ident(name)} AS FLOAT8)"
 
 
 def _margin(model: LinearModel, j: int, dialect: str, zeros: bool = False) -> str:

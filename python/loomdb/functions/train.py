@@ -317,6 +317,8 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     if info.stats.get("encoding") is not None:  # how columns become features (store/encoding.py)
         used["encoding"] = info.stats["encoding"]
         model.encoding = info.stats["encoding"]
+    elif booleans := _booleans(model.features, info.stats):
+        used["booleans"] = model.booleans = booleans
     if info.stats.get("label_classes") is not None:  # a text label's classes, by code
         used["label_classes"] = info.stats["label_classes"]
         model.class_names = info.stats["label_classes"]
@@ -325,6 +327,14 @@ def _fit(db: Any, name: str, p: Plan, laid: layout.Layout, what: str, cluster=No
     if sparse:  # coefficients kept by source column (learn/sparse_model.py)
         model = from_layout(model, np.asarray(info.stats["columns"]), sparse["width"])
     return model, history, used, report
+
+
+def _booleans(features: list[str], stats: dict[str, Any]) -> list[str]:
+    """The features read from boolean columns (as 0 and 1), as the layout's profile found
+    them: a compiled or deployed model takes them as such (PostgreSQL casts no boolean to a
+    double)."""
+    kinds = stats.get("kinds") or {}
+    return [f for f in features if kinds.get(f) == "boolean"]
 
 
 def _config(
@@ -541,6 +551,7 @@ def model_of(record: ModelRecord) -> LinearModel:
             "inputs": record.options.get("inputs"),
             "encoding": record.options.get("encoding"),
             "class_names": record.options.get("label_classes"),
+            "booleans": record.options.get("booleans"),
         }
     )
 

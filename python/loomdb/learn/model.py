@@ -52,6 +52,7 @@ class LinearModel:
     inputs: dict[str, Any] | None = None  # how raw inputs become features (images), if not columns
     encoding: list[dict[str, Any]] | None = None  # how columns became features (store/encoding.py)
     class_names: list[str] | None = None  # a text label's classes; ``classes`` are their codes
+    booleans: list[str] | None = None  # unencoded features read from boolean columns (as 0, 1)
     _folded: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
     _unweighted: np.ndarray | None = field(default=None, repr=False, compare=False)
 
@@ -202,6 +203,7 @@ class LinearModel:
             **({"inputs": self.inputs} if self.inputs else {}),
             **({"encoding": self.encoding} if self.encoding else {}),
             **({"class_names": self.class_names} if self.class_names else {}),
+            **({"booleans": self.booleans} if self.booleans else {}),
         }
 
     @classmethod
@@ -216,4 +218,5 @@ class LinearModel:
             inputs=d.get("inputs"),
             encoding=d.get("encoding"),
             class_names=d.get("class_names"),
+            booleans=d.get("booleans"),
         )

@@ -104,9 +104,9 @@ class Database(Queryable, Protocol):
         self, name: str, params: Sequence[tuple[str, str]], expression: str, returns: str = "double"
     ) -> None:
         """Create or replace the scalar SQL function ``name(params…)`` (``(quoted name, type)``
-        each, type ``double`` or ``text``; a ``returns`` out) computing ``expression`` over its
-        parameters: a MACRO in DuckDB, an inlinable IMMUTABLE PARALLEL SAFE SQL function in
-        PostgreSQL.  ``name`` quoted."""
+        each, type ``double``, ``text`` or ``boolean``; a ``returns`` out) computing
+        ``expression`` over its parameters: a MACRO in DuckDB, an inlinable IMMUTABLE PARALLEL
+        SAFE SQL function in PostgreSQL.  ``name`` quoted."""
         ...
 
     def drop_function(self, schema: str, function: str, arity: int) -> None:

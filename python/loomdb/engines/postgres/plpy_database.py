@@ -55,7 +55,7 @@ from loomdb.store.budget import BACKEND_CACHE_MB
 from loomdb.store.names import literal, quote_ident
 
 # the argument types of the functions loom_deploy makes, by type oid
-DEPLOYED_TYPES = {701: "double precision", 25: "text"}
+DEPLOYED_TYPES = {701: "double precision", 25: "text", 16: "boolean"}
 INTERRUPT_EVERY_S = 0.1
 BLOB_ROWS = 16  # rows a cursor fetches at a time in query_blobs
 CONFLICTS = {"23505", "40001", "40P01"}  # unique key, serialization, deadlock
@@ -309,7 +309,8 @@ class PlpyDatabase:
         )
 
     def drop_function(self, schema: str, function: str, arity: int) -> None:
-        """Drop ``schema.function`` taking ``arity`` doubles or texts (what loomdb deploys)."""
+        """Drop ``schema.function`` taking ``arity`` doubles, texts or booleans (what loomdb
+        deploys)."""
         name = f"{quote_ident(schema)}.{quote_ident(function)}"
         for (oids,) in self._signatures(schema, function, arity):
             types = [DEPLOYED_TYPES.get(int(o)) for o in oids]
