@@ -146,6 +146,7 @@ def _qualified(schema: str, function: str) -> str:
 
 def _define(db: Any, name: str, model: LinearModel, schema: str, function: str, kind: str) -> str:
     require_compilable(model, name)  # a retrain on a sparse source cannot keep its function
+    _require_create(db, schema, function)
     params = parameters(model)
     arity, qualified = len(params), _qualified(schema, function)
     ours = _claim(db, name, schema, function, arity)
@@ -161,6 +162,23 @@ def _define(db: Any, name: str, model: LinearModel, schema: str, function: str, 
     db.define_function(qualified, [(quote_ident(c), t) for c, t in params], expression, returns)
     catalog.put_deployment(db, schema, function, name, kind, arity)
     return f"{schema}.{function}({', '.join(c for c, _ in params)})"
+
+
+def _require_create(db: Any, schema: str, function: str) -> None:
+    """Refuse, with a hint, a schema the role may not create in (PostgreSQL 15's ``public``
+    for every role but its owner): PostgreSQL's own "permission denied" said neither what
+    loomdb was doing nor what to do."""
+    if db.dialect != "postgres":
+        return
+    sql = "SELECT pg_catalog.has_schema_privilege($1::pg_catalog.text, 'CREATE'::pg_catalog.text)"
+    if db.query(sql, [schema])[0][0]:
+        return
+    raise LoomStateError(
+        f"loomdb cannot define {schema}.{function}: {db.role()} has no CREATE privilege on "
+        f"schema {schema}",
+        hint='deploy into a schema you may create in ({"schema": "…"}, or SET the search path '
+        f"to one), or ask the owner of {schema} to GRANT CREATE ON SCHEMA {schema} to you",
+    )
 
 
 def _claim(db: Any, name: str, schema: str, function: str, arity: int) -> tuple | None:
