@@ -334,3 +334,22 @@ def test_a_boolean_feature_column_is_taken_as_it_was_trained_on(engine):
         )
         assert all(c == d == p and abs(q - dq) < 1e-12 for c, d, p, q, dq in got), got[:3]
         assert {p for _, _, p, _, _ in got} == {0.0, 1.0}
+
+
+def test_a_probability_function_name_too_long_says_so_and_how_to_shorten_it(engine):
+    """A model named with 60 characters deploys as predict_<its first 55>; with ``proba`` the
+    second function's name passed 63 characters and the refusal read "invalid function name
+    … (hint: function names are 1-63 ASCII letters …)", of a name the user never wrote."""
+    _load(engine)
+    name = "m" * 60
+    engine.scalar(f"""SELECT loom_train('{name}', 'd', 'y', '{{"nulls": "skip"}}')""")
+    message, hint = _message_and_hint(
+        engine, f"""SELECT loom_deploy('{name}', '{{"proba": true}}')"""
+    )
+    assert "_proba" in message and "63" in message, message
+    assert '"name"' in hint and "57" in hint, hint
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
+    made = json.loads(
+        engine.scalar(f"""SELECT loom_deploy('{name}', '{{"proba": true, "name": "p"}}')""")
+    )
+    assert [f.split(".")[1] for f in made["functions"]] == ["p(a, b, c)", "p_proba(a, b, c)"]

@@ -73,14 +73,28 @@ def deploy(db: Any, name: str, options: str | None) -> str:
         schema = _schema(db, opts["schema"]) if opts["schema"] else _current_schema(db)
         _refuse_catalog_schema(db, schema)
         function = check_name(opts["name"] or f"predict_{name}"[:63], "function")
+        proba = _proba_name(function) if opts["proba"] else None
         made = [_define(db, name, model, schema, function, "predict")]
-        if opts["proba"]:
-            proba = check_name(function + "_proba", "function")
+        if proba is not None:
             made.append(_define(db, name, model, schema, proba, "proba"))
     out: dict[str, Any] = {"model": name, "functions": made}
     if chosen is not None:
         out["version"] = chosen
     return json.dumps(out)
+
+
+def _proba_name(function: str) -> str:
+    """``<function>_proba``, refused with a hint where it would pass 63 characters (a default
+    ``predict_<model>`` of a long model's name does)."""
+    proba = function + "_proba"
+    if len(proba) > 63:
+        raise LoomOptionError(
+            f"the probability function {proba} would be {len(proba)} characters long; "
+            "function names have at most 63",
+            hint='name the functions yourself, in at most 57 characters: {"name": "…", '
+            '"proba": true} makes <name> and <name>_proba',
+        )
+    return check_name(proba, "function")
 
 
 def require_owner(db: Any, name: str, verb: str) -> str | None:
