@@ -353,3 +353,16 @@ def test_a_probability_function_name_too_long_says_so_and_how_to_shorten_it(engi
         engine.scalar(f"""SELECT loom_deploy('{name}', '{{"proba": true, "name": "p"}}')""")
     )
     assert [f.split(".")[1] for f in made["functions"]] == ["p(a, b, c)", "p_proba(a, b, c)"]
+
+
+def test_loomdbs_storage_schema_is_refused_as_its_catalog_schema_is(engine):
+    """``loom_data`` holds loomdb's storage tables (on PostgreSQL every loomdb user may create
+    there, and every one may use it): a deployed function was made there, among them."""
+    _load(engine)
+    engine.scalar(TRAIN)
+    for spelling in ("loom_data", "LOOM_DATA") if engine.name == "duckdb" else ("loom_data",):
+        message, hint = _message_and_hint(
+            engine, f"""SELECT loom_deploy('m', '{{"schema": "{spelling}"}}')"""
+        )
+        assert "loomdb's storage schema" in message and '"schema"' in hint, message
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0

@@ -135,12 +135,14 @@ def _schema(db: Any, given: str) -> str:
 
 def _refuse_catalog_schema(db: Any, schema: str) -> None:
     """A model's function is the user's, not loomdb's: in loomdb's catalog schema it would sit
-    among loomdb's own functions (and go with a reinstall's DROP of that schema)."""
-    if db.fold_name(schema) == db.fold_name(catalog.SCHEMA):
-        raise LoomOptionError(
-            f"loom_deploy does not define functions in '{schema}', loomdb's catalog schema",
-            hint='name a schema of your own: {"schema": "…"}, or SET the search path to one',
-        )
+    among loomdb's own functions (and go with a reinstall's DROP of that schema), in its
+    storage schema among the storage tables."""
+    for ours, what in ((catalog.SCHEMA, "catalog"), (catalog.DATA_SCHEMA, "storage")):
+        if db.fold_name(schema) == db.fold_name(ours):
+            raise LoomOptionError(
+                f"loom_deploy does not define functions in '{schema}', loomdb's {what} schema",
+                hint='name a schema of your own: {"schema": "…"}, or SET the search path to one',
+            )
 
 
 def _current_schema(db: Any) -> str:
