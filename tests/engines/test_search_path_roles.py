@@ -420,3 +420,25 @@ def test_no_role_lookalike_runs_for_loomdb_plot(roles, pg_dsn, tmp_path):
         bob.execute(f"DROP FUNCTION {SCHEMA}.loom_training_info(text)")  # type: ignore[arg-type]
         alice.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'sp_plot'")
         alice.close()
+
+
+def test_no_role_pg_roles_names_a_role_loom_grant_takes(roles, pg_dsn):
+    """loom_grant asked ``pg_roles``, unqualified, whether the grantee exists: where pg_catalog
+    comes after a schema bob creates in on alice's search_path, bob's ``pg_roles`` view there
+    answered, and alice's model was "granted" to a role that does not exist."""
+    _, bob, _ = roles
+    bob.execute(f"CREATE VIEW {SCHEMA}.pg_roles AS SELECT 'ghost_role'::name AS rolname")  # type: ignore[arg-type]
+    bob.execute(f"GRANT SELECT ON {SCHEMA}.pg_roles TO PUBLIC")  # type: ignore[arg-type]
+    alice = connect(pg_dsn, ALICE, SCHEMA)
+    alice.execute(f"SET search_path = {SCHEMA}, pg_catalog, public")  # type: ignore[arg-type]
+    options = json.dumps({"model": "logistic", "epochs": 2, "replace": True})
+    try:
+        alice.execute(f"SELECT loom_train('sp_gr', 'pts', 'y', '{options}')")  # type: ignore[arg-type]
+        with pytest.raises(psycopg.Error, match="role 'ghost_role' does not exist"):
+            alice.execute("SELECT loom_grant('sp_gr', 'ghost_role')")
+        granted = json.loads(alice.execute(f"SELECT loom_grant('sp_gr', '{BOB}')").fetchone()[0])  # type: ignore[arg-type,index]
+        assert granted == {"model": "sp_gr", "granted_to": BOB}
+    finally:
+        alice.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'sp_gr'")
+        alice.close()
+        bob.execute(f"DROP VIEW {SCHEMA}.pg_roles")  # type: ignore[arg-type]

@@ -82,7 +82,9 @@ def _role_name(db: Any, role: str) -> str:
     if role == "public":
         return role
     if not isinstance(role, str) or not db.query(
-        "SELECT 1 FROM pg_roles WHERE rolname = $1", [role]
+        "SELECT 1 FROM pg_catalog.pg_roles "
+        "WHERE rolname::pg_catalog.text OPERATOR(pg_catalog.=) $1::pg_catalog.text",
+        [role],
     ):
         raise LoomStateError(
             f"role {role!r} does not exist", hint="name an existing role or public"
