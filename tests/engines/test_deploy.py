@@ -366,3 +366,19 @@ def test_loomdbs_storage_schema_is_refused_as_its_catalog_schema_is(engine):
         )
         assert "loomdb's storage schema" in message and '"schema"' in hint, message
     assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
+
+
+def test_a_name_of_loomdbs_own_functions_is_refused_on_both_engines(engine):
+    """DuckDB refused ``{"name": "loom_predict"}`` (a function of its system catalog), but
+    PostgreSQL, which looked in the target schema and pg_catalog only, made a
+    ``loom_predict(a, b, c)`` there, in front of loomdb's own for every search path naming
+    that schema before the extension's."""
+    _load(engine)
+    engine.scalar(TRAIN)
+    for name in ("loom_predict", "loom_version"):
+        message, hint = _message_and_hint(
+            engine, f"""SELECT loom_deploy('m', '{{"name": "{name}"}}')"""
+        )
+        assert f".{name} with" in message and "would replace or shadow it" in message, message
+        assert '"name"' in hint
+    assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0

@@ -122,7 +122,8 @@ class Database(Queryable, Protocol):
         """``(schema, name, arity)`` of every function or macro, of any arity, that defining
         ``schema.function`` (unquoted names) would replace or shadow: of that name as the engine
         compares names (:meth:`fold_name`), in that schema or built in (DuckDB's ``system``
-        and ``temp`` catalogs, named so: ``system.main``; PostgreSQL's ``pg_catalog``)."""
+        and ``temp`` catalogs, named so: ``system.main``; PostgreSQL's ``pg_catalog`` and the
+        loomdb extension's own functions)."""
         ...
 
     def fold_name(self, name: str) -> str:

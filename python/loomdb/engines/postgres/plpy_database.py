@@ -322,11 +322,15 @@ class PlpyDatabase:
 
     def functions_named(self, schema: str, function: str) -> list[tuple[str, str, int]]:
         # pg_catalog's functions come first on every search path: one of its names would
-        # never be called unqualified
+        # never be called unqualified; loomdb's own, in the extension's schema, are built-ins
+        # too (DuckDB's are in its system catalog)
         rows = self.query(
             "SELECT n.nspname, p.proname, p.pronargs FROM pg_catalog.pg_proc p "
             "JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE p.proname = $2 AND n.nspname IN ($1, 'pg_catalog') ORDER BY 1, 3",
+            "WHERE p.proname = $2 AND (n.nspname IN ($1, 'pg_catalog') OR EXISTS ("
+            "SELECT FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_extension e "
+            "ON e.oid = d.refobjid WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass "
+            "AND d.objid = p.oid AND d.deptype = 'e' AND e.extname = 'loomdb')) ORDER BY 1, 3",
             [schema, function],
         )
         return [(str(s), str(f), int(n)) for s, f, n in rows]
