@@ -382,3 +382,32 @@ def test_a_name_of_loomdbs_own_functions_is_refused_on_both_engines(engine):
         assert f".{name} with" in message and "would replace or shadow it" in message, message
         assert '"name"' in hint
     assert engine.scalar("SELECT count(*) FROM loom.deployments") == 0
+
+
+def test_a_schema_needing_quotes_is_taken_by_the_schema_option(engine):
+    """Schemas may be any identifier the engine takes: deploying into ``"My Schema"`` as the
+    current schema worked, but ``{"schema": "My Schema"}`` was refused as an "invalid schema
+    name" (letters, digits and underscores only, the rule of model names)."""
+    _load(engine)
+    engine.scalar(TRAIN)
+    engine.rows('CREATE SCHEMA "My Schema"')
+    try:
+        _deploy_into_my_schema(engine)
+    finally:  # not in loomtest, which PostgreSQL's tests drop
+        engine.rows('DROP SCHEMA IF EXISTS "My Schema" CASCADE')
+
+
+def _deploy_into_my_schema(engine):
+    made = json.loads(engine.scalar("""SELECT loom_deploy('m', '{"schema": "My Schema"}')"""))
+    assert made["functions"] == ["My Schema.predict_m(a, b, c)"]
+    gap, deployed, _ = _gap(engine, '"My Schema".predict_m', "loom_predict")
+    assert gap == 0.0 and deployed == 299
+    engine.scalar(
+        """SELECT loom_train('m', 'd', 'y', '{"replace": true, "epochs": 3, "nulls": "skip"}')"""
+    )
+    gap, deployed, _ = _gap(engine, '"My Schema".predict_m', "loom_predict")
+    assert gap == 0.0 and deployed == 299
+    dropped = json.loads(engine.scalar("SELECT loom_drop_model('m')"))
+    assert dropped["functions"] == ["My Schema.predict_m"]
+    with pytest.raises(engine.errors):
+        engine.scalar('SELECT "My Schema".predict_m(1.0, 2.0, 3.0)')

@@ -30,7 +30,7 @@ from loomdb.learn.model import LinearModel, require_probabilities
 from loomdb.options import AnyOf, Boolean, Choices, Interval, Option, Options, Text, parse_json
 from loomdb.store import catalog
 from loomdb.store import encoding as encodings
-from loomdb.store.names import builtin, check_name, quote_ident
+from loomdb.store.names import NAME, builtin, check_name, quote_ident
 
 OPTIONS = Options(
     "loom_deploy",
@@ -111,8 +111,10 @@ def require_owner(db: Any, name: str, verb: str) -> str | None:
 def _schema(db: Any, given: str) -> str:
     """The ``schema`` option, refused unless it is a schema of this database (on DuckDB an
     attached database's name is not: its macro would be written there, apart from the
-    catalog's row)."""
-    schema = check_name(given, "schema")
+    catalog's row).  Any name the engine takes, compared as a parameter and quoted after."""
+    if "\x00" in given:
+        raise LoomOptionError("the 'schema' option holds a NUL character", hint="name a schema")
+    schema = given
     if db.dialect == "postgres":
         sql = (
             "SELECT pg_catalog.count(*) FROM pg_catalog.pg_namespace "
@@ -127,8 +129,8 @@ def _schema(db: Any, given: str) -> str:
         raise LoomNotFoundError(
             f"schema '{schema}' does not exist in this database: loom_deploy cannot define "
             "functions there",
-            hint=f"CREATE SCHEMA {schema} first, or leave 'schema' out to deploy into the "
-            "current schema",
+            hint=f"CREATE SCHEMA {schema if NAME.match(schema) else quote_ident(schema)} first, "
+            "or leave 'schema' out to deploy into the current schema",
         )
     return schema
 
