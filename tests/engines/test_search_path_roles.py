@@ -442,3 +442,38 @@ def test_no_role_pg_roles_names_a_role_loom_grant_takes(roles, pg_dsn):
         alice.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'sp_gr'")
         alice.close()
         bob.execute(f"DROP VIEW {SCHEMA}.pg_roles")  # type: ignore[arg-type]
+
+
+def test_no_role_function_runs_in_a_compiled_model_or_a_hashed_column(roles, pg_dsn):
+    """A compiled probability calls ``exp(double precision)`` and a hashed text column
+    ``md5(text)`` and ``substr(text, integer, integer)``: exact matches, unqualified, so where
+    pg_catalog comes after a schema bob creates in on alice's search_path, bob's ran — in her
+    train's layout, in ``loom_predict_proba_sql``'s expression and in her deployed function."""
+    _, bob, _ = roles
+    bob.execute("DELETE FROM ran")
+    traps = [
+        ("exp", "v double precision", "double precision", "pg_catalog.exp(v)"),
+        ("md5", "v text", "text", "pg_catalog.md5(v)"),
+        ("substr", "v text, f integer, n integer", "text", "pg_catalog.substr(v, f, n)"),
+    ]
+    for name, args, returns, value in traps:
+        _recording(bob, f"{SCHEMA}.{name}", args, returns, value)
+    alice = connect(pg_dsn, ALICE, SCHEMA)
+    alice.execute("CREATE TABLE hp AS SELECT x, z, y, 'v' || (x::int % 5) AS t FROM pts")
+    alice.execute(f"SET search_path = {SCHEMA}, pg_catalog, public")  # type: ignore[arg-type]
+    options = {"epochs": 2, "features": ["x", "t"], "preprocess": {"t": {"encode": "hash"}}}
+    try:
+        alice.execute(f"SELECT loom_train('sp_hx', 'hp', 'y', '{json.dumps(options)}')")  # type: ignore[arg-type]
+        proba = alice.execute("SELECT loom_predict_proba_sql('sp_hx')").fetchone()[0]  # type: ignore[index]
+        alice.execute(f"SELECT {proba} FROM hp")  # type: ignore[arg-type]
+        alice.execute("""SELECT loom_deploy('sp_hx', '{"proba": true}')""")
+        alice.execute("SELECT predict_sp_hx(x, t), predict_sp_hx_proba(x, t) FROM hp")
+        assert ran(bob) == [], f"bob's functions ran for alice: {ran(bob)}"
+        alice.execute("SELECT exp(1.0::float8)")
+        assert ran(bob) == [(ALICE, f"{SCHEMA}.exp")]  # bob's, where named: the trap works
+    finally:
+        alice.execute("SELECT loom_drop_model(name) FROM loom.models WHERE name = 'sp_hx'")
+        alice.execute("DROP TABLE hp")
+        alice.close()
+        for name, args, _, _ in traps:
+            bob.execute(f"DROP FUNCTION {SCHEMA}.{name}({args})")  # type: ignore[arg-type]

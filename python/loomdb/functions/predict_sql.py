@@ -42,7 +42,7 @@ from typing import Any
 from loomdb.learn.model import LinearModel, require_probabilities
 from loomdb.store import encoding as encodings
 from loomdb.store.encoding import Encoded, text_literal
-from loomdb.store.names import quote_ident
+from loomdb.store.names import builtin, quote_ident
 
 FINITE = "loom.finite"  # loomdb_predict.c; schema-qualified, the loom schema is the installer's
 
@@ -208,8 +208,9 @@ def proba_expression(model: LinearModel, dialect: str = "postgres") -> str:
     zeros = dialect == "duckdb"
     # exp() overflows to an error in PostgreSQL: clamp the margin where the sigmoid is flat.
     one, low, high = (number(v, dialect) for v in (1.0, -700.0, 700.0))
+    exp = builtin("exp", dialect)  # pg_catalog's: a role's exp(float8) would be as exact
     sig = [
-        f"({one} / ({one} + exp(-least(greatest({_margin(model, j, dialect, zeros)}, {low}), "
+        f"({one} / ({one} + {exp}(-least(greatest({_margin(model, j, dialect, zeros)}, {low}), "
         f"{high}))))"
         for j in range(k)
     ]

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.errors import LoomDataError, LoomFormatError
-from loomdb.store.names import literal, quote_ident
+from loomdb.store.names import builtin, literal, quote_ident
 
 OTHER = "<other>"
 HEX_DIGITS = 7  # of the MD5, read as an integer: 28 bits, positive in a 32-bit integer
@@ -72,8 +72,11 @@ def bucket(value: str, buckets: int) -> int:
 
 
 def bucket_sql(text: str, buckets: int, dialect: str) -> str:
-    """SQL for the bucket of the text expression ``text`` (NULL for NULL)."""
-    digits = f"substr(md5({text}), 1, {HEX_DIGITS})"
+    """SQL for the bucket of the text expression ``text`` (NULL for NULL); on PostgreSQL
+    pg_catalog's ``substr`` and ``md5``, never a role's of the same (exact) arguments on the
+    search path ahead of pg_catalog."""
+    substr, md5 = builtin("substr", dialect), builtin("md5", dialect)
+    digits = f"{substr}({md5}({text}), 1, {HEX_DIGITS})"
     return f"({HEX_INTEGER[dialect].format(hex=digits)} % {int(buckets)})"
 
 
