@@ -17,7 +17,7 @@ import numpy as np
 
 from loomdb.accel import registry
 from loomdb.distributed import options as distributed
-from loomdb.errors import LoomDataError, LoomDivergedError, LoomOptionError
+from loomdb.errors import LoomConflictError, LoomDataError, LoomDivergedError, LoomOptionError
 from loomdb.functions import deploy, train_parallel
 from loomdb.functions.train_plan import Plan, class_shown, plan, standardize_for
 from loomdb.learn import skipping, slim, step_size
@@ -39,16 +39,19 @@ from loomdb.store.split import Split
 def train(db: Any, name: str, source: str | None, label: str | None, options: str | None) -> str:
     check_name(name, "model")
     p = plan(index_format(db, parse_json(options)))
-    with db.atomic():
-        exists = catalog.model_exists(db, name)
-        if exists and not (p.opts["warm_start"] or p.opts["replace"]):
-            catalog.require_absent(db, name, "model")
-        if exists:  # before the fit: a grant shares predicting, not training
-            deploy.require_owner(db, name, "retrain it")
-        record, model = fit_record(db, name, p, source, label, f"loom_train {name}")
-        catalog.put_model(db, record, replace=exists)
-        if exists:
-            deploy.refresh(db, name, model, db.role())
+    try:
+        with db.atomic():
+            exists = catalog.model_exists(db, name)
+            if exists and not (p.opts["warm_start"] or p.opts["replace"]):
+                catalog.require_absent(db, name, "model")
+            if exists:  # before the fit: a grant shares predicting, not training
+                deploy.require_owner(db, name, "retrain it")
+            record, model = fit_record(db, name, p, source, label, f"loom_train {name}")
+            catalog.put_model(db, record, replace=exists)
+            if exists:
+                deploy.refresh(db, name, model, db.role())
+    except LoomConflictError:  # (DuckDB finds another session's row of the name at COMMIT)
+        raise catalog.taken("model", name) from None
     return json.dumps(_summary(record, model))
 
 

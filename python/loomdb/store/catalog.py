@@ -326,7 +326,7 @@ def put_model(db: Queryable, record: ModelRecord, replace: bool) -> None:
     try:
         _insert(db, "models", _values(record))
     except LoomConflictError:
-        raise _taken("model", record.name) from None
+        raise taken("model", record.name) from None
 
 
 # -- versions: the current one in loom.models, the others in loom.model_versions -------------
@@ -462,7 +462,7 @@ def _no_version(name: str, version: int) -> LoomNotFoundError:
     )
 
 
-def _taken(what: str, name: str) -> LoomConflictError:
+def taken(what: str, name: str) -> LoomConflictError:
     return LoomConflictError(
         f"{what} '{name}' was written by another session or belongs to another role",
         hint=f"choose another {what} name, or retry if another train of it just finished",
@@ -669,7 +669,7 @@ def put_index(db: Queryable, info: IndexInfo) -> None:
     try:
         _insert(db, "indexes", values)
     except LoomConflictError:
-        raise _taken("index", info.name) from None
+        raise taken("index", info.name) from None
 
 
 def index_relation(db: Queryable, name: str) -> str | None:

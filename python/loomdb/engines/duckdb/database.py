@@ -87,10 +87,14 @@ def translate(error: duckdb.Error, read_only: bool = False) -> LoomError:
             "create the catalog, and train a model there",
         )
     # A transaction error is a race only where DuckDB says so ("write-write conflict", "Conflict
-    # on update"): a commit that failed for want of disk space is not one, and running the
-    # call again would not help.
-    race = isinstance(error, duckdb.TransactionException) and "CONFLICT" in message.upper()
-    if race or (isinstance(error, duckdb.ConstraintException) and "PRIMARY KEY" in message.upper()):
+    # on update", or a key another transaction committed first, which DuckDB finds only at
+    # COMMIT: "Failed to commit: PRIMARY KEY or UNIQUE constraint violation"): a commit that
+    # failed for want of disk space is not one, and running the call again would not help.
+    said = message.upper()
+    race = isinstance(error, duckdb.TransactionException) and (
+        "CONFLICT" in said or "PRIMARY KEY" in said
+    )
+    if race or (isinstance(error, duckdb.ConstraintException) and "PRIMARY KEY" in said):
         return LoomConflictError(
             f"another loomdb call changed the same catalog rows first: {message}",
             hint="nothing was written; run the call again",

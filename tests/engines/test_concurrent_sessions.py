@@ -1,0 +1,142 @@
+"""Two sessions writing the same model or index at once, on both engines: PostgreSQL's are two
+connections, DuckDB's two cursors of one connection (one loomdb connection per database file
+in a process).  Each race ends in a correct answer or a loomdb error naming what collided —
+never a raw engine error, a damaged-index verdict, or a catalog no serial order could leave.
+
+The collisions are forced, never timed: on PostgreSQL the first session holds its work in an
+open transaction until the second is seen waiting on a lock (``pg_stat_activity``); on DuckDB,
+whose transactions never wait, a seam holds each session at the point where its write is made
+but not committed, until the other has got there too.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+
+import loomdb
+from loomdb.store import catalog, layout
+
+WAIT_S = 120
+
+
+def _load(engine, rows: int = 4000) -> None:
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(rows, 3))
+    engine.load("t", X, (X[:, 0] - X[:, 2] > 0).astype(float), ["a", "b", "c"])
+
+
+class Session:
+    """One more session on ``engine``'s database: ``run`` gives a statement's value or the
+    error it raised (DuckDB: loomdb's; PostgreSQL: psycopg's, the SQLSTATE telling which)."""
+
+    def __init__(self, engine, request, autocommit: bool = True):
+        self.engine = engine
+        if engine.name == "duckdb":
+            self.con: Any = engine.con.cursor()
+            self.pid = None
+        else:
+            self.con = psycopg.connect(request.getfixturevalue("pg_dsn"), autocommit=autocommit)
+            self.con.execute("SET search_path = loomtest, public")
+            self.pid = self.con.execute("SELECT pg_backend_pid()").fetchone()[0]
+            if not autocommit:
+                self.con.commit()
+
+    def run(self, sql: str) -> Any:
+        try:
+            return self.con.execute(sql).fetchall()[0][0]
+        except (loomdb.LoomError, psycopg.Error) as e:
+            return e
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _waits_on_a_lock(engine, pid: int) -> bool:
+    rows = engine.rows(f"SELECT wait_event_type FROM pg_stat_activity WHERE pid = {pid}")
+    return bool(rows) and rows[0][0] == "Lock"
+
+
+def _in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(call()))
+    thread.start()
+    return thread, out
+
+
+def _when_waiting(engine, session: Session, thread: threading.Thread) -> None:
+    """Return once ``session`` (in ``thread``) waits on a lock; fail if it never does."""
+    deadline = time.monotonic() + WAIT_S
+    while thread.is_alive() and not _waits_on_a_lock(engine, session.pid):
+        assert time.monotonic() < deadline, "the second session never waited on a lock"
+        time.sleep(0.02)
+
+
+@contextmanager
+def _held_after(monkeypatch, module: Any, function: str, parties: int) -> Iterator[None]:
+    """DuckDB: every call of ``module.function`` waits, once it has run, until ``parties``
+    calls have run (each in its own uncommitted transaction), so that they commit together."""
+    original = getattr(module, function)
+    barrier = threading.Barrier(parties, timeout=WAIT_S)
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(*args, **kwargs)
+        finally:
+            barrier.wait()
+
+    monkeypatch.setattr(module, function, held)
+    yield
+
+
+def _both(engine, request, monkeypatch, first_sql: str, second_sql: str, seam: tuple) -> list:
+    """``first_sql`` and ``second_sql`` run at once in two sessions, both past the point where
+    each writes, neither committed: what each gave."""
+    first, second = Session(engine, request, autocommit=False), Session(engine, request)
+    try:
+        if engine.name == "duckdb":
+            with _held_after(monkeypatch, *seam, parties=2):
+                a, got_a = _in_thread(lambda: first.run(first_sql))
+                b, got_b = _in_thread(lambda: second.run(second_sql))
+                a.join(), b.join()
+            return [got_a[0], got_b[0]]
+        got_a = [first.run(first_sql)]
+        b, got_b = _in_thread(lambda: second.run(second_sql))
+        _when_waiting(engine, second, b)
+        first.con.commit()
+        b.join()
+        return [got_a[0], got_b[0]]
+    finally:
+        first.close(), second.close()
+
+
+def _names(error: Any, *words: str) -> bool:
+    text = str(error)
+    return all(w in text for w in words)
+
+
+def _is_loom_error(engine, error: Any) -> bool:
+    if engine.name == "duckdb":
+        return isinstance(error, loomdb.LoomError) and error.hint is not None
+    return isinstance(error, psycopg.Error) and error.diag.message_hint is not None
+
+
+def test_two_first_trains_of_one_name_end_in_one_model_and_an_error_naming_it(
+    engine, request, monkeypatch
+):
+    _load(engine)
+    train = "SELECT loom_train('m', 't', 'y', '{\"epochs\": 2, \"progress\": false}')"
+    out = _both(engine, request, monkeypatch, train, train, (catalog, "put_model"))
+    made = [o for o in out if isinstance(o, str)]
+    refused = [o for o in out if not isinstance(o, str)]
+    assert len(made) == 1 and len(refused) == 1, out
+    assert _is_loom_error(engine, refused[0]) and _names(refused[0], "model", "'m'"), refused
+    assert engine.rows("SELECT name, version FROM loom.models") == [("m", 1)]
+    assert engine.rows("SELECT count(*) FROM loom.model_versions") == [(0,)]
