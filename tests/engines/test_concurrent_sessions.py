@@ -140,3 +140,29 @@ def test_two_first_trains_of_one_name_end_in_one_model_and_an_error_naming_it(
     assert _is_loom_error(engine, refused[0]) and _names(refused[0], "model", "'m'"), refused
     assert engine.rows("SELECT name, version FROM loom.models") == [("m", 1)]
     assert engine.rows("SELECT count(*) FROM loom.model_versions") == [(0,)]
+
+
+def _index_tables(engine) -> list[str]:
+    if engine.name == "duckdb":
+        sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'loom_data'"
+    else:
+        sql = "SELECT relname FROM pg_class WHERE relnamespace = 'loom_data'::regnamespace"
+        sql += " AND relkind = 'r'"
+    return sorted(r[0] for r in engine.rows(sql))
+
+
+def test_two_builds_of_one_index_name_keep_one_and_say_the_other_collided(
+    engine, request, monkeypatch
+):
+    _load(engine)
+    build = "SELECT loom_create_index('ix', 't', 'y', '{\"format\": \"dense\"}')"
+    out = _both(engine, request, monkeypatch, build, build, (layout, "_record_fingerprint"))
+    made = [o for o in out if isinstance(o, str)]
+    refused = [o for o in out if not isinstance(o, str)]
+    assert len(made) == 1 and len(refused) == 1, out
+    assert _is_loom_error(engine, refused[0]), refused
+    assert _names(refused[0], "index 'ix'", "another session"), refused
+    assert engine.rows("SELECT name FROM loom.indexes") == [("ix",)]
+    assert _index_tables(engine) == ["ix"]  # no staged table left behind
+    opts = json.dumps({"index": "ix", "epochs": 1, "progress": False})
+    assert json.loads(engine.scalar(f"SELECT loom_train('m', 't', 'y', '{opts}')"))["model"] == "m"

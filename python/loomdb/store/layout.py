@@ -26,6 +26,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from loomdb.errors import (
+    LoomConflictError,
+    LoomDatabaseError,
     LoomDataError,
     LoomFormatError,
     LoomNotFoundError,
@@ -467,12 +469,41 @@ def build(
         _lay_out(db, info, prof, fmt, opts, sink, Progress(db, what, prof.rows, quiet))
         _record_fingerprint(db, info, prof.kinds)
         _refuse_written_meanwhile(info, before)
+        _record(db, info, staged, replacing)
+    return catalog.get_index(db, name)
+
+
+def _record(db: Database, info: IndexInfo, staged: str, replacing: bool) -> None:
+    """Make ``staged`` index ``info``'s storage table and record the index, in one
+    transaction (``replacing``: in place of the index of its name).  Another session may have
+    recorded an index of that name since this build began: then nothing is recorded, and the
+    error says so."""
+    name = info.name
+    try:  # the engine's own error, a taken key or table name, would not say what happened
         with db.atomic():
             if replacing:
                 drop(db, name)
+            elif catalog.index_exists(db, name):
+                raise _built_meanwhile(name)
             db.execute(f"ALTER TABLE {staged} RENAME TO {quote_ident(name)}")
             catalog.put_index(db, info)
-    return catalog.get_index(db, name)
+    except LoomConflictError:  # a build of the name in flight in another session
+        if replacing:
+            raise
+        raise _built_meanwhile(name) from None
+    except LoomDatabaseError:  # the name's table, which another session's build committed
+        if replacing or not catalog.index_exists(db, name):
+            raise
+        raise _built_meanwhile(name) from None
+
+
+def _built_meanwhile(name: str) -> LoomConflictError:
+    return LoomConflictError(
+        f"index '{name}' was built by another session at the same time: this build of it "
+        "is not recorded",
+        hint=f"use that index once that session has committed it, or drop it with "
+        f"loom_drop_index('{name}') and build again",
+    )
 
 
 def scratch(
