@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+import pytest
 
 import loomdb
 from loomdb.store import catalog, layout
@@ -80,29 +81,31 @@ def _when_waiting(engine, session: Session, thread: threading.Thread) -> None:
 
 
 @contextmanager
-def _held_after(monkeypatch, module: Any, function: str, parties: int) -> Iterator[None]:
-    """DuckDB: every call of ``module.function`` waits, once it has run, until ``parties``
-    calls have run (each in its own uncommitted transaction), so that they commit together."""
-    original = getattr(module, function)
+def _held_after(monkeypatch, seams: list[tuple[Any, str]], parties: int) -> Iterator[None]:
+    """DuckDB: every call of a seam's ``module.function`` waits, once it has run, until
+    ``parties`` calls have run (each in its own uncommitted transaction), so that they commit
+    together."""
     barrier = threading.Barrier(parties, timeout=WAIT_S)
+    for module, function in seams:
+        original = getattr(module, function)
 
-    def held(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return original(*args, **kwargs)
-        finally:
-            barrier.wait()
+        def held(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                barrier.wait()
 
-    monkeypatch.setattr(module, function, held)
+        monkeypatch.setattr(module, function, held)
     yield
 
 
-def _both(engine, request, monkeypatch, first_sql: str, second_sql: str, seam: tuple) -> list:
+def _both(engine, request, monkeypatch, first_sql: str, second_sql: str, seams: list) -> list:
     """``first_sql`` and ``second_sql`` run at once in two sessions, both past the point where
     each writes, neither committed: what each gave."""
     first, second = Session(engine, request, autocommit=False), Session(engine, request)
     try:
         if engine.name == "duckdb":
-            with _held_after(monkeypatch, *seam, parties=2):
+            with _held_after(monkeypatch, seams, parties=2):
                 a, got_a = _in_thread(lambda: first.run(first_sql))
                 b, got_b = _in_thread(lambda: second.run(second_sql))
                 a.join(), b.join()
@@ -133,7 +136,7 @@ def test_two_first_trains_of_one_name_end_in_one_model_and_an_error_naming_it(
 ):
     _load(engine)
     train = "SELECT loom_train('m', 't', 'y', '{\"epochs\": 2, \"progress\": false}')"
-    out = _both(engine, request, monkeypatch, train, train, (catalog, "put_model"))
+    out = _both(engine, request, monkeypatch, train, train, [(catalog, "put_model")])
     made = [o for o in out if isinstance(o, str)]
     refused = [o for o in out if not isinstance(o, str)]
     assert len(made) == 1 and len(refused) == 1, out
@@ -156,7 +159,7 @@ def test_two_builds_of_one_index_name_keep_one_and_say_the_other_collided(
 ):
     _load(engine)
     build = "SELECT loom_create_index('ix', 't', 'y', '{\"format\": \"dense\"}')"
-    out = _both(engine, request, monkeypatch, build, build, (layout, "_record_fingerprint"))
+    out = _both(engine, request, monkeypatch, build, build, [(layout, "_record_fingerprint")])
     made = [o for o in out if isinstance(o, str)]
     refused = [o for o in out if not isinstance(o, str)]
     assert len(made) == 1 and len(refused) == 1, out
@@ -166,3 +169,39 @@ def test_two_builds_of_one_index_name_keep_one_and_say_the_other_collided(
     assert _index_tables(engine) == ["ix"]  # no staged table left behind
     opts = json.dumps({"index": "ix", "epochs": 1, "progress": False})
     assert json.loads(engine.scalar(f"SELECT loom_train('m', 't', 'y', '{opts}')"))["model"] == "m"
+
+
+def _is_conflict(engine, error: Any) -> bool:
+    if engine.name == "duckdb":
+        return isinstance(error, loomdb.LoomConflictError) and error.hint is not None
+    return isinstance(error, psycopg.Error) and error.sqlstate == "40001"
+
+
+def _catalog(engine) -> tuple[list, list]:
+    return (
+        engine.rows("SELECT name, version FROM loom.models ORDER BY 1, 2"),
+        engine.rows("SELECT name, version FROM loom.model_versions ORDER BY 1, 2"),
+    )
+
+
+REPLACE = (
+    "SELECT loom_train('m', 't', 'y', '{\"epochs\": 2, \"replace\": true, \"progress\": false}')"
+)
+DROP = "SELECT loom_drop_model('m')"
+#: what a drop and a retrain of model 'm' (versions 1 and 2) may leave: both ran, the retrain
+#: first or the drop first (a new model: version 1); or one alone, the other refused
+SERIAL = [([], []), ([("m", 1)], []), ([("m", 3)], [("m", 1), ("m", 2)])]
+
+
+@pytest.mark.parametrize("retrain_first", [True, False], ids=["retrain-first", "drop-first"])
+def test_a_drop_and_a_retrain_of_one_model_at_once_end_as_one_after_the_other(
+    engine, request, monkeypatch, retrain_first
+):
+    _load(engine)
+    engine.rows(REPLACE), engine.rows(REPLACE)  # versions 1 and 2
+    first, second = (REPLACE, DROP) if retrain_first else (DROP, REPLACE)
+    seams = [(catalog, "put_model"), (catalog, "drop_model")]
+    out = _both(engine, request, monkeypatch, first, second, seams)
+    for outcome in out:
+        assert isinstance(outcome, str) or _is_conflict(engine, outcome), out
+    assert _catalog(engine) in SERIAL, (out, _catalog(engine))

@@ -98,7 +98,9 @@ def _proba_name(function: str) -> str:
 
 
 def require_owner(db: Any, name: str, verb: str) -> str | None:
-    """The owner of model ``name``, refused unless it is the caller (DuckDB: always)."""
+    """The owner of model ``name``, refused unless it is the caller (DuckDB: always); the
+    caller, about to change the model, first waits for other writers of it to end."""
+    catalog.hold_model(db, name)
     owner = catalog.get_model(db, name).owner
     if owner != db.role():
         raise LoomStateError(

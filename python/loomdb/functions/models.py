@@ -57,6 +57,7 @@ def drop_model(db: Any, name: str, version: int | None = NO_VERSION) -> str:
 
         return drop_version(db, name, version)
     with db.atomic():
+        catalog.hold_model(db, name)
         owner = catalog.drop_model(db, name)
         functions = undeploy(db, name, owner)
     return json.dumps({"dropped": name, "functions": functions} if functions else {"dropped": name})

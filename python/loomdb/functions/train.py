@@ -41,6 +41,7 @@ def train(db: Any, name: str, source: str | None, label: str | None, options: st
     p = plan(index_format(db, parse_json(options)))
     try:
         with db.atomic():
+            catalog.hold_model(db, name)
             exists = catalog.model_exists(db, name)
             if exists and not (p.opts["warm_start"] or p.opts["replace"]):
                 catalog.require_absent(db, name, "model")

@@ -46,6 +46,7 @@ def tune(db: Any, name: str, source: str | None, label: str | None, options: str
     planned = plans(s)  # every candidate checked before anything runs
     started = time.perf_counter()
     with db.atomic():
+        catalog.hold_model(db, name)
         planned = by_layout(db, planned)
         exists = catalog.model_exists(db, name)
         if exists and not s.fixed.get("replace"):

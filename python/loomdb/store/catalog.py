@@ -285,6 +285,28 @@ def get_model(db: Queryable, name: str) -> ModelRecord:
     return _record(ModelRecord, rows[0])
 
 
+#: the first key of the advisory locks :func:`hold_model` takes ('loom' in ASCII), the second
+#: being the model name's hash: a class of keys of loomdb's own
+MODEL_LOCKS = 0x6C6F6F6D
+
+
+def hold_model(db: Queryable, name: str) -> None:
+    """Before a call writes model ``name`` (a train, a drop, a version chosen), wait for any
+    other transaction writing it to end, and make those that come later wait for this one:
+    each then reads the model as the one before left it.  Without that wait, on PostgreSQL,
+    a drop meeting a retrain deleted some of the model's rows as they were before it and
+    found its current row replaced, and a retrain meeting a drop kept a version the drop
+    had deleted.  A transaction-level advisory lock, on PostgreSQL; DuckDB's transactions
+    never wait: there the later of two such writers is refused (``LoomConflictError``)."""
+    if db.dialect != "postgres":
+        return
+    db.execute(
+        "SELECT pg_catalog.pg_advisory_xact_lock(CAST($1 AS pg_catalog.int4), "
+        "pg_catalog.hashtext(CAST($2 AS pg_catalog.text)))",
+        [MODEL_LOCKS, name],
+    )
+
+
 def model_exists(db: Queryable, name: str) -> bool:
     return bool(db.query(f"SELECT 1 FROM {SCHEMA}.models WHERE name = $1", [name]))
 
