@@ -205,3 +205,55 @@ def test_a_drop_and_a_retrain_of_one_model_at_once_end_as_one_after_the_other(
     for outcome in out:
         assert isinstance(outcome, str) or _is_conflict(engine, outcome), out
     assert _catalog(engine) in SERIAL, (out, _catalog(engine))
+
+
+def test_a_train_on_an_index_another_session_rebuilds_reads_one_whole_index(
+    engine, request, monkeypatch
+):
+    """The train reads the index's catalog row and then its storage table: a rebuild
+    committed in between must not pair the old row with the new table (whose checksums are
+    over the new index's identity: the train said the index was damaged)."""
+    _load(engine, rows=20000)
+    engine.rows("SELECT loom_create_index('ix', 't', 'y', '{\"format\": \"mlweaving\"}')")
+    trainer = Session(engine, request)
+    try:
+        if engine.name == "duckdb":
+            got = _rebuilt_while_duckdb_trains(engine, trainer, monkeypatch)
+        else:
+            rebuilder = Session(engine, request, autocommit=False)
+            rebuilder.run("SELECT loom_reindex('ix')")  # not committed yet
+            thread, got = _in_thread(lambda: trainer.run(TRAIN_ON_IX))
+            _when_waiting(engine, trainer, thread)
+            rebuilder.con.commit()
+            rebuilder.close()
+            thread.join()
+    finally:
+        trainer.close()
+    assert isinstance(got[0], str), got
+    assert json.loads(got[0])["model"] == "m"
+
+
+TRAIN_ON_IX = (
+    "SELECT loom_train('m', 't', 'y', '{\"index\": \"ix\", \"epochs\": 2, \"progress\": false}')"
+)
+
+
+def _rebuilt_while_duckdb_trains(engine, trainer: Session, monkeypatch) -> list[Any]:
+    """DuckDB: the train (in a thread) is held once it has read the index's catalog row and
+    checked it fresh (a rebuild checks none) until the rebuild (here) has committed; what
+    the train gave."""
+    read, rebuilt = threading.Event(), threading.Event()
+    original = layout.check_fresh
+
+    def held(*args: Any, **kwargs: Any) -> None:
+        original(*args, **kwargs)
+        read.set()
+        assert rebuilt.wait(WAIT_S)
+
+    monkeypatch.setattr(layout, "check_fresh", held)
+    thread, got = _in_thread(lambda: trainer.run(TRAIN_ON_IX))
+    assert read.wait(WAIT_S), got
+    engine.rows("SELECT loom_reindex('ix')")
+    rebuilt.set()
+    thread.join()
+    return got

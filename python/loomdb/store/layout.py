@@ -15,6 +15,7 @@ acting on another role's index can never be made to run that role's code with it
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import uuid
@@ -29,6 +30,7 @@ from loomdb.errors import (
     LoomConflictError,
     LoomDatabaseError,
     LoomDataError,
+    LoomError,
     LoomFormatError,
     LoomNotFoundError,
     LoomOptionError,
@@ -609,6 +611,7 @@ def _stored_reader(reader: storage.Reader, info: IndexInfo):
 
 def open_index(db: Database, name: str, allow_stale: bool = False) -> Layout:
     """Index ``name`` from the catalog, refused when its source changed (unless allowed)."""
+    _hold_storage(db, name)
     info = catalog.get_index(db, name)
     fmt = formats.get(info.format)
     if info.format_version != fmt.version:
@@ -628,6 +631,20 @@ def open_index(db: Database, name: str, allow_stale: bool = False) -> Layout:
         relation=relation,
         owner=info.owner,
     )
+
+
+def _hold_storage(db: Database, name: str) -> None:
+    """PostgreSQL: lock index ``name``'s storage table against a rebuild or a drop before its
+    catalog row is read, until the reading transaction ends.  Each statement there sees what
+    was committed when it began: a rebuild committed between the row's read and the table's
+    would pair the old row with the new table (whose checksums are over the new index's
+    identity: the index read as damaged).  Locked first, a rebuild under way is waited for and
+    then both are the new index's; one that comes later waits for this reader.  DuckDB reads
+    a call's rows in one snapshot.  No such table, or not this role's: the row's read says."""
+    if db.dialect != "postgres":
+        return
+    with contextlib.suppress(LoomError):
+        db.execute(f"LOCK TABLE {catalog.storage_relation(name)} IN ACCESS SHARE MODE")
 
 
 def _source_gone(db: Database, info: IndexInfo, error: LoomNotFoundError) -> LoomNotFoundError:
