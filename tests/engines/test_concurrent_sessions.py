@@ -257,3 +257,50 @@ def _rebuilt_while_duckdb_trains(engine, trainer: Session, monkeypatch) -> list[
     rebuilt.set()
     thread.join()
     return got
+
+
+def test_a_build_if_not_exists_gives_the_index_another_session_built_meanwhile(
+    engine, request, monkeypatch
+):
+    _load(engine)
+    build = "SELECT loom_create_index('ix', 't', 'y', '{\"format\": \"dense\"}')"
+    lenient = build.replace('"dense"', '"dense", "if_not_exists": true')
+    second = Session(engine, request)
+    try:
+        if engine.name == "duckdb":
+            got = _built_while_duckdb_builds(engine, second, lenient, build, monkeypatch)
+        else:
+            first = Session(engine, request, autocommit=False)
+            first.run(build)  # not committed yet
+            thread, got = _in_thread(lambda: second.run(lenient))
+            _when_waiting(engine, second, thread)
+            first.con.commit()
+            first.close()
+            thread.join()
+    finally:
+        second.close()
+    assert isinstance(got[0], str), got
+    assert json.loads(got[0])["name"] == "ix"
+    assert engine.rows("SELECT name FROM loom.indexes") == [("ix",)]
+    assert _index_tables(engine) == ["ix"]
+
+
+def _built_while_duckdb_builds(engine, second: Session, lenient: str, build: str, monkeypatch):
+    """DuckDB: ``lenient`` (in a thread) is held once it has laid its rows out until
+    ``build`` (here) has built and committed the index; what ``lenient`` gave."""
+    laid, built = threading.Event(), threading.Event()
+    original = layout._record_fingerprint
+
+    def held(*args: Any, **kwargs: Any) -> None:
+        original(*args, **kwargs)
+        if not laid.is_set():  # the first build to get here: the thread's
+            laid.set()
+            assert built.wait(WAIT_S)
+
+    monkeypatch.setattr(layout, "_record_fingerprint", held)
+    thread, got = _in_thread(lambda: second.run(lenient))
+    assert laid.wait(WAIT_S), got
+    engine.rows(build)
+    built.set()
+    thread.join()
+    return got

@@ -9,7 +9,7 @@ import json
 import time
 from typing import Any
 
-from loomdb.errors import LoomOptionError, LoomStateError
+from loomdb.errors import LoomConflictError, LoomOptionError, LoomStateError
 from loomdb.options import Boolean, Option, Options, parse_json
 from loomdb.seams import IndexInfo
 from loomdb.store import catalog, formats, layout
@@ -65,7 +65,12 @@ def create_index(
     catalog.require_no_case_twin(db, name)
     started = time.perf_counter()
     what = f"loom_create_index {name}"
-    info = layout.build(db, name, source or "", label or "", opts, what, quiet)
+    try:
+        info = layout.build(db, name, source or "", label or "", opts, what, quiet)
+    except LoomConflictError:  # another session built it meanwhile: if_not_exists takes that one
+        if not exists or not catalog.index_exists(db, name):
+            raise
+        return _summary(catalog.get_index(db, name))
     seconds = time.perf_counter() - started
     if not quiet:
         db.notice(
