@@ -287,7 +287,7 @@ def test_a_build_if_not_exists_gives_the_index_another_session_built_meanwhile(
 
 def _built_while_duckdb_builds(engine, second: Session, lenient: str, build: str, monkeypatch):
     """DuckDB: ``lenient`` (in a thread) is held once it has laid its rows out until
-    ``build`` (here) has built and committed the index; what ``lenient`` gave."""
+    ``build`` (here) has run and committed; what ``lenient`` gave."""
     laid, built = threading.Event(), threading.Event()
     original = layout._record_fingerprint
 
@@ -304,3 +304,26 @@ def _built_while_duckdb_builds(engine, second: Session, lenient: str, build: str
     built.set()
     thread.join()
     return got
+
+
+def test_a_rebuild_meeting_a_drop_of_its_index_does_not_bring_it_back(engine, request, monkeypatch):
+    _load(engine)
+    engine.rows("SELECT loom_create_index('ix', 't', 'y', '{\"format\": \"dense\"}')")
+    rebuild, drop = "SELECT loom_reindex('ix')", "SELECT loom_drop_index('ix')"
+    second = Session(engine, request)
+    try:
+        if engine.name == "duckdb":
+            got = _built_while_duckdb_builds(engine, second, rebuild, drop, monkeypatch)
+        else:
+            first = Session(engine, request, autocommit=False)
+            first.run(drop)  # not committed yet
+            thread, got = _in_thread(lambda: second.run(rebuild))
+            _when_waiting(engine, second, thread)
+            first.con.commit()
+            first.close()
+            thread.join()
+    finally:
+        second.close()
+    assert _is_loom_error(engine, got[0]) and _names(got[0], "index 'ix'"), got
+    assert engine.rows("SELECT name FROM loom.indexes") == []
+    assert _index_tables(engine) == []

@@ -714,7 +714,11 @@ def index_relation(db: Queryable, name: str) -> str | None:
 
 
 def delete_index(db: Queryable, name: str) -> None:
-    db.execute(f"DELETE FROM {SCHEMA}.indexes WHERE name = $1", [name])
+    """Delete index ``name``'s row; refused when there is none (PostgreSQL: another session
+    deleted it after this one read it — a drop waited for — so that a rebuild does not record
+    the index again, nor a second drop say it dropped it)."""
+    if not db.query(f"DELETE FROM {SCHEMA}.indexes WHERE name = $1 RETURNING name", [name]):
+        raise _missing("index", name)
 
 
 _QUALIFIED_PG = (
