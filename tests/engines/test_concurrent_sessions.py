@@ -11,6 +11,7 @@ but not committed, until the other has got there too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -81,10 +82,13 @@ def _when_waiting(engine, session: Session, thread: threading.Thread) -> None:
 
 
 @contextmanager
-def _held_after(monkeypatch, seams: list[tuple[Any, str]], parties: int) -> Iterator[None]:
+def _held_after(
+    monkeypatch, seams: list[tuple[Any, str]], parties: int
+) -> Iterator[threading.Barrier]:
     """DuckDB: every call of a seam's ``module.function`` waits, once it has run, until
     ``parties`` calls have run (each in its own uncommitted transaction), so that they commit
-    together."""
+    together.  A party whose call ends without passing a seam (refused before) aborts the
+    barrier, which lets the others go on."""
     barrier = threading.Barrier(parties, timeout=WAIT_S)
     for module, function in seams:
         original = getattr(module, function)
@@ -93,10 +97,11 @@ def _held_after(monkeypatch, seams: list[tuple[Any, str]], parties: int) -> Iter
             try:
                 return _original(*args, **kwargs)
             finally:
-                barrier.wait()
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    barrier.wait()
 
         monkeypatch.setattr(module, function, held)
-    yield
+    yield barrier
 
 
 def _both(engine, request, monkeypatch, first_sql: str, second_sql: str, seams: list) -> list:
@@ -105,9 +110,16 @@ def _both(engine, request, monkeypatch, first_sql: str, second_sql: str, seams: 
     first, second = Session(engine, request, autocommit=False), Session(engine, request)
     try:
         if engine.name == "duckdb":
-            with _held_after(monkeypatch, seams, parties=2):
-                a, got_a = _in_thread(lambda: first.run(first_sql))
-                b, got_b = _in_thread(lambda: second.run(second_sql))
+            with _held_after(monkeypatch, seams, parties=2) as barrier:
+
+                def run(session: Session, sql: str) -> Any:
+                    try:
+                        return session.run(sql)
+                    finally:
+                        barrier.abort()  # passed by both already, or never to be by this one
+
+                a, got_a = _in_thread(lambda: run(first, first_sql))
+                b, got_b = _in_thread(lambda: run(second, second_sql))
                 a.join(), b.join()
             return [got_a[0], got_b[0]]
         got_a = [first.run(first_sql)]
@@ -327,3 +339,25 @@ def test_a_rebuild_meeting_a_drop_of_its_index_does_not_bring_it_back(engine, re
     assert _is_loom_error(engine, got[0]) and _names(got[0], "index 'ix'"), got
     assert engine.rows("SELECT name FROM loom.indexes") == []
     assert _index_tables(engine) == []
+
+
+def test_a_deploy_and_a_drop_of_one_model_at_once_leave_no_function_of_a_dropped_model(
+    engine, request, monkeypatch
+):
+    _load(engine)
+    engine.rows(REPLACE)
+    seams = [(catalog, "drop_model"), (catalog, "put_deployment")]
+    out = _both(engine, request, monkeypatch, DROP, "SELECT loom_deploy('m')", seams)
+    for outcome in out:
+        assert isinstance(outcome, str) or _is_loom_error(engine, outcome), out
+    if engine.rows("SELECT name FROM loom.models") == []:
+        assert engine.rows("SELECT function FROM loom.deployments") == [], out
+        assert _functions_named(engine, "predict_m") == 0, out
+
+
+def _functions_named(engine, name: str) -> int:
+    if engine.name == "duckdb":
+        sql = f"SELECT count(*) FROM duckdb_functions() WHERE function_name = '{name}'"
+    else:
+        sql = f"SELECT count(*) FROM pg_proc WHERE proname = '{name}'"
+    return int(engine.scalar(sql))

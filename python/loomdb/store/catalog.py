@@ -296,9 +296,20 @@ def hold_model(db: Queryable, name: str) -> None:
     each then reads the model as the one before left it.  Without that wait, on PostgreSQL,
     a drop meeting a retrain deleted some of the model's rows as they were before it and
     found its current row replaced, and a retrain meeting a drop kept a version the drop
-    had deleted.  A transaction-level advisory lock, on PostgreSQL; DuckDB's transactions
-    never wait: there the later of two such writers is refused (``LoomConflictError``)."""
+    had deleted.  A transaction-level advisory lock, on PostgreSQL.  DuckDB's transactions
+    never wait, and two that write different rows both commit (a deploy inserting the
+    model's function while a drop deleted the model left the function of a dropped model):
+    there each writer first deletes the model's current row and writes it back unchanged
+    (DuckDB finds two transactions deleting one row, but not two updating it), so that the
+    later of two is refused (``LoomConflictError``)."""
     if db.dialect != "postgres":
+        current = db.query(
+            f"SELECT COALESCE(version, 1) FROM {SCHEMA}.models WHERE name = $1", [name]
+        )
+        if current:
+            _archive(db, name)
+            where = "name = $1 AND version = $2"
+            _move(db, "model_versions", "models", where, [name, current[0][0]])
         return
     db.execute(
         "SELECT pg_catalog.pg_advisory_xact_lock(CAST($1 AS pg_catalog.int4), "
