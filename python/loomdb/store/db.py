@@ -127,8 +127,8 @@ class Database(Queryable, Protocol):
         ...
 
     def fold_name(self, name: str) -> str:
-        """A schema or function name (quoted by loomdb) in the form the engine compares it:
-        DuckDB's names are case-insensitive (lower case), PostgreSQL's quoted ones exact."""
+        """A schema, function or column name (quoted by loomdb) in the form the engine compares
+        it: DuckDB's names are case-insensitive (lower case), PostgreSQL's quoted ones exact."""
         ...
 
     def signature(

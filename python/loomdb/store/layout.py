@@ -665,22 +665,36 @@ def _source_gone(db: Database, info: IndexInfo, error: LoomNotFoundError) -> Loo
     return LoomNotFoundError(error.message, hint=hint, detail=error.detail)
 
 
+def _source_kinds(db: Database, info: IndexInfo) -> dict[str, str]:
+    """The kinds of the columns index ``info``'s source has now; its table gone (renamed,
+    moved, dropped) is an error saying so and how to build the index again."""
+    from loomdb.store.source import columns_of
+
+    try:
+        return columns_of(db, info.table)[1]
+    except LoomNotFoundError as e:
+        raise _source_gone(db, info, e) from None
+
+
+def _lost_columns(db: Database, info: IndexInfo, kinds: dict[str, str]) -> list[str]:
+    """The columns index ``info`` was built on that its source no longer has (dropped,
+    renamed), names compared as the engine compares them (``Database.fold_name``: on
+    PostgreSQL ``"X"`` and ``"x"`` are two columns)."""
+    present = {db.fold_name(c) for c in kinds}
+    built = [*feature_columns(info), info.label]
+    return [c for c in built if db.fold_name(c) not in present]
+
+
 def check_fresh(db: Database, info: IndexInfo, stale_option: bool = True) -> None:
     """Refuse index ``info`` once its source changed (``stale_option``: whether the hint may
     offer ``{"allow_stale": true}``, which only loom_train takes)."""
-    from loomdb.store.source import columns_of
-
     stale = ', or pass {"allow_stale": true} to train on it as it is' if stale_option else ""
 
     with db.as_role(info.owner):
-        try:
-            _, kinds = columns_of(db, info.table)
-        except LoomNotFoundError as e:
-            raise _source_gone(db, info, e) from None
+        kinds = _source_kinds(db, info)
         # a column the index was built on that the source no longer has (dropped, renamed)
         # changed the source as surely as an UPDATE; the fingerprint's query could not name it
-        present = {c.lower() for c in kinds}
-        gone = [c for c in [*feature_columns(info), info.label] if c.lower() not in present]
+        gone = _lost_columns(db, info, kinds)
         if gone:
             raise LoomStateError(
                 f"index '{info.name}' is older than the last change to {info.source}: its "
@@ -689,7 +703,7 @@ def check_fresh(db: Database, info: IndexInfo, stale_option: bool = True) -> Non
                 f"(loom_reindex('{info.name}') rebuilds the same columns, once they are back)"
                 + stale,
             )
-        _check_kinds(info, kinds, stale)
+        _check_kinds(db, info, kinds, stale)
         if _same_versions(db, info):
             return
         now = _signature(db, info, kinds, info.source_signature)
@@ -711,17 +725,17 @@ def _same_versions(db: Database, info: IndexInfo) -> bool:
     return bool(recorded) and table is not None and db.row_versions(table) == recorded
 
 
-def _check_kinds(info: IndexInfo, kinds: dict[str, str], stale: str) -> None:
+def _check_kinds(db: Database, info: IndexInfo, kinds: dict[str, str], stale: str) -> None:
     """Refuse index ``info`` when a column it read has another kind than when it was built
     (ALTER TABLE … TYPE VARCHAR): the fingerprint hashes a column read as a double, and a
     column of numbers turned to text reads back as the same doubles.  Indexes recorded before
     their columns' kinds were are checked by the fingerprint alone."""
-    now = {c.lower(): k for c, k in kinds.items()}
+    now = {db.fold_name(c): k for c, k in kinds.items()}
     built = info.stats.get("kinds") or {}
     changed = [
-        f"'{c}' ({k} → {now[c.lower()]})"
+        f"'{c}' ({k} → {now[key]})"
         for c, k in built.items()
-        if c.lower() in now and now[c.lower()] != k
+        if (key := db.fold_name(c)) in now and now[key] != k
     ]
     if changed:
         raise LoomStateError(
@@ -756,6 +770,7 @@ def rebuild(db: Database, name: str, what: str) -> IndexInfo:
     opts = options_of(fmt).parse({**given, "features": features, "format": fmt.name})
     try:
         with db.as_role(info.owner):
+            _refuse_lost_columns(db, info)
             return build(
                 db, name, info.table, info.label, opts, what, replacing=True, shown=info.source
             )
@@ -769,3 +784,29 @@ def rebuild(db: Database, name: str, what: str) -> IndexInfo:
             "USING: ALTER INDEX … SET (nulls = skip), then REINDEX INDEX)"
         )
         raise
+
+
+def _refuse_lost_columns(db: Database, info: IndexInfo) -> None:
+    """A rebuild lays out the very columns index ``info`` was built on: refuse it, saying what
+    to do instead, when its table or one of those columns is gone (by the engine's rules for
+    names: on PostgreSQL a column ``"x"`` does not stand in for a dropped ``"X"``)."""
+    gone = _lost_columns(db, info, _source_kinds(db, info))
+    if not gone:
+        return
+    relation = catalog.index_relation(db, info.name)
+    if relation is not None:  # psql's CREATE INDEX … USING: the relation follows renames
+        hint = (
+            f"REINDEX INDEX {relation} builds it on its columns as they are named now "
+            f"(ALTER INDEX {relation} SET (label = …) first where the label was renamed)"
+        )
+    else:
+        hint = (
+            f"build it again on the columns {info.source} has now: loom_drop_index("
+            f"'{info.name}'), then loom_create_index"
+        )
+    raise LoomNotFoundError(
+        f"index '{info.name}' cannot be rebuilt: {info.source} no longer has its column(s) "
+        f"{', '.join(repr(c) for c in gone)}, and a rebuild lays out the columns it was "
+        "built on",
+        hint=hint,
+    )
