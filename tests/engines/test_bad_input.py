@@ -255,3 +255,21 @@ def test_a_null_name_is_said_to_be_null(good, sql, what):
     """A NULL name was "invalid model name None": Python's word for SQL's NULL."""
     message = error_of(good, sql)
     assert f"the {what} name is NULL" in message and "None" not in message, message
+
+
+HINTLESS = {  # calls whose errors said what was wrong but not what to do
+    "a feature that is the label": "'good', 'y', '{\"features\": [\"x0\", \"y\"]}'",
+    "an empty source": "'', 'y'",
+    "an empty label": "'good', ''",
+    "if_not_exists not a boolean": "'good', 'y', '{\"if_not_exists\": \"yes\"}'",
+    "no feature besides the label": "'only_y', 'y'",
+}
+
+
+@pytest.mark.parametrize("case", list(HINTLESS))
+def test_index_option_errors_say_what_to_do(good, case):
+    good.rows("CREATE TABLE only_y AS SELECT y FROM good")
+    before = catalog_state(good)
+    message, hint = hint_of(good, f"SELECT loom_create_index('ix', {HINTLESS[case]})")
+    assert hint.strip(), f"{case}: {message}"
+    assert catalog_state(good) == before

@@ -17,7 +17,12 @@ from loomdb.store.names import check_name
 
 INDEX = Options(
     "loom_create_index",
-    Option("if_not_exists", Boolean(), False),
+    Option(
+        "if_not_exists",
+        Boolean(),
+        False,
+        "true: an index of that name already there is kept, and its summary returned",
+    ),
     Option("progress", Boolean(), True, "report the layout (NOTICE in PostgreSQL)"),
 )
 

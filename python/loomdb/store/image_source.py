@@ -65,7 +65,10 @@ def profile_images(
     the rows ``split`` (a ``store.split.Split``) leaves for training where given."""
     rel, every = columns_of(db, source)
     if not isinstance(label, str) or not label:
-        raise LoomOptionError("label must name the column to learn")
+        raise LoomOptionError(
+            "label must name the column to learn",
+            hint="pass the label column's name as text, e.g. 'y'",
+        )
     available = split.others(every, source, label, features) if split else every
     label = resolve(label, available, "label", source)
     if available[label] not in USABLE:

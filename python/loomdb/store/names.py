@@ -80,7 +80,11 @@ def is_table_name(source: str) -> bool:
 def relation(source: object, dialect: str) -> str:
     """SQL text for a ``FROM`` clause: a quoted table name or a parenthesised query."""
     if not isinstance(source, str) or not source.strip():
-        raise LoomOptionError("source must be a table name or a SELECT statement; got nothing")
+        raise LoomOptionError(
+            "source must be a table name or a SELECT statement; got nothing",
+            hint="name the table or view to read (schema.table where needed), or pass one "
+            "SELECT statement",
+        )
     text = source.strip().rstrip(";").strip()
     if QUALIFIED.match(text):
         parts = re.findall(r'"(?:[^"]|"")+"|[^.]+', text)

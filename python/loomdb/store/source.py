@@ -162,9 +162,16 @@ def _features(
                 "a SELECT source",
             )
     if not chosen:
-        raise LoomDataError(f"{source} has no numeric feature columns besides '{label}'")
+        raise LoomDataError(
+            f"{source} has no numeric feature columns besides '{label}'",
+            hint="add numeric, boolean or text columns to learn from, or list them in "
+            "'features' (a SELECT source can compute them)",
+        )
     if label in chosen:
-        raise LoomOptionError(f"'{label}' is the label; it cannot also be a feature")
+        raise LoomOptionError(
+            f"'{label}' is the label; it cannot also be a feature",
+            hint=f"leave '{label}' out of the features (or name another column as the label)",
+        )
     return chosen
 
 
@@ -172,7 +179,10 @@ def label_column(source: str, label: str, available: dict[str, str], text: bool 
     """The label's column name, checked to be a number (or text, where ``text``: a table's
     classes kept as text)."""
     if not isinstance(label, str) or not label:
-        raise LoomOptionError("label must name the column to learn")
+        raise LoomOptionError(
+            "label must name the column to learn",
+            hint="pass the label column's name as text, e.g. 'y'",
+        )
     label = resolve(label, available, "label", source)
     if available[label] not in (*USABLE, "text") if text else USABLE:
         raise LoomDataError(
