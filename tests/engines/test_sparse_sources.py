@@ -288,3 +288,32 @@ def test_mnist_as_libsvm_trains_the_model_of_all_784_pixels(engine, datasets):
         json.loads(engine.scalar("SELECT coefficients FROM loom.models WHERE name = 'md'"))
     )
     assert np.allclose(over_width(stored(engine, "ms"), 784), W, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["toc", "dense"])
+def test_a_sparse_model_with_no_weight_left_predicts_and_evaluates(engine, fmt):
+    """An l1 strong enough zeroes every weight, so a sparse model stores no coefficient:
+    loading it failed on numpy's 'cannot reshape array of size 0' in every prediction,
+    evaluation and loom_weights."""
+    engine.rows(
+        "CREATE TABLE nil AS SELECT CAST(ARRAY[i % 5, 5 + i % 3] AS INTEGER[]) AS indices, "
+        'CAST(ARRAY[1.0, 2.0] AS DOUBLE PRECISION[]) AS "values", '
+        "CAST(i % 2 AS DOUBLE PRECISION) AS label FROM generate_series(0, 59) AS g(i)"
+    )
+    engine.scalar(
+        "SELECT loom_create_index('nx', 'nil', 'label', "
+        f'\'{{"format": "{fmt}", "features": ["indices", "values"]}}\')'
+    )
+    opts = {"index": "nx", "epochs": 2, "l1": 100, "fit_intercept": False}
+    engine.scalar(f"SELECT loom_train('nm', NULL, 'label', '{json.dumps(opts)}')")
+    assert stored(engine, "nm")["index"].size == 0
+    margins = engine.rows(
+        "SELECT loom_predict_proba_sparse('nm', indices, \"values\") FROM nil LIMIT 3"
+    )
+    assert [m for (m,) in margins] == [0.5, 0.5, 0.5]  # no weight, no intercept
+    on_index = json.loads(engine.scalar("SELECT loom_evaluate_index('nm', 'nx')"))
+    on_rows = json.loads(engine.scalar("SELECT loom_evaluate('nm', 'nil')"))
+    assert on_index["rows"] == on_rows["rows"] == 60
+    assert on_index["log_loss"] == pytest.approx(on_rows["log_loss"])
+    weights = engine.rows("SELECT feature FROM loom_weights('nm')")
+    assert [f for (f,) in weights if f != "(intercept)"] == []

@@ -80,11 +80,15 @@ class SparseLinearModel(LinearModel):
         cls, kind: str, features: list[str], coefficients: dict, intercept, scaling: dict, classes
     ) -> SparseLinearModel:
         index = np.asarray(coefficients["index"], dtype=np.int64).reshape(-1)
+        b = np.asarray(intercept, dtype=np.float64)
+        # one column per intercept: a model with no weight left stores none, and numpy cannot
+        # infer a reshape's -1 from an empty array
+        W = np.asarray(coefficients["coef"], dtype=np.float64).reshape(len(index), b.size)
         return cls(
             kind=kind,
             features=list(features),
-            W=np.asarray(coefficients["coef"], dtype=np.float64).reshape(len(index), -1),
-            b=np.asarray(intercept, dtype=np.float64),
+            W=W,
+            b=b,
             scaling=Scaling.from_dict(scaling),
             classes=list(classes),
             index=index,
