@@ -317,3 +317,40 @@ def test_a_sparse_model_with_no_weight_left_predicts_and_evaluates(engine, fmt):
     assert on_index["log_loss"] == pytest.approx(on_rows["log_loss"])
     weights = engine.rows("SELECT feature FROM loom_weights('nm')")
     assert [f for (f,) in weights if f != "(intercept)"] == []
+
+
+def test_reindex_past_the_index_width_says_how_to_widen_it(engine):
+    """An index records the width its build found (or was given) and a rebuild keeps its
+    options: once the source holds a column past it, loom_reindex's error told to give a
+    larger 'width' in the sparse option, which loom_reindex does not take."""
+    engine.rows(
+        "CREATE TABLE wide AS SELECT CAST(ARRAY[i % 5, 5 + i % 3] AS INTEGER[]) AS indices, "
+        'CAST(ARRAY[1.0, 2.0] AS DOUBLE PRECISION[]) AS "values", '
+        "CAST(i % 2 AS DOUBLE PRECISION) AS label FROM generate_series(0, 59) AS g(i)"
+    )
+    create = (
+        "SELECT loom_create_index('wx', 'wide', 'label', "
+        '\'{"format": "toc", "features": ["indices", "values"]}\')'
+    )
+    assert json.loads(engine.scalar(create))["sparse"]["width"] == 8
+    engine.rows("UPDATE wide SET indices = ARRAY[3, 20] WHERE label = 1")
+    before = engine.rows("SELECT uid, options FROM loom.indexes")
+    with pytest.raises(engine.errors) as e:
+        engine.scalar("SELECT loom_reindex('wx')")
+    message = str(e.value)
+    assert "holds index 20, at or beyond the width 8" in message
+    assert "loom_drop_index('wx')" in message and '"width"' in message
+    assert "give a larger 'width' in the sparse option" not in message
+    assert engine.rows("SELECT uid, options FROM loom.indexes") == before
+    engine.scalar("SELECT loom_drop_index('wx')")  # what the hint says
+    assert json.loads(engine.scalar(create))["sparse"]["width"] == 21
+    if engine.name != "postgres":
+        return
+    engine.rows("UPDATE wide SET indices = ARRAY[3, 4]")  # psql's index: its WITH options
+    engine.rows('CREATE INDEX wr ON wide USING toc (indices, "values") WITH (label = label)')
+    engine.rows("UPDATE wide SET indices = ARRAY[3, 30] WHERE label = 1")
+    with pytest.raises(engine.errors, match=r"REINDEX INDEX \S*wr lays it out again"):
+        engine.scalar("SELECT loom_reindex('wr')")
+    engine.rows("REINDEX INDEX wr")
+    assert engine.scalar("SELECT options FROM loom.indexes WHERE name = 'wr'").count('"width": 31')
+    engine.rows("DROP INDEX wr")

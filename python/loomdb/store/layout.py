@@ -775,15 +775,39 @@ def rebuild(db: Database, name: str, what: str) -> IndexInfo:
                 db, name, info.table, info.label, opts, what, replacing=True, shown=info.source
             )
     except LoomDataError as e:
-        if e.hint != NULLS_HINT:
+        hint = _rebuild_hint(db, info, e.hint)
+        if hint is None:
             raise
-        e.hint = (  # a rebuild takes no options: the index's own nulls option decides
+        e.hint = hint
+        raise
+
+
+def _rebuild_hint(db: Database, info: IndexInfo, hint: str | None) -> str | None:
+    """The hint for a rebuild of an error whose ``hint`` offers an option: a rebuild takes
+    none, it keeps the index's own (None: ``hint`` stands as it is)."""
+    name = info.name
+    if hint == NULLS_HINT:
+        return (
             f"index {name} was built to refuse NULLs and a rebuild keeps its options: fill "
             "them in, or build it again skipping (and counting) them: loom_drop_index, then "
             'loom_create_index with {"nulls": "skip"} (for an index made by CREATE INDEX … '
             "USING: ALTER INDEX … SET (nulls = skip), then REINDEX INDEX)"
         )
-        raise
+    if hint != sparse.WIDTH_HINT:
+        return None
+    width = (info.options.get("sparse") or {}).get("width")
+    relation = catalog.index_relation(db, name)
+    if relation is not None:  # its build reads the relation's WITH options, not the catalog's
+        return (
+            f"index {name} lays its rows out over the {width} columns it recorded: "
+            f"REINDEX INDEX {relation} lays it out again from its WITH options"
+        )
+    return (
+        f"index {name} lays its rows out over {width} columns and a rebuild keeps its "
+        f"options: build it again over the columns the source has now: "
+        f"loom_drop_index('{name}'), then loom_create_index leaving out the sparse "
+        "option's \"width\" (the rows' largest index + 1), or giving a larger one"
+    )
 
 
 def _refuse_lost_columns(db: Database, info: IndexInfo) -> None:

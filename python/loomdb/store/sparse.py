@@ -249,6 +249,9 @@ def _pairs(db: Database, rel: str, spec: SparseSpec, where: str | None) -> str:
     )
 
 
+WIDTH_HINT = "give a larger 'width' in the sparse option"
+
+
 def _check_range(source: str, low: int, high: int, spec: SparseSpec) -> None:
     if low < 0:
         raise LoomDataError(
@@ -259,9 +262,7 @@ def _check_range(source: str, low: int, high: int, spec: SparseSpec) -> None:
     if high >= limit:
         raise LoomDataError(
             f"{source} holds index {high}, at or beyond the width {limit}",
-            hint="give a larger 'width' in the sparse option"
-            if spec.width
-            else "sparse sources have at most 2^31 columns",
+            hint=WIDTH_HINT if spec.width else "sparse sources have at most 2^31 columns",
         )
 
 
