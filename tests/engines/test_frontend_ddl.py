@@ -193,6 +193,19 @@ def test_infer_mlweaving_of_a_missing_table_says_so_with_a_hint(engine):
     assert caught.value.hint
 
 
+def test_infer_mlweaving_on_a_table_without_a_feature_of_the_model_says_so(engine):
+    """A feature column dropped (or renamed) since the model was trained: the predicting
+    query reached the engine, whose binder error named a column the statement never wrote
+    ("Referenced column b not found", "column b does not exist"), without a hint."""
+    engine.rows(POINTS)
+    engine.rows("""SELECT loom_train('m', 'pts', 'y', '{"epochs": 1}')""")
+    engine.rows("ALTER TABLE pts DROP COLUMN b")
+    with pytest.raises(LoomNotFoundError) as caught:
+        front(engine, "SELECT count(prediction) FROM infer_mlweaving(m, 'pts')")
+    assert "model 'm''s feature(s) 'b' are not columns of pts" in caught.value.message
+    assert "loom_train" in caught.value.hint
+
+
 def test_create_mlweaving_of_a_missing_table_says_so_with_a_hint(engine):
     """The default label's look-up ran the engine's query bare: DuckDB's catalog error came
     back without a hint (a LoomDatabaseError), PostgreSQL's as psycopg's UndefinedTable."""

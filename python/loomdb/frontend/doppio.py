@@ -174,7 +174,8 @@ def _predicting_select(call: exp.Anonymous, dialect: str, catalog: Catalog | Non
     text = string_value(args[1], f"{INFER}'s table")
     table = _source_table(text, dialect)
     features = _need(catalog, INFER).model_features(model)
-    _need(catalog, INFER).columns(text)  # a table that cannot be read: loomdb's error, a hint
+    # a table that cannot be read: loomdb's error, a hint
+    _refuse_missing_features(model, text, features, _need(catalog, INFER).columns(text), dialect)
     row: exp.Expression = exp.Array(expressions=[exp.column(f, quoted=True) for f in features])
     if dialect == "postgres":  # loom_predict's own type: ARRAY[integer columns] is integer[],
         # for which a loom_predict(text, integer[]) another role made beside the extension's
@@ -182,6 +183,28 @@ def _predicting_select(call: exp.Anonymous, dialect: str, catalog: Catalog | Non
         row = exp.cast(row, exp.DataType.build("DOUBLE PRECISION[]", dialect=dialect))
     predict = loom_function("loom_predict", [exp.Literal.string(model), row], catalog)
     return exp.select(exp.Star(), exp.alias_(predict, "prediction")).from_(table)
+
+
+def _refuse_missing_features(
+    model: str, table: str, features: list[str], columns: list[str], dialect: str
+) -> None:
+    """Refuse a table that lacks one of the model's feature columns (dropped or renamed since
+    it was trained): the predicting query names them, and the engine's binder error would
+    name a column the statement never wrote.  Names compared as the engine compares them
+    (DuckDB ignores case; PostgreSQL's quoted names do not)."""
+
+    def fold(name: str) -> str:
+        return name.lower() if dialect == "duckdb" else name
+
+    present = {fold(c) for c in columns}
+    missing = [f for f in features if fold(f) not in present]
+    if missing:
+        raise LoomNotFoundError(
+            f"{INFER}: model '{model}''s feature(s) "
+            f"{', '.join(repr(f) for f in missing)} are not columns of {table}",
+            hint=f"infer on a table with the model's features ({', '.join(features)}), or "
+            "train the model again with loom_train on the columns the table has now",
+        )
 
 
 def _refuse_table_clauses(call: exp.Table) -> None:
