@@ -265,6 +265,25 @@ def test_a_column_of_another_case_is_another_column_on_postgres(cancer):
     assert engine.scalar("SELECT columns FROM loom.indexes") == '["X"]'
 
 
+def test_a_train_naming_another_label_than_its_index_is_refused_by_the_engines_rules(cancer):
+    """The label a train names is compared with its index's as the source's columns are
+    named: on PostgreSQL 'Y', where the table has a "Y" besides y, is "Y", and a train on an
+    index of y trained on y without a word (the same call without the index learnt "Y").
+    Where the table has no "Y", 'Y' is y on both engines, as for a source."""
+    engine, _, _ = cancer
+    engine.scalar("SELECT loom_create_index('ix', 'cancer', 'y', '{\"features\": [\"x0\"]}')")
+    train = "SELECT loom_train('m', NULL, 'Y', '{\"index\": \"ix\", \"epochs\": 1}')"
+    assert json.loads(engine.scalar(train))["rows"] == 569  # 'Y' names y
+    if engine.name == "duckdb":
+        return  # a DuckDB table cannot hold both
+    engine.rows('ALTER TABLE cancer ADD COLUMN "Y" DOUBLE PRECISION')
+    engine.rows('UPDATE cancer SET "Y" = 1 - y')
+    engine.scalar("SELECT loom_reindex('ix')")
+    with pytest.raises(engine.errors, match="index 'ix' has label 'y', not 'Y'"):
+        engine.scalar(train.replace("'m'", "'m2'"))
+    assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'm2'") == 0
+
+
 def test_reindex_of_an_index_whose_table_was_renamed_says_so(cancer):
     """A rebuild reads the table its index was built on: once it was renamed, the error says
     so and how to build the index on its name now, as a train's does (it said to pass a table

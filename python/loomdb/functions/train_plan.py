@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from loomdb.accel import registry
-from loomdb.errors import LoomDivergedError, LoomOptionError
+from loomdb.errors import LoomDivergedError, LoomError, LoomOptionError
 from loomdb.functions.train_options import TRAIN
 from loomdb.learn.losses import LOSSES, Loss
 from loomdb.learn.model import class_text
@@ -47,6 +47,25 @@ def standardize_for(opts: dict[str, Any], sparse: bool = False) -> str:
     min–max), else min–max for a sparse source, else z-score, on every format."""
     default = SPARSE_STANDARDIZE if sparse else DEFAULT_STANDARDIZE
     return opts["standardize"] or default
+
+
+def _names_label(db: Any, info: IndexInfo, label: str) -> bool:
+    """Whether the label a train names is index ``info``'s, as a source's label is resolved
+    (``store.source.resolve``): the column of that name, else, where the source has none,
+    the one of that name in another case; DuckDB's names ignore case.  On PostgreSQL 'Y' is
+    not an index's y where the table has a "Y" too."""
+    if db.fold_name(label) == db.fold_name(info.label):
+        return True
+    if label.lower() != info.label.lower():
+        return False
+    from loomdb.store.source import columns_of
+
+    try:
+        with db.as_role(info.owner):
+            columns = columns_of(db, info.table)[1]
+    except LoomError:  # a source that cannot be read: its staleness check says so
+        return True
+    return label not in columns
 
 
 @dataclass
@@ -107,8 +126,12 @@ class Plan:
                 f"index '{info.name}' was built on {info.table!r}, not {source!r}",
                 hint="pass the index's source (or NULL) as the source argument",
             )
-        if label and label.lower() != info.label.lower():
-            raise LoomOptionError(f"index '{info.name}' has label '{info.label}', not '{label}'")
+        if label and not _names_label(db, info, label):
+            raise LoomOptionError(
+                f"index '{info.name}' has label '{info.label}', not '{label}'",
+                hint=f"pass '{info.label}' (or NULL) as the label, or train on an index "
+                f"built WITH (label = {label})",
+            )
         built = {**info.options, "features": layout.feature_columns(info)}
         for key in layout.options_of(formats.get(info.format)).names():
             given, had = self.given.get(key), built.get(key)
