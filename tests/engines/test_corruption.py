@@ -28,6 +28,8 @@ TAMPERING = {
     "fewer rows": "UPDATE loom_data.{ix} SET rows = rows - 1 WHERE batch = 1",
     "null row count": "UPDATE loom_data.{ix} SET rows = NULL WHERE batch = 0 AND part = 0",
     "uid not hex": "UPDATE loom.indexes SET uid = 'not hex' WHERE name = '{ix}'",
+    # the engine's bare "Table with name … does not exist" / "relation … does not exist"
+    "storage table dropped": "DROP TABLE loom_data.{ix}",
 }
 
 

@@ -888,19 +888,30 @@ def engine_index(db: Queryable, schema: str, name: str) -> bool:
 
 def exists(db: Queryable) -> bool:
     """Whether the database holds loomdb's catalog (a read-only file may not)."""
+    return _table_exists(db, SCHEMA, "settings")
+
+
+def storage_exists(db: Queryable, name: str) -> bool:
+    """Whether index ``name``'s storage table is there (it may have been dropped by hand)."""
+    return _table_exists(db, DATA_SCHEMA, check_name(name, "index"))
+
+
+def _table_exists(db: Queryable, schema: str, table: str) -> bool:
+    """Whether loomdb's database has table ``schema.table`` (DuckDB's names compared whatever
+    their case, PostgreSQL's exactly)."""
     if db.dialect == "postgres":  # information_schema's columns are a domain any role's = of
         rows = db.query(  # that type would be an exact match for: pg_catalog's own tables
             "SELECT pg_catalog.count(*) FROM pg_catalog.pg_class AS c "
             "JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
             "WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.name "
-            "AND c.relname OPERATOR(pg_catalog.=) 'settings'::pg_catalog.name",
-            [SCHEMA],
+            "AND c.relname OPERATOR(pg_catalog.=) $2::pg_catalog.name",
+            [schema, table],
         )
         return bool(rows and rows[0][0])
     rows = db.query(
-        "SELECT count(*) FROM information_schema.tables "
-        "WHERE table_schema = $1 AND table_name = 'settings'",
-        [SCHEMA],
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 "
+        "AND lower(table_name) = lower($2) AND table_catalog = current_database()",
+        [schema, table],
     )
     return bool(rows and rows[0][0])
 

@@ -618,9 +618,11 @@ def open_index(db: Database, name: str, allow_stale: bool = False) -> Layout:
         raise storage.damaged(
             name, f"it was laid out as {info.format} version {info.format_version}"
         )
+    relation = catalog.storage_relation(name)
+    if not catalog.storage_exists(db, name):  # dropped by hand: the engine's bare error
+        raise storage.damaged(name, f"its storage table {relation} is gone")
     if not allow_stale:
         check_fresh(db, info)
-    relation = catalog.storage_relation(name)
     reader = storage.Reader(db, relation, name, info.uid, fmt.version, info.owner)
     keyed = bool(info.options.get("slimml"))
     return Layout(
