@@ -12,6 +12,15 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 pytestmark = pytest.mark.postgres
 
 
+def hint_of(engine, sql: str) -> tuple[str, str]:
+    """The message and hint of the error ``sql`` raises (PostgreSQL's HINT field)."""
+    with pytest.raises(engine.errors) as info:
+        engine.rows(sql)
+    diag = getattr(info.value, "diag", None)
+    hint = diag.message_hint if diag is not None else getattr(info.value, "hint", None)
+    return str(info.value), hint or ""
+
+
 @pytest.fixture
 def cancer(engine):
     d = load_breast_cancer()
@@ -282,6 +291,25 @@ def test_a_train_naming_another_label_than_its_index_is_refused_by_the_engines_r
     with pytest.raises(engine.errors, match="index 'ix' has label 'y', not 'Y'"):
         engine.scalar(train.replace("'m'", "'m2'"))
     assert engine.scalar("SELECT count(*) FROM loom.models WHERE name = 'm2'") == 0
+
+
+def test_a_train_on_an_index_names_its_features_as_a_train_on_its_source_does(cancer):
+    """'features' ["X0", "X1"] name x0 and x1 in a train on the table (DuckDB's names
+    ignore case; PostgreSQL's resolve to the one column of another case), but a train on an
+    index of x0 and x1 was refused as asking for other features, its hint saying to
+    rebuild the index, which keeps its options."""
+    engine, _, _ = cancer
+    engine.scalar(
+        "SELECT loom_create_index('ix', 'cancer', 'y', '{\"features\": [\"x0\", \"x1\"]}')"
+    )
+    train = "SELECT loom_train('{}', {}, 'y', '{{\"epochs\": 1, \"features\": {}{}}}')"
+    upper = json.dumps(["X0", "X1"])
+    assert json.loads(engine.scalar(train.format("s", "'cancer'", upper, "")))["features"] == 2
+    on_index = ', "index": "ix"'
+    assert json.loads(engine.scalar(train.format("i", "NULL", upper, on_index)))["rows"] == 569
+    message, hint = hint_of(engine, train.format("o", "NULL", json.dumps(["x1", "x0"]), on_index))
+    assert "index 'ix' was built with features = ['x0', 'x1']" in message
+    assert "loom_create_index" in hint and "rebuild the index" not in hint
 
 
 def test_reindex_of_an_index_whose_table_was_renamed_says_so(cancer):

@@ -50,13 +50,28 @@ def standardize_for(opts: dict[str, Any], sparse: bool = False) -> str:
 
 
 def _names_label(db: Any, info: IndexInfo, label: str) -> bool:
-    """Whether the label a train names is index ``info``'s, as a source's label is resolved
-    (``store.source.resolve``): the column of that name, else, where the source has none,
-    the one of that name in another case; DuckDB's names ignore case.  On PostgreSQL 'Y' is
-    not an index's y where the table has a "Y" too."""
-    if db.fold_name(label) == db.fold_name(info.label):
+    """Whether the label a train names is index ``info``'s (``_names_column``)."""
+    return _names_column(db, info, label, info.label)
+
+
+def _named_columns(db: Any, info: IndexInfo, given: Any, built: Any) -> Any:
+    """The 'features' a train gives, each spelled as the index's column it names
+    (``_names_column``), or as given where it names none: compared with the index's after."""
+    if not isinstance(given, list) or not isinstance(built, list) or len(given) != len(built):
+        return given
+    return [b if _names_column(db, info, g, b) else g for g, b in zip(given, built)]
+
+
+def _names_column(db: Any, info: IndexInfo, name: Any, column: str) -> bool:
+    """Whether ``name``, given to a train on index ``info``, names the index's ``column`` as
+    a source's column is resolved (``store.source.resolve``): the column of that name, else,
+    where the source has none, the one of that name in another case; DuckDB's names ignore
+    case.  On PostgreSQL 'Y' is not an index's y where the table has a "Y" too."""
+    if not isinstance(name, str):
+        return False
+    if db.fold_name(name) == db.fold_name(column):
         return True
-    if label.lower() != info.label.lower():
+    if name.lower() != column.lower():
         return False
     from loomdb.store.source import columns_of
 
@@ -65,7 +80,7 @@ def _names_label(db: Any, info: IndexInfo, label: str) -> bool:
             columns = columns_of(db, info.table)[1]
     except LoomError:  # a source that cannot be read: its staleness check says so
         return True
-    return label not in columns
+    return name not in columns
 
 
 @dataclass
@@ -137,11 +152,14 @@ class Plan:
             given, had = self.given.get(key), built.get(key)
             if isinstance(given, dict) and isinstance(had, dict):  # sparse: the keys given
                 had = {k: had.get(k) for k in given}
+            if key == "features" and key in self.given:  # named as a source's columns are
+                given = _named_columns(db, info, given, had)
             if key in self.given and given != had:
                 raise LoomOptionError(
                     f"index '{info.name}' was built with {key} = {built.get(key)!r}; "
                     f"this train asks for {self.given[key]!r}",
-                    hint=f"rebuild the index to change '{key}', or leave it out",
+                    hint=f"leave '{key}' out, or train on an index built with the {key} you "
+                    "want (loom_create_index; loom_reindex keeps an index's options)",
                 )
 
     def check_layout(self, laid: layout.Layout) -> None:
