@@ -439,6 +439,19 @@ def test_reindex_table_schema_and_database_rebuild_every_loomdb_index_in_them(en
         engine.rows("DROP SCHEMA loomtest_other CASCADE")
 
 
+def test_reindex_with_an_option_list_rebuilds_on_both_engines(engine):
+    """PostgreSQL's option list, REINDEX (VERBOSE) INDEX w, was read past on PostgreSQL, but
+    DuckDB refused it as naming no loomdb index, though it named one (and read past
+    REINDEX INDEX CONCURRENTLY w)."""
+    engine.rows(POINTS)
+    front(engine, "CREATE INDEX pts_w ON pts USING mlweaving (a, b) WITH (label = y)")
+    try:
+        assert rebuilt(engine, "REINDEX (VERBOSE) INDEX pts_w") == {"pts_w"}
+        assert rebuilt(engine, "REINDEX (VERBOSE) TABLE pts") == {"pts_w"}
+    finally:
+        front(engine, "DROP INDEX pts_w")
+
+
 def test_reindex_table_where_one_rebuild_fails_says_what_was_rebuilt(engine):
     """DuckDB rebuilds one index per statement, each committed on its own (loom_reindex
     commits on a connection of its own): a failed one's error says which were rebuilt and

@@ -415,7 +415,8 @@ NONE = type("NoIndexes", (FakeCatalog,), {"indexes_in": lambda s, schema: []})((
         ("REINDEX DATABASE x", FakeCatalog(), "write REINDEX DATABASE"),
         ("REINDEX DATABASE", NONE, "no loomdb index to rebuild in this database"),
         ("REINDEX SYSTEM", FakeCatalog(), "names no loomdb index"),
-        ("REINDEX (VERBOSE) TABLE t1", FakeCatalog(), "names no loomdb index"),
+        ("REINDEX (VERBOSE) TABLE t1", FakeCatalog(), "SELECT loom_reindex('wi')"),
+        ("REINDEX (VERBOSE) INDEX other", FakeCatalog(), "names no loomdb index"),
     ],
 )  # fmt: skip
 def test_duckdb_reindex_rebuilds_the_loomdb_indexes_it_names_and_refuses_the_rest(

@@ -273,7 +273,8 @@ def reindex_call(
     """The ``loom_reindex`` call for ``REINDEX INDEX name`` of a loomdb index, the calls for
     ``REINDEX TABLE t``, ``REINDEX SCHEMA s`` or ``REINDEX DATABASE`` where there are loomdb
     indexes (DuckDB: one statement each; PostgreSQL: with its own statement); else None, or on
-    DuckDB a LoomSyntaxError.  PostgreSQL's option list, ``REINDEX (VERBOSE) …``, is read past."""
+    DuckDB a LoomSyntaxError.  PostgreSQL's option list, ``REINDEX (VERBOSE) …``, is read past
+    on both engines."""
     if catalog is None or not tokens:
         return None
     text = statement[tokens[0].end + 1 :]
@@ -281,7 +282,7 @@ def reindex_call(
         tail = tokenize(text, dialect)
     except TokenError:
         return None
-    options = _options(tail) if dialect != "duckdb" else []
+    options = _options(tail)  # read past on DuckDB too, as its CONCURRENTLY is
     tail = tail[len(options) :]
     kind = tail[0].text.upper() if tail else ""
     concurrently = [t.text.upper() for t in tail[1:2]] == ["CONCURRENTLY"]
