@@ -92,3 +92,20 @@ def test_an_index_whose_catalog_row_is_damaged_is_refused_and_can_be_dropped(ind
     tables = "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'loom_data'"
     assert engine.scalar(tables) == 0
     engine.scalar("SELECT loom_create_index('c_x', 'c_t', 'y', '{}')")
+
+
+def test_a_storage_table_no_index_records_is_named_before_a_layout(indexed):
+    """An index's catalog row deleted by hand leaves its storage table behind: an index of
+    that name laid its rows out, then failed on the engine's bare "another entry with this
+    name already exists" (PostgreSQL: "relation … already exists")."""
+    engine = indexed
+    engine.scalar("SELECT loom_create_index('c_x', 'c_t', 'y', '{}')")
+    engine.rows("DELETE FROM loom.indexes WHERE name = 'c_x'")
+    with pytest.raises(engine.errors) as info:
+        engine.scalar("SELECT loom_create_index('c_x', 'c_t', 'y', '{}')")
+    message = str(info.value)
+    assert "loom_data" in message and "no index records" in message
+    assert 'DROP TABLE loom_data."c_x"' in message and "already exists" not in message
+    assert engine.scalar("SELECT count(*) FROM loom.indexes") == 0
+    engine.rows('DROP TABLE loom_data."c_x"')  # what the hint says
+    engine.scalar("SELECT loom_create_index('c_x', 'c_t', 'y', '{}')")

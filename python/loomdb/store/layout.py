@@ -457,6 +457,8 @@ def build(
     fmt = formats.get(opts["format"])
     fmt.check(opts)
     grouped.check(opts)
+    if not replacing:
+        _refuse_orphan(db, name)
     before = _versions_before(db, source)
     prof = fmt.profile(db, source, label, opts)
     info = _info(name, prof, fmt, opts)
@@ -506,6 +508,20 @@ def _built_meanwhile(name: str) -> LoomConflictError:
         hint=f"use that index once that session has committed it, or drop it with "
         f"loom_drop_index('{name}') and build again",
     )
+
+
+def _refuse_orphan(db: Database, name: str) -> None:
+    """Refuse to lay out index ``name`` where its storage table is already there though no
+    index records it (its catalog row deleted by hand): the layout would be thrown away on
+    the engine's bare "already exists" when it took the name."""
+    if catalog.storage_exists(db, name):
+        table = catalog.storage_relation(name)
+        raise LoomStateError(
+            f"the storage table {table} is there, but no index records it (its catalog row "
+            "was deleted)",
+            hint=f"drop it first if its rows are not needed: DROP TABLE {table}, or choose "
+            "another name",
+        )
 
 
 def scratch(
