@@ -273,3 +273,30 @@ def test_index_option_errors_say_what_to_do(good, case):
     message, hint = hint_of(good, f"SELECT loom_create_index('ix', {HINTLESS[case]})")
     assert hint.strip(), f"{case}: {message}"
     assert catalog_state(good) == before
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "loom_create_index('ro_ix', 'good', 'y')",
+        "loom_reindex('ix')",
+        "loom_drop_index('ix')",
+        "loom_train('ro_m', NULL, 'y', '{\"index\": \"ix\", \"epochs\": 1}')",
+    ],
+)
+def test_a_writing_call_in_a_read_only_transaction_says_so_with_a_hint(good, call):
+    """PostgreSQL: in a READ ONLY transaction (or on a standby) a function that writes the
+    catalog failed with the engine's bare 'cannot execute CREATE TABLE in a read-only
+    transaction', as an internal error without a hint.  (DuckDB's read-only connection
+    refuses these calls before they write.)"""
+    if good.name == "duckdb":
+        pytest.skip("DuckDB's transactions are never read-only; a read_only connection is")
+    good.scalar("SELECT loom_create_index('ix', 'good', 'y')")
+    before = catalog_state(good)
+    good.rows("BEGIN READ ONLY")
+    try:
+        message, hint = hint_of(good, f"SELECT {call}")
+    finally:
+        good.rows("ROLLBACK")
+    assert "read-only transaction" in message and "READ WRITE" in hint
+    assert catalog_state(good) == before

@@ -59,6 +59,7 @@ DEPLOYED_TYPES = {701: "double precision", 25: "text", 16: "boolean"}
 INTERRUPT_EVERY_S = 0.1
 BLOB_ROWS = 16  # rows a cursor fetches at a time in query_blobs
 CONFLICTS = {"23505", "40001", "40P01"}  # unique key, serialization, deadlock
+READ_ONLY = "25006"  # read_only_sql_transaction
 #: what PL/Python writes before a loomdb error's message: the name of its class (raise_error)
 ERROR_PREFIX = "loomdb: "
 _plans: dict[tuple[str, tuple[str, ...]], Any] = {}
@@ -104,6 +105,12 @@ def from_sqlstate(
         return LoomConflictError(
             f"another session changed the same rows first: {message}",
             hint="nothing was written; run the call again",
+        )
+    if state == READ_ONLY:  # a READ ONLY transaction, or a standby: the call writes
+        return LoomStateError(
+            f"{message}: this loomdb call writes its catalog or storage tables",
+            hint="run it in a READ WRITE transaction (BEGIN READ WRITE; or SET "
+            "default_transaction_read_only = off) on the primary server, not a standby",
         )
     return LoomDatabaseError(message, hint=hint, detail=detail)
 
