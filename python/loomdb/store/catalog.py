@@ -910,7 +910,7 @@ def _table_exists(db: Queryable, schema: str, table: str) -> bool:
         return bool(rows and rows[0][0])
     rows = db.query(
         "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 "
-        "AND lower(table_name) = lower($2) AND table_catalog = current_database()",
+        "AND lower(table_name) = lower($2)",
         [schema, table],
     )
     return bool(rows and rows[0][0])
