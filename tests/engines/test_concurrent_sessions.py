@@ -132,6 +132,19 @@ def _both(engine, request, monkeypatch, first_sql: str, second_sql: str, seams: 
         first.close(), second.close()
 
 
+def _after_a_commit(engine, request, first_sql: str, second: Session, second_sql: str) -> list:
+    """PostgreSQL: ``first_sql`` runs in a session of its own and is not committed until
+    ``second_sql`` (on ``second``, in a thread) waits on its lock; what ``second_sql`` gave."""
+    first = Session(engine, request, autocommit=False)
+    first.run(first_sql)  # not committed yet
+    thread, got = _in_thread(lambda: second.run(second_sql))
+    _when_waiting(engine, second, thread)
+    first.con.commit()
+    first.close()
+    thread.join()
+    return got
+
+
 def _names(error: Any, *words: str) -> bool:
     text = str(error)
     return all(w in text for w in words)
@@ -232,13 +245,8 @@ def test_a_train_on_an_index_another_session_rebuilds_reads_one_whole_index(
         if engine.name == "duckdb":
             got = _rebuilt_while_duckdb_trains(engine, trainer, monkeypatch)
         else:
-            rebuilder = Session(engine, request, autocommit=False)
-            rebuilder.run("SELECT loom_reindex('ix')")  # not committed yet
-            thread, got = _in_thread(lambda: trainer.run(TRAIN_ON_IX))
-            _when_waiting(engine, trainer, thread)
-            rebuilder.con.commit()
-            rebuilder.close()
-            thread.join()
+            rebuild = "SELECT loom_reindex('ix')"
+            got = _after_a_commit(engine, request, rebuild, trainer, TRAIN_ON_IX)
     finally:
         trainer.close()
     assert isinstance(got[0], str), got
@@ -282,13 +290,7 @@ def test_a_build_if_not_exists_gives_the_index_another_session_built_meanwhile(
         if engine.name == "duckdb":
             got = _built_while_duckdb_builds(engine, second, lenient, build, monkeypatch)
         else:
-            first = Session(engine, request, autocommit=False)
-            first.run(build)  # not committed yet
-            thread, got = _in_thread(lambda: second.run(lenient))
-            _when_waiting(engine, second, thread)
-            first.con.commit()
-            first.close()
-            thread.join()
+            got = _after_a_commit(engine, request, build, second, lenient)
     finally:
         second.close()
     assert isinstance(got[0], str), got
@@ -327,13 +329,7 @@ def test_a_rebuild_meeting_a_drop_of_its_index_does_not_bring_it_back(engine, re
         if engine.name == "duckdb":
             got = _built_while_duckdb_builds(engine, second, rebuild, drop, monkeypatch)
         else:
-            first = Session(engine, request, autocommit=False)
-            first.run(drop)  # not committed yet
-            thread, got = _in_thread(lambda: second.run(rebuild))
-            _when_waiting(engine, second, thread)
-            first.con.commit()
-            first.close()
-            thread.join()
+            got = _after_a_commit(engine, request, drop, second, rebuild)
     finally:
         second.close()
     assert _is_loom_error(engine, got[0]) and _names(got[0], "index 'ix'"), got
