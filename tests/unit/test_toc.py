@@ -239,6 +239,8 @@ def test_pairs_past_32_bits_are_read_as_64_bit_pairs():
     narrow = toc.TocMatrix.from_bytes(toc.encode_csr(indptr, columns(1024), values, 1024))
     assert narrow.pairs.dtype == np.uint32
     assert fused_steps.payload_of(Batch(narrow, np.zeros(rows)), 1) == fused_steps.TOC
+    # wider than 64 bits needs 2^38 distinct values in one blob: said so, not as another fault
+    assert "more than 63 bits" in toc._fault(toc.WIDE, 0, 0, 0).message
 
 
 def census_like(rows: int = 250, seed: int = 0) -> np.ndarray:

@@ -291,6 +291,8 @@ def _fault(kind: int, row: int, a: int, b: int) -> LoomFormatError:
         what = f"pair {row} of the first layer (column {a}) starts no code; each must be used"
     elif kind == 4:
         what = f"its decode tree would have {row:,} nodes; at most {MAX_NODES:,} are read"
+    elif kind == WIDE:  # a 64-bit pair holds 25 bits of column (MAX_COLS): 2^38 values
+        what = "its columns and distinct values need more than 63 bits a pair"
     elif a == b:
         what = f"row {row} names column {a} twice"
     else:

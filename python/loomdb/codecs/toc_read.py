@@ -21,7 +21,8 @@ pair one integer, its value's index in the distinct-value table above its column
 the table — instead of a column array and a float64 per pair.  On MNIST's batches (21K pairs,
 255 distinct values) that is 4 bytes a pair instead of 12, and A·v reads a pair in one load:
 over 40 batches in turn A·v went from 0.71–0.75x of scipy's CSR to 1.01–1.07x (the pass was
-waiting on memory, not arithmetic).  The products multiply the same float64s, so the bits are unchanged.
+waiting on memory, not arithmetic).  The products multiply the same float64s, so the bits are
+unchanged.
 """
 
 from __future__ import annotations
