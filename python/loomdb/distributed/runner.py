@@ -39,6 +39,7 @@ from loomdb.learn.scaling import Scaling
 from loomdb.learn.trainer import Diverged
 from loomdb.seams import Batch, EpochStep
 from loomdb.store import sparse
+from loomdb.store.storage import Buffer, Stored
 
 COUNTED = ("bytes_to_driver", "bytes_to_workers", "gradient_bytes", "gradient_raw_bytes")
 MAX_RETRIES = 3  # worker losses survived within one step
@@ -160,7 +161,7 @@ class Runner(CpuBackend):
         size = 0
         for first, stop in ranges(numbers):
             for stored in self.laid.read_stored(first, stop, parts):
-                chunk.append(stored)
+                chunk.append(shippable(stored))
                 size += stored.nbytes
                 if size >= LOAD_BYTES:
                     yield chunk
@@ -358,6 +359,14 @@ class Runner(CpuBackend):
                 self.counts["gradient_raw_bytes"], self.counts["gradient_bytes"]
             ),
         }
+
+
+def shippable(stored: Stored) -> Stored:
+    """``stored`` with its parts as ``bytes``, for a worker: a DuckDB read hands over views of
+    an Arrow result, which pickle refuses, sending Dask's serialisation down a deep fallback
+    (a finalizer that once ran inside it overflowed the stack and failed the call)."""
+    parts: list[Buffer] = [p if isinstance(p, bytes) else bytes(p) for p in stored.parts]
+    return Stored(stored.batch, stored.rows, parts)
 
 
 def ratio(raw: int, coded: int) -> float | None:
