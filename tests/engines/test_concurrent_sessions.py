@@ -156,15 +156,21 @@ def _is_loom_error(engine, error: Any) -> bool:
     return isinstance(error, psycopg.Error) and error.diag.message_hint is not None
 
 
+def _one_made_one_refused(out: list) -> list:
+    """The refused one of two calls' results (a summary's text, or an error), after checking
+    that exactly one call made what it was asked for."""
+    refused = [o for o in out if not isinstance(o, str)]
+    assert len(refused) == 1 and len(out) == 2, out
+    return refused
+
+
 def test_two_first_trains_of_one_name_end_in_one_model_and_an_error_naming_it(
     engine, request, monkeypatch
 ):
     _load(engine)
     train = "SELECT loom_train('m', 't', 'y', '{\"epochs\": 2, \"progress\": false}')"
     out = _both(engine, request, monkeypatch, train, train, [(catalog, "put_model")])
-    made = [o for o in out if isinstance(o, str)]
-    refused = [o for o in out if not isinstance(o, str)]
-    assert len(made) == 1 and len(refused) == 1, out
+    refused = _one_made_one_refused(out)
     assert _is_loom_error(engine, refused[0]) and _names(refused[0], "model", "'m'"), refused
     assert engine.rows("SELECT name, version FROM loom.models") == [("m", 1)]
     assert engine.rows("SELECT count(*) FROM loom.model_versions") == [(0,)]
@@ -185,9 +191,7 @@ def test_two_builds_of_one_index_name_keep_one_and_say_the_other_collided(
     _load(engine)
     build = "SELECT loom_create_index('ix', 't', 'y', '{\"format\": \"dense\"}')"
     out = _both(engine, request, monkeypatch, build, build, [(layout, "_record_fingerprint")])
-    made = [o for o in out if isinstance(o, str)]
-    refused = [o for o in out if not isinstance(o, str)]
-    assert len(made) == 1 and len(refused) == 1, out
+    refused = _one_made_one_refused(out)
     assert _is_loom_error(engine, refused[0]), refused
     assert _names(refused[0], "index 'ix'", "another session"), refused
     assert engine.rows("SELECT name FROM loom.indexes") == [("ix",)]

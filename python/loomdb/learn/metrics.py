@@ -98,19 +98,30 @@ def classification(
     each = [_one_class(y, pred, c) for c in targets]
     for metric in ("precision", "recall", "f1"):
         out[metric] = float(np.mean([e[metric] for e in each]))
-    known = np.isin(y, classes)
-    pos = y[known] == classes[-1]
-    if len(classes) == 2 and score is not None:
-        out["roc_auc"] = roc_auc(pos, score[known])
-    if len(classes) == 2 and proba is not None:
-        q = np.clip(proba[known], 1e-15, 1 - 1e-15)
-        total = -(np.log(q[pos]).sum() + np.log(1 - q[~pos]).sum())
-        out["log_loss"] = float(total / known.sum()) if known.any() else float("nan")
-    if len(classes) == 2 and not known.all():
-        out["other_label_rows"] = int((~known).sum())
+    if len(classes) == 2:
+        out.update(_binary_scores(y, classes, score, proba))
     out["confusion_matrix"] = confusion(y, pred, classes)
     if len(classes) > 2:
         out["per_class"] = each
+    return out
+
+
+def _binary_scores(
+    y: np.ndarray, classes: list[float], score: np.ndarray | None, proba: np.ndarray | None
+) -> dict[str, Any]:
+    """AUC and log loss over the rows of a binary model's two classes, and how many rows hold
+    another label (only where some do)."""
+    out: dict[str, Any] = {}
+    known = np.isin(y, classes)
+    pos = y[known] == classes[1]
+    if score is not None:
+        out["roc_auc"] = roc_auc(pos, score[known])
+    if proba is not None:
+        q = np.clip(proba[known], 1e-15, 1 - 1e-15)
+        total = -(np.log(q[pos]).sum() + np.log(1 - q[~pos]).sum())
+        out["log_loss"] = float(total / known.sum()) if known.any() else float("nan")
+    if not known.all():
+        out["other_label_rows"] = int((~known).sum())
     return out
 
 
